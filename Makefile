@@ -1,0 +1,22 @@
+# Two entry points (see README): `make serve` and `make test`. Both set up .venv from scratch.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+.PHONY: install serve test lint
+install: $(BIN)/.installed
+
+serve: install
+	$(BIN)/recloop serve
+
+lint: install
+	$(BIN)/ruff check .
+
+test: install lint
+	$(BIN)/pytest -q

@@ -1,0 +1,82 @@
+"""The one settings class of recloop (environment prefix ``RECLOOP_``).
+
+Read once per process through :func:`get_settings`; tests build their own
+``Settings(...)`` and pass it down instead of touching ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+RecModelName = Literal["sasrec", "gru4rec", "caser"]
+StructuredOutputMethod = Literal["json_schema", "json_mode", "function_calling"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RECLOOP_", env_file=".env", extra="ignore")
+
+    # --- storage -----------------------------------------------------------------
+    data_dir: Path = Field(Path("./data"), description="Datasets, model artifacts, embedded database.")
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("RECLOOP_DATABASE_URL", "DATABASE_URL"),
+        description="PostgreSQL URL; unset means an embedded PostgreSQL under data_dir/pg.",
+    )
+
+    # --- models ------------------------------------------------------------------
+    dataset: str = Field("movielens", description="Dataset the service recommends from.")
+    rec_model: RecModelName = "sasrec"
+    reward_model: RecModelName = "sasrec"
+    torch_threads: int = Field(1, ge=1, description="One thread beats two on a shared 2-core box.")
+
+    # --- the feedback loop -----------------------------------------------------------
+    max_rounds: int = Field(4, ge=1, le=20, description="Paper default round limit.")
+    n_candidates: int = Field(20, ge=2, le=200)
+    accept_top_k: int = Field(
+        5, ge=1, description="Offline user agent accepts items the reward model ranks within this top-k."
+    )
+    reward_display: Literal["top_picks", "score"] = Field(
+        "top_picks",
+        description="Show the user agent the reward model's top picks (recommendation mode) "
+        "or its raw score with a warning (user-simulation mode).",
+    )
+
+    # --- LLM (any OpenAI-compatible endpoint) -----------------------------------------
+    llm_base_url: str | None = Field(None, description="Unset: deterministic offline agents.")
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: SecretStr = SecretStr("not-needed")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    llm_timeout_s: float = Field(30.0, gt=0)
+    llm_max_retries: int = Field(2, ge=0, le=10, description="Retries after invalid output, then fallback.")
+    llm_structured_method: StructuredOutputMethod = "json_schema"
+
+    # --- HTTP ---------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def datasets_dir(self) -> Path:
+        return self.data_dir / "datasets"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_base_url)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

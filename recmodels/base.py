@@ -1,0 +1,75 @@
+"""The contract every sequential recommender in recloop shares.
+
+Conventions (one for the whole project):
+- item ids are 0-based; id ``n_items`` is padding (the LLaRA convention), so
+  embedding tables have ``n_items + 1`` rows with ``padding_idx = n_items``;
+- histories are *left*-padded to ``max_len`` so the most recent item is always
+  at position ``T - 1``.
+
+A model encodes a batch of histories to user states ``[B, H]`` and scores items
+from them; scoring, masking and gathering live here, written once.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def pad_histories(histories: Sequence[Sequence[int]], max_len: int, pad_id: int) -> torch.Tensor:
+    """Left-pad (and truncate to the newest ``max_len``) -> LongTensor [B, max_len]."""
+    out = torch.full((len(histories), max_len), pad_id, dtype=torch.long)
+    for i, hist in enumerate(histories):
+        tail = list(hist)[-max_len:]
+        if tail:
+            out[i, max_len - len(tail) :] = torch.as_tensor(tail, dtype=torch.long)
+    return out
+
+
+class SequentialRecommender(nn.Module, ABC):
+    """Base class: subclasses implement :meth:`encode` and :meth:`output_embeddings`."""
+
+    def __init__(self, n_items: int, max_len: int):
+        super().__init__()
+        self.n_items = n_items
+        self.max_len = max_len
+
+    @property
+    def pad_id(self) -> int:
+        return self.n_items
+
+    @abstractmethod
+    def encode(self, seqs: torch.Tensor) -> torch.Tensor:
+        """seqs [B, T] left-padded item ids -> user states [B, H]."""
+
+    @abstractmethod
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Item output weights [N, H] (N = n_items, padding excluded) and an optional bias [N]."""
+
+    def score_all(self, seqs: torch.Tensor) -> torch.Tensor:
+        """seqs [B, T] -> logits over all items [B, N]."""
+        states = self.encode(seqs)  # [B, H]
+        weight, bias = self.output_embeddings()  # [N, H], [N] | None
+        logits = states @ weight.T  # [B, N]
+        return logits + bias if bias is not None else logits
+
+    def score_candidates(self, seqs: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """seqs [B, T], candidates [B, C] item ids -> logits [B, C]."""
+        assert candidates.dim() == 2 and candidates.shape[0] == seqs.shape[0], "candidates must be [B, C]"
+        states = self.encode(seqs)  # [B, H]
+        weight, bias = self.output_embeddings()
+        cand_w = weight[candidates]  # [B, C, H]
+        logits = torch.einsum("bh,bch->bc", states, cand_w)  # [B, C]
+        return logits + bias[candidates] if bias is not None else logits
+
+
+def mask_seen(logits: torch.Tensor, seqs: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Set the logits of items already in each history to -inf. logits [B, N], seqs [B, T]."""
+    masked = logits.clone()
+    rows = torch.arange(seqs.shape[0]).unsqueeze(1).expand_as(seqs)  # [B, T]
+    keep = seqs != pad_id
+    masked[rows[keep], seqs[keep]] = float("-inf")
+    return masked
