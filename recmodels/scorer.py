@@ -1,0 +1,66 @@
+"""Inference on plain Python ids: what the graph, the service and the evaluation use.
+
+A :class:`Scorer` wraps one trained model; callers never touch tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from recmodels.base import SequentialRecommender, mask_seen, pad_histories
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    """What identifies a loaded model: shown in results and readiness checks."""
+
+    model_name: str
+    dataset: str
+    dataset_fingerprint: str
+    n_items: int
+    artifact_sha256: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Scorer:
+    def __init__(self, model: SequentialRecommender, info: ScorerInfo):
+        self.model = model.eval()
+        self.info = info
+
+    @property
+    def n_items(self) -> int:
+        return self.model.n_items
+
+    def _seqs(self, histories: Sequence[Sequence[int]]) -> torch.Tensor:
+        return pad_histories(histories, self.model.max_len, self.model.pad_id)
+
+    @torch.no_grad()
+    def score_batch(
+        self, histories: Sequence[Sequence[int]], candidates: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """Scores of each row's candidates (equal-length candidate lists)."""
+        cands = torch.as_tensor([list(c) for c in candidates], dtype=torch.long)  # [B, C]
+        return self.model.score_candidates(self._seqs(histories), cands).tolist()
+
+    def score(self, history: Sequence[int], candidates: Sequence[int]) -> list[float]:
+        return self.score_batch([history], [candidates])[0]
+
+    def rank(self, history: Sequence[int], candidates: Sequence[int]) -> list[int]:
+        """Candidates ordered best first (ties keep the candidate order)."""
+        scores = self.score(history, candidates)
+        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+        return [candidates[i] for i in order]
+
+    @torch.no_grad()
+    def top_k(self, history: Sequence[int], k: int, exclude: Collection[int] = ()) -> list[int]:
+        """The k best items over the whole catalog, never an item of the history or ``exclude``."""
+        seqs = self._seqs([history])
+        logits = mask_seen(self.model.score_all(seqs), seqs, self.model.pad_id)[0]  # [N]
+        if exclude:
+            logits[torch.as_tensor(list(exclude), dtype=torch.long)] = float("-inf")
+        k = min(k, int(torch.isfinite(logits).sum()))
+        return torch.topk(logits, k).indices.tolist()
