@@ -1,0 +1,139 @@
+"""Pure evaluation metrics: binary classification (user simulation) and popularity bias.
+
+Conventions: an empty denominator gives 0.0 (a judge that predicts nothing has
+precision 0, not NaN), so averaged tables never carry NaNs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Counts of one binary judge against the truth."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+
+    def __add__(self, other: Confusion) -> Confusion:
+        return Confusion(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn, self.tn + other.tn)
+
+    @property
+    def precision(self) -> float:
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        return _ratio(self.tp, self.tp + self.fn)
+
+    @property
+    def f1(self) -> float:
+        return f1_score(self.precision, self.recall)
+
+
+@dataclass(frozen=True)
+class PRF:
+    precision: float
+    recall: float
+    f1: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def f1_score(precision: float, recall: float) -> float:
+    return _ratio(2 * precision * recall, precision + recall)
+
+
+def confusion(predicted: Sequence[bool], truth: Sequence[bool]) -> Confusion:
+    """Confusion counts of one judged list; both sequences are aligned per item."""
+    if len(predicted) != len(truth):
+        raise ValueError(f"predicted has {len(predicted)} labels but truth has {len(truth)}")
+    pairs = Counter(zip((bool(p) for p in predicted), (bool(t) for t in truth), strict=True))
+    return Confusion(
+        tp=pairs[(True, True)], fp=pairs[(True, False)], fn=pairs[(False, True)], tn=pairs[(False, False)]
+    )
+
+
+def micro_prf(per_user: Iterable[Confusion]) -> PRF:
+    """Pool every judged item, then compute P/R/F1 once."""
+    total = sum(per_user, Confusion())
+    return PRF(total.precision, total.recall, total.f1)
+
+
+def macro_prf(per_user: Sequence[Confusion]) -> PRF:
+    """Compute P/R/F1 per user, then average each (macro F1 = mean of per-user F1)."""
+    if not per_user:
+        return PRF(0.0, 0.0, 0.0)
+    n = len(per_user)
+    return PRF(
+        sum(c.precision for c in per_user) / n,
+        sum(c.recall for c in per_user) / n,
+        sum(c.f1 for c in per_user) / n,
+    )
+
+
+def hit_rate(picks: Sequence[int], targets: Sequence[int]) -> float:
+    """HR@1 of one pick per row: share of rows whose pick is the target."""
+    if len(picks) != len(targets):
+        raise ValueError(f"{len(picks)} picks but {len(targets)} targets")
+    return _ratio(sum(p == t for p, t in zip(picks, targets, strict=True)), len(picks))
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and population standard deviation (spread over candidate seeds, not an estimate)."""
+    if not values:
+        return 0.0, 0.0
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+def gini(counts: Iterable[float]) -> float:
+    """Gini coefficient of non-negative counts: 0 = perfectly even, (n-1)/n = all in one.
+
+    Uses the sorted-rank form G = sum_i (2i - n - 1) x_i / (n * sum x), i = 1..n ascending.
+    Pass one count per catalog item (zeros included) to measure concentration over the catalog.
+    """
+    values = sorted(float(c) for c in counts)
+    if any(v < 0 for v in values):
+        raise ValueError("gini needs non-negative counts")
+    n, total = len(values), sum(values)
+    if n == 0 or total == 0:
+        return 0.0
+    weighted = sum((2 * i - n - 1) * v for i, v in enumerate(values, start=1))
+    return weighted / (n * total)
+
+
+def popularity_percentiles(popularity: Mapping[int, int], n_items: int) -> list[float]:
+    """Per item id 0..n_items-1: its mid-rank by popularity among the catalog, scaled to [0, 1].
+
+    The mid-rank percentile keeps a catalog of equally popular items at 0.5 instead of 0 or 1,
+    so "mean percentile of recommended items" is 0.5 for a popularity-blind recommender.
+    """
+    counts = [popularity.get(item, 0) for item in range(n_items)]
+    histogram = Counter(counts)
+    below, share_below = 0, {}
+    for count in sorted(histogram):
+        share_below[count] = (below + (histogram[count] - 1) / 2) / max(n_items - 1, 1)
+        below += histogram[count]
+    return [share_below[c] for c in counts]
+
+
+def mean_popularity_percentile(items: Sequence[int], percentiles: Sequence[float]) -> float:
+    return _ratio(sum(percentiles[i] for i in items), len(items))
+
+
+def recommendation_gini(items: Sequence[int], n_items: int) -> float:
+    """Gini of how often each catalog item was recommended (zeros for never-recommended items)."""
+    counts = Counter(items)
+    return gini(counts.get(i, 0) for i in range(n_items))
