@@ -58,6 +58,28 @@ class Settings(BaseSettings):
     # --- HTTP ---------------------------------------------------------------------------
     host: str = "127.0.0.1"
     port: int = 8000
+    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes sharing one PostgreSQL.")
+    db_pool_size: int = Field(10, ge=1, le=200, description="Connections per worker for the service tables.")
+    checkpoint_pool_size: int = Field(
+        10, ge=1, le=200, description="Connections per worker for LangGraph checkpoints (one per query)."
+    )
+    checkpoint_schema: str = Field(
+        "langgraph",
+        pattern=r"^[a-z_][a-z0-9_]*$",
+        description="Schema of LangGraph's checkpoint tables: kept out of Alembic's sight.",
+    )
+    checkpoint_durability: Literal["sync", "async", "exit"] = Field(
+        "async", description="LangGraph durability: when each step's checkpoint is written."
+    )
+    checkpoint_group_commit: bool = Field(
+        True,
+        description="Commit mid-round checkpoints without waiting for the WAL flush; the checkpoint that "
+        "closes a round (and every loop's history) waits for it, which makes all earlier ones durable too.",
+    )
+    max_history_items: int = Field(1000, ge=1, description="Longest history a session accepts.")
+    max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
+    db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")
+    db_connect_timeout_s: float = Field(3.0, gt=0, description="Fail fast (503) instead of hanging.")
 
     @field_validator("data_dir")
     @classmethod

@@ -1,0 +1,1 @@
+"""The service's own storage: SQLAlchemy models, engines and keyword-only repositories."""

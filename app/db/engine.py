@@ -1,0 +1,60 @@
+"""Engines and pools: one SQLAlchemy async engine for the service tables, one psycopg pool for LangGraph."""
+
+from __future__ import annotations
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from app.db.embedded import start_embedded_postgres
+from app.db.urls import libpq_url, sqlalchemy_url
+from app.settings import Settings
+
+
+def resolve_database_url(settings: Settings) -> str:
+    """DATABASE_URL when set, else the embedded PostgreSQL under ``data_dir/pg`` (started if needed)."""
+    if settings.database_url:
+        return libpq_url(settings.database_url)
+    return start_embedded_postgres(settings.data_dir / "pg")
+
+
+def create_engine(url: str, settings: Settings) -> AsyncEngine:
+    return create_async_engine(
+        sqlalchemy_url(url),
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_pool_size,
+        pool_pre_ping=True,  # a connection that died with the server is replaced, not handed out
+        pool_timeout=settings.db_connect_timeout_s,
+        connect_args={"connect_timeout": max(1, int(settings.db_connect_timeout_s))},
+    )
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def checkpoint_pool(url: str, settings: Settings, *, group_commit: bool) -> AsyncConnectionPool:
+    """A pool for LangGraph's saver, its connections pinned to the checkpoint schema.
+
+    ``group_commit`` sets ``synchronous_commit=off`` for the connection: commits return before
+    their WAL flush (about one fsync each here). A later synchronous commit flushes every earlier
+    one, which is how a round's last checkpoint makes the whole round durable (see checkpoints.py).
+    """
+    options = f"-c search_path={settings.checkpoint_schema}"
+    if group_commit:
+        options += " -c synchronous_commit=off"
+    return AsyncConnectionPool(
+        libpq_url(url),
+        min_size=1,
+        max_size=settings.checkpoint_pool_size,
+        open=False,
+        timeout=settings.db_connect_timeout_s,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": options,
+            "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
+        },
+        check=AsyncConnectionPool.check_connection,
+    )

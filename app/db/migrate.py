@@ -1,0 +1,52 @@
+"""Schema set-up run once per deploy, before any worker starts: Alembic, then LangGraph's saver.
+
+Workers never run these: two workers running setup() at once would race on DDL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import sql
+from psycopg.rows import dict_row
+
+import migrations
+from app.db.urls import libpq_url
+
+ALEMBIC_INI = Path(migrations.__file__).resolve().parent.parent / "alembic.ini"
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.is_file() else Config()
+    cfg.set_main_option("script_location", str(Path(migrations.__file__).resolve().parent))
+    cfg.attributes["database_url"] = libpq_url(url)
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+async def setup_checkpoints(url: str, schema: str) -> None:
+    """Create the checkpoint schema and let LangGraph's saver create/migrate its tables in it."""
+    async with await psycopg.AsyncConnection.connect(
+        libpq_url(url), autocommit=True, prepare_threshold=0, row_factory=dict_row
+    ) as conn:
+        await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await AsyncPostgresSaver(conn).setup()
+
+
+def migrate_all(url: str, checkpoint_schema: str) -> None:
+    """Everything a fresh database needs: the service tables and the checkpoint tables."""
+    upgrade(url)
+    asyncio.run(setup_checkpoints(url, checkpoint_schema))

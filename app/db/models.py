@@ -1,0 +1,148 @@
+"""SQLAlchemy 2 models of the service's own tables (owned by Alembic, see migrations/).
+
+LangGraph's checkpoint tables are not here: the saver creates them in their own schema.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Deterministic constraint names, so autogenerate and downgrades agree across databases.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SESSION_STATUSES = ("idle", "running", "awaiting_feedback")
+LOOP_STATUSES = ("running", "awaiting_feedback", "completed", "failed")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _now_column() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class ApiKey(Base):
+    """An API key: only its SHA-256 is stored; ``prefix`` lets an owner tell keys apart."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200), nullable=False)
+    prefix: Mapped[str] = mapped_column(String(16), nullable=False)
+    key_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _now_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Session(Base):
+    """One user's recommendation session; its LangGraph thread is ``thread_id``."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        CheckConstraint(f"status IN {SESSION_STATUSES}", name="status"),
+        Index("ix_sessions_owner_created", "owner_key_id", "created_at"),
+        Index("ix_sessions_owner_user", "owner_key_id", "user_id"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+    owner_key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), nullable=False)
+    user_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    dataset: Mapped[str] = mapped_column(String(100), nullable=False)
+    thread_id: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    status: Mapped[str] = mapped_column(String(32), nullable=False, default="idle")
+    history: Mapped[list[int]] = mapped_column(JSONB, nullable=False)
+    n_loops: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = _now_column()
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+
+    loops: Mapped[list[Loop]] = relationship(back_populates="session", passive_deletes=True)
+
+
+class Loop(Base):
+    """One recommendation request on a session: its parameters, outcome, timings and LLM usage."""
+
+    __tablename__ = "loops"
+    __table_args__ = (
+        UniqueConstraint("session_id", "loop_index", name="uq_loops_session_loop_index"),
+        CheckConstraint(f"status IN {LOOP_STATUSES}", name="status"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    loop_index: Mapped[int] = mapped_column(Integer, nullable=False)
+    status: Mapped[str] = mapped_column(String(32), nullable=False)
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    final_item: Mapped[int | None] = mapped_column(Integer)
+    final_reason: Mapped[str | None] = mapped_column(Text)
+    stop_reason: Mapped[str | None] = mapped_column(String(32))
+    started_at: Mapped[datetime] = _now_column()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    duration_ms: Mapped[float | None] = mapped_column(Float)
+    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+    session: Mapped[Session] = relationship(back_populates="loops")
+    rounds: Mapped[list[Round]] = relationship(
+        back_populates="loop", order_by="Round.round", passive_deletes=True
+    )
+
+
+class Round(Base):
+    """One proposal of a loop and the judgement on it; (loop, round) is unique: no forks."""
+
+    __tablename__ = "rounds"
+    __table_args__ = (
+        UniqueConstraint("loop_id", "round", name="uq_rounds_loop_round"),
+        CheckConstraint("decision IN ('accept', 'reject')", name="decision"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    loop_id: Mapped[int] = mapped_column(ForeignKey("loops.id", ondelete="CASCADE"), nullable=False)
+    round: Mapped[int] = mapped_column(Integer, nullable=False)
+    item: Mapped[int] = mapped_column(Integer, nullable=False)
+    item_title: Mapped[str] = mapped_column(Text, nullable=False)
+    rec_reason: Mapped[str] = mapped_column(Text, nullable=False)
+    reward_score: Mapped[float | None] = mapped_column(Float)
+    reward_rank: Mapped[int | None] = mapped_column(Integer)
+    decision: Mapped[str] = mapped_column(String(16), nullable=False)
+    user_reason: Mapped[str] = mapped_column(Text, nullable=False)
+    rec_fallback: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    user_fallback: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    created_at: Mapped[datetime] = _now_column()
+
+    loop: Mapped[Loop] = relationship(back_populates="rounds")

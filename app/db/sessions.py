@@ -1,0 +1,78 @@
+"""Repository of sessions (keyword-only; the caller owns the transaction)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Select, delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Session
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    user_id: str | None = None
+    status: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+async def add_session(
+    db: AsyncSession, *, owner_key_id: int, user_id: str, dataset: str, history: list[int]
+) -> Session:
+    session_id = uuid.uuid4()
+    session = Session(
+        id=session_id,
+        owner_key_id=owner_key_id,
+        user_id=user_id,
+        dataset=dataset,
+        thread_id=str(session_id),
+        status="idle",
+        history=history,
+        n_loops=0,
+    )
+    db.add(session)
+    await db.flush()
+    await db.refresh(session)
+    return session
+
+
+async def get_owned_session(
+    db: AsyncSession, *, session_id: uuid.UUID, owner_key_id: int, for_update: bool = False
+) -> Session | None:
+    """The session if ``owner_key_id`` owns it; None for missing *and* foreign sessions alike."""
+    stmt = select(Session).where(Session.id == session_id, Session.owner_key_id == owner_key_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return (await db.execute(stmt)).scalar_one_or_none()
+
+
+def _filtered(stmt: Select, *, owner_key_id: int, where: SessionFilter) -> Select:
+    stmt = stmt.where(Session.owner_key_id == owner_key_id)
+    if where.user_id is not None:
+        stmt = stmt.where(Session.user_id == where.user_id)
+    if where.status is not None:
+        stmt = stmt.where(Session.status == where.status)
+    if where.created_after is not None:
+        stmt = stmt.where(Session.created_at >= where.created_after)
+    if where.created_before is not None:
+        stmt = stmt.where(Session.created_at < where.created_before)
+    return stmt
+
+
+async def list_owned_sessions(
+    db: AsyncSession, *, owner_key_id: int, where: SessionFilter, limit: int, offset: int
+) -> tuple[list[Session], int]:
+    page = _filtered(select(Session), owner_key_id=owner_key_id, where=where)
+    page = page.order_by(Session.created_at.desc(), Session.id).limit(limit).offset(offset)
+    count = _filtered(select(func.count()).select_from(Session), owner_key_id=owner_key_id, where=where)
+    rows = list((await db.execute(page)).scalars())
+    return rows, int((await db.execute(count)).scalar_one())
+
+
+async def delete_session(db: AsyncSession, *, session_id: uuid.UUID) -> None:
+    """Deletes the session; its loops and rounds go with it (ON DELETE CASCADE)."""
+    await db.execute(delete(Session).where(Session.id == session_id))

@@ -1,0 +1,1 @@
+"""Alembic migrations of the service's own tables (see alembic.ini)."""
