@@ -23,3 +23,28 @@ def shared_data() -> Path:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", _env_file=None)
+
+
+# --- datasets (session-scoped: imported once from the shared LLaRA files) ---------------
+
+
+@pytest.fixture(scope="session")
+def datasets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session datasets directory; `ml_dataset` and `lastfm_dataset` are imported into it."""
+    return tmp_path_factory.mktemp("datasets")
+
+
+@pytest.fixture(scope="session")
+def ml_dataset(shared_data: Path, datasets_dir: Path):
+    """MovieLens-100k (LLaRA protocol) with genres/year item attributes; treat as read-only."""
+    from app.data.importer import import_llara
+
+    return import_llara(shared_data / "movielens", datasets_dir, "movielens")
+
+
+@pytest.fixture(scope="session")
+def lastfm_dataset(shared_data: Path, datasets_dir: Path):
+    """LastFM (LLaRA protocol, titles only); treat as read-only."""
+    from app.data.importer import import_llara
+
+    return import_llara(shared_data / "lastfm", datasets_dir, "lastfm")
