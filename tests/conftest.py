@@ -48,3 +48,31 @@ def lastfm_dataset(shared_data: Path, datasets_dir: Path):
     from app.data.importer import import_llara
 
     return import_llara(shared_data / "lastfm", datasets_dir, "lastfm")
+
+
+# --- models (session-scoped: tiny real models trained once on a MovieLens slice) ----------
+
+
+@pytest.fixture(scope="session")
+def ml_models_dir(ml_dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session models dir holding sasrec/gru4rec/caser at artifact_path(dir, "movielens", name).
+
+    Trained on the first 3,000 MovieLens training rows for 2 epochs: real models, seconds to build,
+    far from converged (use the artifacts in data/models for quality measurements).
+    """
+    from recmodels.registry import MODEL_NAMES
+    from recmodels.training import train
+
+    models_dir = tmp_path_factory.mktemp("models")
+    for name in MODEL_NAMES:
+        train(ml_dataset, name, models_dir=models_dir, epochs=2, max_train_rows=3000, progress=False)
+    return models_dir
+
+
+@pytest.fixture(scope="session")
+def ml_scorers(ml_dataset, ml_models_dir: Path) -> dict:
+    """dict model name -> Scorer, loaded through the real artifact path (fingerprint-checked)."""
+    from recmodels.artifacts import load_latest_scorer
+    from recmodels.registry import MODEL_NAMES
+
+    return {name: load_latest_scorer(ml_models_dir, ml_dataset, name) for name in MODEL_NAMES}

@@ -1,0 +1,160 @@
+"""Versioned model artifacts: one ``torch.save`` file per trained model.
+
+The file holds only plain Python types and tensors so it loads with
+``torch.load(..., weights_only=True)`` (no pickled code runs on load)::
+
+    {format_version, model_name, config, n_items, dataset, dataset_fingerprint,
+     state_dict, metrics, created_at, code_version}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.data.dataset import Dataset, sha256_file
+from recmodels.base import SequentialRecommender
+from recmodels.registry import MODEL_NAMES, build_model, model_config
+from recmodels.scorer import Scorer, ScorerInfo
+
+FORMAT_VERSION = 1
+_REQUIRED_KEYS = ("format_version", "model_name", "config", "n_items", "dataset", "dataset_fingerprint")
+
+
+class ArtifactError(ValueError):
+    """An artifact that is missing, unreadable, of another format, or for other data."""
+
+
+def artifact_path(models_dir: Path, dataset: str, model_name: str) -> Path:
+    """Default location of a dataset's model: ``models_dir/<dataset>/<model>.pt``."""
+    return Path(models_dir) / dataset / f"{model_name}.pt"
+
+
+def save_artifact(
+    path: Path,
+    model: SequentialRecommender,
+    *,
+    model_name: str,
+    dataset: Dataset,
+    metrics: dict[str, Any],
+) -> Path:
+    """Write the artifact atomically (temp file + rename) so readers never see half a file."""
+    payload = {
+        "format_version": FORMAT_VERSION,
+        "model_name": model_name,
+        "config": dataclasses.asdict(model_config(model)),
+        "n_items": model.n_items,
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "metrics": metrics,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code_version": code_version(),
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def read_artifact(path: Path) -> dict[str, Any]:
+    """The artifact's payload, checked for format version and required keys."""
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such artifact")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for corrupt or unsafe files
+        raise ArtifactError(f"{path}: not a loadable recloop artifact ({exc})") from exc
+    if not isinstance(payload, dict):
+        raise ArtifactError(f"{path}: expected a dict payload, got {type(payload).__name__}")
+    if payload.get("format_version") != FORMAT_VERSION:
+        raise ArtifactError(
+            f"{path}: format_version {payload.get('format_version')!r} is not the supported "
+            f"{FORMAT_VERSION}; retrain the model"
+        )
+    missing = [k for k in (*_REQUIRED_KEYS, "state_dict") if k not in payload]
+    if missing:
+        raise ArtifactError(f"{path}: missing key(s) {missing}")
+    if payload["model_name"] not in MODEL_NAMES:
+        raise ArtifactError(f"{path}: unknown model_name {payload['model_name']!r}")
+    return payload
+
+
+def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
+    """Rebuild the model from its config and weights. With ``dataset``, refuse an artifact trained
+    on different data (fingerprint or catalog size differ)."""
+    path = Path(path)
+    payload = read_artifact(path)
+    if dataset is not None:
+        _check_same_data(path, payload, dataset)
+    model = build_model(payload["model_name"], int(payload["n_items"]), **payload["config"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as exc:
+        raise ArtifactError(f"{path}: weights do not fit the model config ({exc})") from exc
+    info = ScorerInfo(
+        model_name=payload["model_name"],
+        dataset=payload["dataset"],
+        dataset_fingerprint=payload["dataset_fingerprint"],
+        n_items=int(payload["n_items"]),
+        artifact_sha256=sha256_file(path),
+        extra={
+            "path": str(path),
+            "created_at": payload.get("created_at"),
+            "code_version": payload.get("code_version"),
+            "metrics": payload.get("metrics", {}),
+        },
+    )
+    return Scorer(model, info)
+
+
+def load_latest_scorer(models_dir: Path, dataset: str | Dataset, model_name: str) -> Scorer:
+    """The model at the default location; pass a :class:`Dataset` to also check the fingerprint."""
+    name = dataset.name if isinstance(dataset, Dataset) else dataset
+    path = artifact_path(models_dir, name, model_name)
+    if not path.is_file():
+        raise ArtifactError(
+            f"no {model_name} model for dataset {name!r} at {path}; "
+            f"train it with `recloop train --dataset {name} --model {model_name}`"
+        )
+    return load_scorer(path, dataset if isinstance(dataset, Dataset) else None)
+
+
+def code_version() -> str:
+    """Package version plus the git commit when run from a checkout (for provenance only)."""
+    try:
+        version = metadata.version("recloop")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return version
+    return f"{version}+g{commit}"
+
+
+def _check_same_data(path: Path, payload: dict[str, Any], dataset: Dataset) -> None:
+    if payload["dataset_fingerprint"] != dataset.fingerprint or int(payload["n_items"]) != dataset.n_items:
+        raise ArtifactError(
+            f"{path}: trained on dataset {payload['dataset']!r} "
+            f"(fingerprint {payload['dataset_fingerprint'][:12]}, {payload['n_items']} items), "
+            f"not on {dataset.name!r} (fingerprint {dataset.fingerprint[:12]}, {dataset.n_items} items); "
+            f"retrain with `recloop train --dataset {dataset.name} --model {payload['model_name']}`"
+        )

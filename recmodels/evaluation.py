@@ -1,0 +1,108 @@
+"""Offline evaluation of a trained scorer under the LLaRA / AFL protocol.
+
+- HR@1-of-20: per test row, 20 candidates (target + 19 uniform negatives outside the
+  history), the model's top candidate must be the target; averaged over candidate seeds.
+- Hit@10 / NDCG@10: full ranking over the whole catalog with history items masked.
+- Rows with ``len_seq < 3`` are dropped first, as the upstream loaders do.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from app.data.dataset import MIN_EVAL_LEN_SEQ, Dataset, Row
+from recmodels import metrics
+from recmodels.base import SequentialRecommender, mask_seen, pad_histories
+from recmodels.candidates import sample_candidates
+from recmodels.scorer import Scorer
+
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+N_CANDIDATES = 20
+_BATCH = 512
+
+
+@dataclass(frozen=True)
+class RankingStats:
+    """Where one row's target lands in the full ranking."""
+
+    rank: int  # 0-based among all items, history masked (n_items if the target is in the history)
+    n_outranking: int  # candidate-pool items scored above the target
+    pool_size: int  # items that may be drawn as negatives (not in history, not the target)
+
+
+@torch.no_grad()
+def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> list[RankingStats]:
+    was_training = model.training
+    model.eval()
+    stats: list[RankingStats] = []
+    for start in range(0, len(rows), _BATCH):
+        chunk = rows[start : start + _BATCH]
+        seqs = pad_histories([r.history for r in chunk], model.max_len, model.pad_id)  # [B, T]
+        logits = model.score_all(seqs)  # [B, N]
+        masked = mask_seen(logits, seqs, model.pad_id)  # [B, N]
+        targets = torch.as_tensor([r.next for r in chunk])  # [B]
+        target_scores = logits.gather(1, targets.unsqueeze(1))  # [B, 1] unmasked
+        ids = torch.arange(model.n_items).unsqueeze(0)  # [1, N]
+        above = (masked > target_scores) | ((masked == target_scores) & (ids < targets.unsqueeze(1)))
+        above &= ids != targets.unsqueeze(1)
+        n_above = above.sum(dim=1).tolist()  # [B]
+        for row, n in zip(chunk, n_above, strict=True):
+            in_history = row.next in row.history
+            pool = model.n_items - len(set(row.history) - {row.next}) - 1
+            stats.append(RankingStats(model.n_items if in_history else n, n, pool))
+    model.train(was_training)
+    return stats
+
+
+def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, float]:
+    """Hit@k, NDCG@k and the expected HR@1-of-20 (exact mean over all candidate draws)."""
+    return {
+        f"hit{k}": metrics.mean([metrics.hit_at_k(s.rank, k) for s in stats]),
+        f"ndcg{k}": metrics.mean([metrics.ndcg_at_k(s.rank, k) for s in stats]),
+        "hr1_expected": metrics.mean(
+            [metrics.expected_hr_at_1(s.n_outranking, s.pool_size, N_CANDIDATES - 1) for s in stats]
+        ),
+    }
+
+
+def sampled_hr_at_1(scorer: Scorer, rows: Sequence[Row], seed: int) -> float:
+    """HR@1-of-20 with candidates drawn from one ``random.Random(seed)``, rows in file order."""
+    rng = random.Random(seed)
+    candidate_lists = [sample_candidates(r.history, r.next, scorer.n_items, rng, N_CANDIDATES) for r in rows]
+    hits: list[float] = []
+    for start in range(0, len(rows), _BATCH):
+        chunk = rows[start : start + _BATCH]
+        cands = candidate_lists[start : start + _BATCH]
+        scores = scorer.score_batch([r.history for r in chunk], cands)
+        hits += [metrics.hr_at_1(s, c, r.next) for s, c, r in zip(scores, cands, chunk, strict=True)]
+    return metrics.mean(hits)
+
+
+def evaluate_model(
+    scorer: Scorer, dataset: Dataset, split: str = "test", seeds: Sequence[int] = DEFAULT_SEEDS
+) -> dict[str, Any]:
+    """HR@1-of-20 mean/std over candidate seeds, full-ranking Hit@10/NDCG@10, and row counts."""
+    rows, n_dropped = dataset.eval_rows(split)
+    if not rows:
+        raise ValueError(f"{dataset.root}: split {split!r} has no rows with len_seq >= {MIN_EVAL_LEN_SEQ}")
+    per_seed = [sampled_hr_at_1(scorer, rows, seed) for seed in seeds]
+    summary = ranking_summary(full_ranking_stats(scorer.model, rows))
+    return {
+        "model": scorer.info.model_name,
+        "dataset": dataset.name,
+        "split": split,
+        "hr1_mean": metrics.mean(per_seed),
+        "hr1_std": metrics.std(per_seed),
+        "hr1_per_seed": dict(zip(map(str, seeds), per_seed, strict=True)),
+        "hr1_expected": summary["hr1_expected"],
+        "hit10": summary["hit10"],
+        "ndcg10": summary["ndcg10"],
+        "n_rows": len(rows),
+        "n_dropped": n_dropped,
+        "note": f"rows with len_seq < {MIN_EVAL_LEN_SEQ} dropped, as upstream",
+    }

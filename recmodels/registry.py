@@ -1,0 +1,59 @@
+"""Model names, their config classes and one constructor for all of them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from recmodels.base import SequentialRecommender
+from recmodels.caser import Caser, CaserConfig
+from recmodels.gru4rec import GRU4Rec, GRU4RecConfig
+from recmodels.sasrec import SASRec, SASRecConfig
+
+MODEL_NAMES = ("sasrec", "gru4rec", "caser")
+
+ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig
+
+_MODELS: dict[str, tuple[type[ModelConfig], type[SequentialRecommender]]] = {
+    "sasrec": (SASRecConfig, SASRec),
+    "gru4rec": (GRU4RecConfig, GRU4Rec),
+    "caser": (CaserConfig, Caser),
+}
+
+
+class UnknownModelError(ValueError):
+    pass
+
+
+def config_class(name: str) -> type[ModelConfig]:
+    return _entry(name)[0]
+
+
+def make_config(name: str, **overrides: Any) -> ModelConfig:
+    """The model's default config with ``overrides``; an unknown field is an error naming it."""
+    cls = config_class(name)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"{name}: unknown config field(s) {unknown}; known: {sorted(known)}")
+    return cls(**overrides)
+
+
+def build_model(name: str, n_items: int, **config_overrides: Any) -> SequentialRecommender:
+    config = make_config(name, **config_overrides)
+    return _entry(name)[1](n_items, config)
+
+
+def model_config(model: SequentialRecommender) -> ModelConfig:
+    """The config a registered model was built with."""
+    config = getattr(model, "config", None)
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"{type(model).__name__} carries no config dataclass")
+    return config
+
+
+def _entry(name: str) -> tuple[type[ModelConfig], type[SequentialRecommender]]:
+    try:
+        return _MODELS[name]
+    except KeyError:
+        raise UnknownModelError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}") from None
