@@ -93,7 +93,7 @@ class SASRec(SequentialRecommender):
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         B, T = seqs.shape  # batch, time (T <= max_len, left-padded)
-        assert T <= self.max_len, f"sequence length {T} exceeds max_len {self.max_len}"
+        assert self.max_len >= T, f"sequence length {T} exceeds max_len {self.max_len}"
         real = seqs != self.pad_id  # [B, T]
         newest_first = torch.arange(T - 1, -1, -1, device=seqs.device)  # [T]
         x = self.item_emb(seqs) * math.sqrt(self.config.hidden) + self.pos_emb(newest_first)  # [B, T, H]
