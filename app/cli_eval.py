@@ -1,9 +1,167 @@
-"""`recloop` commands of the eval area."""
+"""`recloop eval table4|table5|rounds|ablation|position|bias`: the paper's experiments.
+
+Every command writes a run directory (results.json, report.md, PNG plots, rows.jsonl for
+resuming), prints the report, and with ``--json`` ends with one JSON line for other tools.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from app.data.dataset import Dataset, DatasetNotFound, sha256_file
+from app.eval.adapters import AgentKind, ModelBank
+from app.eval.common import EvalError, ExperimentOutput, RunDir, results_envelope
+from app.eval.loops import EvalContext
+from app.settings import Settings, get_settings
+
+MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
+
+DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
+RecModelOpt = typer.Option(None, "--rec-model", help="sasrec | gru4rec | caser (repeatable).")
+AgentsOpt = typer.Option("offline", "--agents", help="offline (deterministic) or llm (settings' endpoint).")
+SeedsOpt = typer.Option(5, "--seeds", min=1, help="Candidate seeds 0..N-1 (mean and spread over them).")
+MaxRowsOpt = typer.Option(None, "--max-rows", min=1, help="Only the first N evaluation rows.")
+RunDirOpt = typer.Option(None, "--run-dir", help="Run directory; an existing one is resumed.")
+CandidatesOpt = typer.Option(
+    None, "--candidates", help="Candidate file instead of sampling (e.g. the shared seed-303 file)."
+)
+JsonOpt = typer.Option(False, "--json", help="End the output with one machine-readable JSON line.")
+ConcurrencyOpt = typer.Option(4, "--concurrency", min=1, help="Rows run at once with LLM agents.")
+ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr.")
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
+    eval_cli.command("table4")(table4)
+
+
+def _check_models(models: list[str] | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    chosen = tuple(models) if models else default
+    unknown = [m for m in chosen if m not in MODEL_CHOICES]
+    if unknown:
+        raise typer.BadParameter(f"unknown rec model(s) {unknown}; choose from {MODEL_CHOICES}")
+    return chosen
+
+
+def _check_agents(settings: Settings, agents: str) -> AgentKind:
+    if agents not in ("offline", "llm"):
+        raise typer.BadParameter(f"--agents must be offline or llm, got {agents!r}")
+    if agents == "llm" and not settings.llm_enabled:
+        raise typer.BadParameter("--agents llm needs RECLOOP_LLM_BASE_URL (an OpenAI-compatible endpoint)")
+    return agents  # type: ignore[return-value]
+
+
+def base_config(
+    settings: Settings, dataset: Dataset, experiment: str, agents: AgentKind, candidates: Path | None
+) -> dict[str, Any]:
+    """The settings that decide a run's numbers: stored in config.json and results.json."""
+    config: dict[str, Any] = {
+        "experiment": experiment,
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "agents": agents,
+        "reward_model": settings.reward_model,
+        "max_rounds": settings.max_rounds,
+        "n_candidates": settings.n_candidates,
+        "accept_top_k": settings.accept_top_k,
+        "reward_display": settings.reward_display,
+        "candidates_file": str(candidates) if candidates else None,
+        "candidates_sha256": sha256_file(candidates) if candidates else None,
+    }
+    if agents == "llm":
+        config |= {
+            "llm_model": settings.llm_model,
+            "llm_base_url": settings.llm_base_url,
+            "llm_temperature": settings.llm_temperature,
+            "llm_structured_method": settings.llm_structured_method,
+        }
+    return config
+
+
+def execute(
+    experiment: str,
+    *,
+    dataset_name: str,
+    agents: str,
+    run_dir: Path | None,
+    candidates: Path | None,
+    as_json: bool,
+    concurrency: int,
+    progress: bool,
+    extra_config: dict[str, Any],
+    body: Callable[[EvalContext], ExperimentOutput],
+    settings: Settings | None = None,
+    models: ModelBank | None = None,
+) -> ExperimentOutput:
+    """Open the dataset and run dir, run ``body``, write results.json + report.md, print."""
+    settings = settings or get_settings()
+    kind = _check_agents(settings, agents)
+    try:
+        dataset = Dataset.open(settings.datasets_dir, dataset_name)
+        config = base_config(settings, dataset, experiment, kind, candidates) | extra_config
+        run = RunDir.create(run_dir, settings.data_dir / "runs", f"{experiment}-{dataset.name}", config)
+    except (DatasetNotFound, EvalError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    ctx = EvalContext(
+        settings=settings,
+        dataset=dataset,
+        models=models or ModelBank(settings.models_dir),
+        run=run,
+        agents=kind,
+        concurrency=concurrency,
+        progress=progress,
+    )
+    output = body(ctx)
+    results = results_envelope(experiment, config, models=ctx.models.fingerprints(), **output.results)
+    run.write_results(results)
+    run.write_report(output.report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")
+    typer.echo(output.report)
+    typer.echo(f"run directory: {run.path}")
+    if as_json:
+        typer.echo(json.dumps(output.json_line, sort_keys=True))
+    return output
+
+
+def table4(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = SeedsOpt,
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = CandidatesOpt,
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Table 4: HR@1 of Model, Agent and FLOW for each rec model (default: all three)."""
+    from app.eval.table4 import Table4Options, run_table4
+
+    options = Table4Options(
+        rec_models=_check_models(rec_model, MODEL_CHOICES),
+        seeds=tuple(range(seeds)),
+        max_rows=max_rows,
+        candidates_file=str(candidates) if candidates else None,
+    )
+    execute(
+        "table4",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={
+            "rec_models": list(options.rec_models),
+            "seeds": list(options.seeds),
+            "max_rows": max_rows,
+        },
+        body=lambda ctx: run_table4(ctx, options),
+    )

@@ -1,0 +1,386 @@
+"""What every experiment shares: the run directory, the resumable row store, candidate sources,
+progress, concurrency, the results/report writer and plots.
+
+A run directory holds::
+
+    config.json    the experiment's exact settings; a resume must use the same ones
+    rows.jsonl     one finished unit of work per line (appended as it finishes)
+    results.json   every aggregated number + settings, artifacts, seeds, code version
+    report.md      the tables in the paper's layout, plus links to the plots
+    *.png          plots
+
+Rows already in ``rows.jsonl`` are never recomputed, so a crashed or interrupted run
+continues where it stopped when started again with the same ``--run-dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: plots are files, never windows
+import matplotlib.pyplot as plt  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from app.data.dataset import Dataset, DatasetError, Row  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The candidate files shipped with the shared data that reproduce AFL's reference run.
+REFERENCE_SEED = 303
+
+
+class EvalError(ValueError):
+    """Bad evaluation input or state (resume with other settings, bad candidate file...)."""
+
+
+# --------------------------------------------------------------------------- code version
+
+
+def code_version() -> str:
+    """``git describe`` of the checkout when there is one, else the installed package version."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        if described:
+            return described
+    except (OSError, subprocess.SubprocessError):
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"recloop {version('recloop')}"
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# --------------------------------------------------------------------------- run directory
+
+
+class RowStore:
+    """Append-only JSONL of finished units, keyed by ``record["key"]``; safe across threads."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._records: dict[str, dict[str, Any]] = self._load()
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if not self.path.exists():
+            return {}
+        lines = self.path.read_text().splitlines()
+        records: dict[str, dict[str, Any]] = {}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if number == len(lines):
+                    # A crash while appending leaves at most one torn last line: drop it, redo that unit.
+                    self.path.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
+                    break
+                raise EvalError(f"{self.path}:{number}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(record, dict) or "key" not in record:
+                raise EvalError(f"{self.path}:{number}: a row needs a 'key' field")
+            records[str(record["key"])] = record
+        return records
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._records.get(key)
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(self._records.values())
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        if "key" not in record:
+            raise ValueError("a row needs a 'key' field")
+        line = json.dumps(record, sort_keys=True)
+        with self._lock:
+            with self.path.open("a") as fh:
+                fh.write(line + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._records[str(record["key"])] = dict(record)
+
+
+class RunDir:
+    """One experiment run on disk; see the module docstring for the layout."""
+
+    def __init__(self, path: Path, config: Mapping[str, Any]):
+        self.path = Path(path)
+        self.config = dict(config)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._check_or_write_config()
+        self.rows = RowStore(self.path / "rows.jsonl")
+
+    @classmethod
+    def create(cls, run_dir: Path | None, runs_root: Path, name: str, config: Mapping[str, Any]) -> RunDir:
+        """Open ``run_dir`` (resuming it) or a new timestamped directory under ``runs_root``."""
+        if run_dir is None:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            run_dir = runs_root / f"{name}-{stamp}"
+        return cls(run_dir, config)
+
+    def _check_or_write_config(self) -> None:
+        config_path = self.path / "config.json"
+        wanted = json.loads(json.dumps(self.config, sort_keys=True))
+        if config_path.exists():
+            stored = json.loads(config_path.read_text())
+            changed = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+            if changed:
+                details = ", ".join(f"{k}: {stored.get(k)!r} -> {wanted.get(k)!r}" for k in changed)
+                raise EvalError(
+                    f"{config_path}: cannot resume with different settings ({details}); "
+                    "use a new --run-dir or the original settings"
+                )
+            return
+        config_path.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+
+    def write_results(self, results: Mapping[str, Any]) -> Path:
+        path = self.path / "results.json"
+        path.write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
+        return path
+
+    def write_report(self, markdown: str) -> Path:
+        path = self.path / "report.md"
+        path.write_text(markdown.rstrip() + "\n")
+        return path
+
+
+def results_envelope(experiment: str, config: Mapping[str, Any], **sections: Any) -> dict[str, Any]:
+    """The fields every results.json carries, whatever the experiment."""
+    return {
+        "experiment": experiment,
+        "config": dict(config),
+        "code_version": code_version(),
+        "finished_at": utc_now(),
+        **sections,
+    }
+
+
+@dataclass(frozen=True)
+class ExperimentOutput:
+    """What a command writes: results.json sections, report.md text and the --json last line."""
+
+    results: dict[str, Any]
+    report: str
+    json_line: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- work units
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One resumable piece of work: ``key`` names it in rows.jsonl, ``params`` feed the worker."""
+
+    key: str
+    params: Mapping[str, Any]
+
+
+def run_units(
+    units: Sequence[Unit],
+    work: Callable[[Unit], Mapping[str, Any]],
+    store: RowStore,
+    *,
+    concurrency: int = 1,
+    desc: str = "rows",
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every unit not yet in ``store`` (bounded concurrency), append each result as it
+    finishes, and return the records of all units in ``units`` order."""
+    pending = [u for u in units if u.key not in store]
+    bar = tqdm(total=len(units), initial=len(units) - len(pending), desc=desc, disable=not progress)
+
+    def finish(unit: Unit, result: Mapping[str, Any]) -> None:
+        store.append({**result, "key": unit.key})
+        bar.update(1)
+
+    try:
+        if concurrency <= 1:
+            for unit in pending:
+                finish(unit, work(unit))
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                futures = {pool.submit(work, unit): unit for unit in pending}
+                for future in as_completed(futures):
+                    finish(futures[future], future.result())
+    finally:
+        bar.close()
+    records = [store.get(u.key) for u in units]
+    return [r for r in records if r is not None]
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One evaluation row: the history, the true next item and the candidates shown."""
+
+    row_id: int
+    history: tuple[int, ...]
+    target: int
+    candidates: tuple[int, ...]
+
+
+def sampled_candidate_rows(
+    rows: Sequence[Row], n_items: int, seed: int, n_candidates: int = 20
+) -> list[CandidateRow]:
+    """LLaRA protocol: one ``random.Random(seed)`` drawn through the rows in order, so seed 303
+    on LastFM test reproduces AFL's reference candidate lists."""
+    from recmodels.candidates import sample_candidates
+
+    rng = random.Random(seed)
+    return [
+        CandidateRow(
+            i,
+            tuple(row.history),
+            row.next,
+            tuple(sample_candidates(list(row.history), row.next, n_items, rng, n=n_candidates)),
+        )
+        for i, row in enumerate(rows)
+    ]
+
+
+def file_candidate_rows(path: Path, rows: Sequence[Row], n_items: int) -> list[CandidateRow]:
+    """Candidates from a JSONL file (``history``, ``next``, ``candidates`` per line, in row order),
+    e.g. the shared ``lastfm/test_candidates_seed303.jsonl``; checked against the dataset rows."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvalError(f"{path}: candidate file not found")
+    out: list[CandidateRow] = []
+    with path.open() as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            index = len(out)
+            raw = _json_line(path, number, line)
+            for field in ("history", "next", "candidates"):
+                if field not in raw:
+                    raise DatasetError(path, number, f"missing field {field!r}")
+            if index >= len(rows):
+                raise DatasetError(path, number, f"more candidate lines than the {len(rows)} dataset rows")
+            row = rows[index]
+            if tuple(raw["history"]) != tuple(row.history) or raw["next"] != row.next:
+                raise DatasetError(path, number, f"history/next differ from dataset row {index}")
+            candidates = tuple(int(c) for c in raw["candidates"])
+            _check_candidates(path, number, candidates, row, n_items)
+            out.append(CandidateRow(index, tuple(row.history), row.next, candidates))
+    if len(out) != len(rows):
+        raise DatasetError(path, None, f"{len(out)} candidate lines for {len(rows)} dataset rows")
+    return out
+
+
+def _json_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, number, f"not valid JSON ({exc.msg})") from exc
+    if not isinstance(raw, dict):
+        raise DatasetError(path, number, "expected a JSON object")
+    return raw
+
+
+def _check_candidates(path: Path, number: int, candidates: tuple[int, ...], row: Row, n_items: int) -> None:
+    if row.next not in candidates:
+        raise DatasetError(path, number, f"field 'candidates' lacks the target {row.next}")
+    if len(set(candidates)) != len(candidates):
+        raise DatasetError(path, number, "field 'candidates' has duplicates")
+    bad = [c for c in candidates if not 0 <= c < n_items]
+    if bad:
+        raise DatasetError(path, number, f"field 'candidates' has unknown item ids {bad[:5]}")
+
+
+def candidate_sets(
+    dataset: Dataset,
+    rows: Sequence[Row],
+    seeds: Sequence[int],
+    candidates_file: Path | None,
+    n_candidates: int = 20,
+) -> dict[str, list[CandidateRow]]:
+    """Candidate lists per source label: ``seed<N>`` for sampled ones, ``file`` for a given file."""
+    if candidates_file is not None:
+        return {"file": file_candidate_rows(candidates_file, rows, dataset.n_items)}
+    return {f"seed{s}": sampled_candidate_rows(rows, dataset.n_items, s, n_candidates) for s in seeds}
+
+
+# --------------------------------------------------------------------------- report helpers
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    def cell(value: Any) -> str:
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def line_plot(
+    path: Path,
+    x: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> Path:
+    """One small PNG: a line per series (kept small so example reports can be committed)."""
+    fig, ax = plt.subplots(figsize=(4.8, 3.2), dpi=80)
+    for label, ys in series.items():
+        ax.plot(list(x), list(ys), marker="o", label=label)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.set_xticks(list(x))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def bar_plot(
+    path: Path, groups: Sequence[str], series: Mapping[str, Sequence[float]], *, title: str, ylabel: str
+) -> Path:
+    """Grouped bars: one group per label in ``groups``, one bar per series."""
+    fig, ax = plt.subplots(figsize=(4.8, 3.2), dpi=80)
+    width = 0.8 / max(len(series), 1)
+    for offset, (label, ys) in enumerate(series.items()):
+        xs = [i + offset * width for i in range(len(groups))]
+        ax.bar(xs, list(ys), width=width, label=label)
+    ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], list(groups))
+    ax.set(title=title, ylabel=ylabel)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
