@@ -58,11 +58,7 @@ def import_llara(src: Path, datasets_dir: Path, name: str, *, force: bool = Fals
     if is_movielens:
         verified = sha256_file(train_file) == movielens.VERIFIED_TRAIN_SHA256
         extra["verified"] = verified
-        notes.append(
-            "train.jsonl is byte-identical to the verified LLaRA MovieLens training set"
-            if verified
-            else "train.jsonl differs from the verified LLaRA MovieLens training set"
-        )
+        notes.append(movielens.verification_note(verified))
 
     with staged_dataset_dir(datasets_dir, name, force=force) as staging:
         write_jsonl(staging / "items.jsonl", items.records)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import DatasetError
+from app.data.dataset import SPLITS, DatasetError, sha256_file
 
 # SHA-256 of /work/shared/data/movielens/train.jsonl (68,388 rows). That file was rebuilt from
 # the public MovieLens-100k ratings and shown to be LLaRA's upstream `train_data.df` row for row
@@ -15,6 +15,13 @@ from app.data.dataset import DatasetError
 # shared data README, movielens/raw section). A train.jsonl with this digest is the exact
 # training set of the LLaRA/AFL MovieLens protocol.
 VERIFIED_TRAIN_SHA256 = "39ccedfde04085d106bf760807a0080dd3120da3e981f3277e84de89b45ef90d"
+# SHA-256 of LLaRA's released MovieLens validation/test rows as converted to JSONL in
+# /work/shared/data/movielens (94 and 95 rows).
+VERIFIED_SPLIT_SHA256 = {
+    "train": VERIFIED_TRAIN_SHA256,
+    "val": "02a2100bb58522b5609265ce3f2784efb08d7f455807abbf404bdcd49d0f97c9",
+    "test": "5be71039891ce812063515cdd888f9434a7dee920d45582c2882542bf0f9ae59",
+}
 
 # The 19 genre flags of u.item, in GroupLens order.
 GENRES = (
@@ -61,12 +68,13 @@ class MovieLensItem:
         return release_year(self.release_date)
 
     def attributes(self) -> dict[str, Any]:
+        # Same keys and order as an imported items.csv, so both routes give identical items.jsonl.
         return {
-            "genres": list(self.genres),
-            "year": self.year,
             "movielens_movie_id": self.movie_id,
             "raw_title": self.raw_title,
             "release_date": self.release_date,
+            "year": self.year,
+            "genres": list(self.genres),
         }
 
 
@@ -116,3 +124,14 @@ def read_u_item(path: Path) -> dict[int, MovieLensItem]:
     if not items:
         raise DatasetError(path, None, "empty file: no movies")
     return items
+
+
+def verify_splits(root: Path) -> dict[str, bool]:
+    """Which split files of ``root`` are byte-identical to the verified LLaRA MovieLens splits."""
+    return {split: sha256_file(root / f"{split}.jsonl") == VERIFIED_SPLIT_SHA256[split] for split in SPLITS}
+
+
+def verification_note(verified: bool) -> str:
+    if verified:
+        return "train.jsonl is byte-identical to the verified LLaRA MovieLens training set"
+    return "train.jsonl differs from the verified LLaRA MovieLens training set"
