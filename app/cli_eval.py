@@ -37,7 +37,15 @@ ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Progress bars
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
-    eval_cli.command("table4")(table4)
+    for command in (table4, table5, rounds, ablation, position, bias):
+        eval_cli.command(command.__name__)(command)
+
+
+def _one_model(models: list[str] | None) -> str:
+    chosen = _check_models(models, (get_settings().rec_model,))
+    if len(chosen) != 1:
+        raise typer.BadParameter("this experiment takes one --rec-model")
+    return chosen[0]
 
 
 def _check_models(models: list[str] | None, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -164,4 +172,210 @@ def table4(
             "max_rows": max_rows,
         },
         body=lambda ctx: run_table4(ctx, options),
+    )
+
+
+def table5(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds 0..N-1 drawing candidates and negatives."),
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = typer.Option(
+        None,
+        "--candidates",
+        help="AFL user-simulation file (lastfm_usersim/usersim_candidates_seed303.jsonl).",
+    ),
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Table 5: user simulation P/R/F1 of reward model, Agent and FLOW at 1:1, 1:3, 1:9."""
+    from app.eval.table5 import Table5Options, run_table5
+
+    options = Table5Options(
+        rec_model=_one_model(rec_model),
+        seeds=tuple(range(seeds)),
+        max_rows=max_rows,
+        usersim_file=str(candidates) if candidates else None,
+    )
+    execute(
+        "table5",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={
+            "rec_model": options.rec_model,
+            "seeds": list(options.seeds),
+            "ratios": list(options.ratios),
+            "n_eval": options.n_eval,
+            "max_rows": max_rows,
+        },
+        body=lambda ctx: run_table5(ctx, options),
+    )
+
+
+def rounds(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = SeedsOpt,
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = CandidatesOpt,
+    usersim: Path | None = typer.Option(None, "--usersim", help="AFL user-simulation file (LastFM)."),
+    round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Fig. 3: HR@1 and user-simulation P/R/F1 for round limits 1..N (one plot each)."""
+    from app.eval.rounds import RoundsOptions, run_rounds
+
+    options = RoundsOptions(
+        rec_model=_one_model(rec_model),
+        seeds=tuple(range(seeds)),
+        max_round_limit=round_limit,
+        max_rows=max_rows,
+        candidates_file=str(candidates) if candidates else None,
+        usersim_file=str(usersim) if usersim else None,
+    )
+    execute(
+        "rounds",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={
+            "rec_model": options.rec_model,
+            "seeds": list(options.seeds),
+            "round_limit": round_limit,
+            "usersim_file": options.usersim_file,
+            "max_rows": max_rows,
+        },
+        body=lambda ctx: run_rounds(ctx, options),
+    )
+
+
+def ablation(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = SeedsOpt,
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = CandidatesOpt,
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Table 6: Base, +Rec model, +Reward model, FLOW."""
+    from app.eval.ablation import AblationOptions, run_ablation
+
+    options = AblationOptions(
+        rec_model=_one_model(rec_model),
+        seeds=tuple(range(seeds)),
+        max_rows=max_rows,
+        candidates_file=str(candidates) if candidates else None,
+    )
+    execute(
+        "ablation",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={"rec_model": options.rec_model, "seeds": list(options.seeds), "max_rows": max_rows},
+        body=lambda ctx: run_ablation(ctx, options),
+    )
+
+
+def position(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = SeedsOpt,
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = CandidatesOpt,
+    round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Fig. 5: target first / random / last in the candidate order, per round limit."""
+    from app.eval.position import PositionOptions, run_position
+
+    options = PositionOptions(
+        rec_model=_one_model(rec_model),
+        seeds=tuple(range(seeds)),
+        max_round_limit=round_limit,
+        max_rows=max_rows,
+        candidates_file=str(candidates) if candidates else None,
+    )
+    execute(
+        "position",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={
+            "rec_model": options.rec_model,
+            "seeds": list(options.seeds),
+            "round_limit": round_limit,
+            "max_rows": max_rows,
+        },
+        body=lambda ctx: run_position(ctx, options),
+    )
+
+
+def bias(
+    dataset: str = DatasetOpt,
+    rec_model: list[str] | None = RecModelOpt,
+    agents: str = AgentsOpt,
+    seeds: int = SeedsOpt,
+    max_rows: int | None = MaxRowsOpt,
+    run_dir: Path | None = RunDirOpt,
+    candidates: Path | None = CandidatesOpt,
+    as_json: bool = JsonOpt,
+    concurrency: int = ConcurrencyOpt,
+    progress: bool = ProgressOpt,
+) -> None:
+    """Popularity bias of Model vs FLOW picks: mean popularity percentile and Gini."""
+    from app.eval.bias import BiasOptions, run_bias
+
+    options = BiasOptions(
+        rec_models=_check_models(rec_model, MODEL_CHOICES),
+        seeds=tuple(range(seeds)),
+        max_rows=max_rows,
+        candidates_file=str(candidates) if candidates else None,
+    )
+    execute(
+        "bias",
+        dataset_name=dataset,
+        agents=agents,
+        run_dir=run_dir,
+        candidates=candidates,
+        as_json=as_json,
+        concurrency=concurrency,
+        progress=progress,
+        extra_config={
+            "rec_models": list(options.rec_models),
+            "seeds": list(options.seeds),
+            "max_rows": max_rows,
+        },
+        body=lambda ctx: run_bias(ctx, options),
     )

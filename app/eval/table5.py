@@ -1,0 +1,306 @@
+"""Table 5: user simulation. Can the user agent tell a user's true future items from items the
+user never touched, and does the feedback loop's memory help?
+
+Protocol (AFL, ``lastfm_usersim``): the user agent knows ``init_history``; a recommendation loop
+runs on the history before it (filling the agents' memories); then the user agent judges
+evaluation items where true future items and non-interacted items are in ratio 1:m.
+
+Methods: ``reward_model`` (positive iff the reward model ranks the item within the best
+``accept_top_k / n_candidates`` share of the list, the offline user agent's own acceptance share),
+``agent`` (the user agent with empty memory) and ``flow`` (the same agent with the loop's memory).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.data.dataset import DatasetError, Row
+from app.eval.adapters import judge_items, reward_ranks, run_flow
+from app.eval.common import ExperimentOutput, Unit, bar_plot, markdown_table, run_units
+from app.eval.loops import FLOW, EvalContext, total_usage
+from app.eval.metrics import PRF, confusion, macro_prf, micro_prf
+
+RATIOS = (1, 3, 9)
+METHODS = ("reward_model", "agent", "flow")
+MIN_INIT_HISTORY = 3  # the user agent needs a few known items to have a taste at all
+MAX_FUTURE = 10  # AFL: init_num 10 true future items per user
+
+
+@dataclass(frozen=True)
+class EvalList:
+    items: tuple[int, ...]
+    labels: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class UserSimCase:
+    """One simulated user: what it knows, the loop it takes part in, the lists it judges."""
+
+    case_id: str
+    """``s<seed>-<user>``: unique over seeds."""
+    init_history: tuple[int, ...]
+    rec_history: tuple[int, ...]
+    rec_target: int
+    rec_candidates: tuple[int, ...]
+    eval_lists: Mapping[int, EvalList]
+    """Per ratio m: the evaluation items and whether each is a true future item."""
+
+
+@dataclass(frozen=True)
+class Table5Options:
+    rec_model: str
+    ratios: tuple[int, ...] = RATIOS
+    seeds: tuple[int, ...] = (0,)
+    max_rows: int | None = None
+    usersim_file: str | None = None
+    n_eval: int = 20
+
+
+def split_positives(n_eval: int, ratio: int, n_future: int) -> tuple[int, int]:
+    """(positives, negatives) for 1:ratio in a list of ``n_eval``, capped by the known future items."""
+    n_pos = min(max(n_eval // (1 + ratio), 1), n_future)
+    return n_pos, ratio * n_pos
+
+
+def build_eval_list(
+    future: Sequence[int], n_pos: int, n_neg: int, pool: Sequence[int], rng: random.Random
+) -> EvalList:
+    """The ``n_pos`` nearest future items plus ``n_neg`` items drawn from ``pool``, shuffled."""
+    if len(pool) < n_neg:
+        raise ValueError(f"need {n_neg} non-interacted items but only {len(pool)} are available")
+    labelled = [(item, True) for item in future[:n_pos]] + [(item, False) for item in rng.sample(pool, n_neg)]
+    rng.shuffle(labelled)
+    return EvalList(tuple(i for i, _ in labelled), tuple(label for _, label in labelled))
+
+
+def cases_from_rows(
+    rows: Sequence[Row], n_items: int, ratios: Sequence[int], seed: int, n_eval: int, n_candidates: int
+) -> list[UserSimCase]:
+    """The same protocol from a dataset's test users (MovieLens, Steam, LastFM without the file).
+
+    Each test row gives the user's known sequence (history + next, at most 11 items): the last
+    ``min(10, len - 3)`` items are the true future, the rest initialise the user agent; the loop
+    recommends the last initial item from the ones before it.
+    """
+    from recmodels.candidates import sample_candidates
+
+    rng = random.Random(seed)
+    cases: list[UserSimCase] = []
+    for index, row in enumerate(rows):
+        sequence = [*row.history, row.next]
+        n_future = min(MAX_FUTURE, len(sequence) - MIN_INIT_HISTORY)
+        if n_future < 1:
+            continue
+        init, future = sequence[:-n_future], sequence[-n_future:]
+        rec_candidates = sample_candidates(init[:-1], init[-1], n_items, rng, n=n_candidates)
+        excluded = set(sequence) | set(rec_candidates)
+        pool = [item for item in range(n_items) if item not in excluded]
+        eval_lists = {
+            m: build_eval_list(future, *split_positives(n_eval, m, n_future), pool, rng) for m in ratios
+        }
+        cases.append(
+            UserSimCase(
+                f"s{seed}-{index}", tuple(init), tuple(init[:-1]), init[-1], tuple(rec_candidates), eval_lists
+            )
+        )
+    return cases
+
+
+def cases_from_reference(
+    path: Path, n_items: int, ratios: Sequence[int], seed: int, n_eval: int
+) -> list[UserSimCase]:
+    """AFL's LastFM user-simulation set (``usersim_candidates_seed303.jsonl``): its recommendation
+    candidates and, for 1:1, its exact evaluation lists. Other ratios keep the same user and
+    loop and draw negatives outside the user's ``full_list`` (read from the sibling
+    ``test_users.jsonl``) and the recommendation candidates."""
+    path = Path(path)
+    full_lists = _full_lists(path.parent / "test_users.jsonl")
+    rng = random.Random(seed)
+    cases: list[UserSimCase] = []
+    with path.open() as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            raw = json.loads(line)
+            missing = [
+                f
+                for f in ("id", "history", "next", "rec_candidates", "init_history", "pred_items")
+                if f not in raw
+            ]
+            if missing:
+                raise DatasetError(path, number, f"missing field(s) {missing}")
+            if raw["id"] not in full_lists:
+                raise DatasetError(path, number, f"user id {raw['id']} not in test_users.jsonl")
+            future = list(raw["pred_items"])
+            excluded = set(full_lists[raw["id"]]) | set(raw["rec_candidates"])
+            pool = [item for item in range(n_items) if item not in excluded]
+            eval_lists: dict[int, EvalList] = {}
+            for m in ratios:
+                if m == 1 and "eval_candidates" in raw:
+                    labels = tuple(bool(v) for v in raw["eval_labels"])
+                    eval_lists[m] = EvalList(tuple(raw["eval_candidates"]), labels)
+                else:
+                    eval_lists[m] = build_eval_list(
+                        future, *split_positives(n_eval, m, len(future)), pool, rng
+                    )
+            cases.append(
+                UserSimCase(
+                    f"s{seed}-{raw['id']}",
+                    tuple(raw["init_history"]),
+                    tuple(raw["history"]),
+                    int(raw["next"]),
+                    tuple(raw["rec_candidates"]),
+                    eval_lists,
+                )
+            )
+    return cases
+
+
+def _full_lists(path: Path) -> dict[int, list[int]]:
+    if not path.is_file():
+        raise DatasetError(path, None, "test_users.jsonl (with full_list per user) must sit beside the file")
+    out: dict[int, list[int]] = {}
+    with path.open() as fh:
+        for number, line in enumerate(fh, start=1):
+            raw = json.loads(line)
+            if "full_list" not in raw:
+                raise DatasetError(path, number, "missing field 'full_list'")
+            out[int(raw["id"])] = list(raw["full_list"])
+    return out
+
+
+def usersim_records(
+    ctx: EvalContext, cases: Sequence[UserSimCase], rec_model: str, max_rounds: int, desc: str
+) -> list[dict[str, Any]]:
+    """Run (or resume) the loop per simulated user, then every method's verdicts per ratio."""
+    deps = ctx.deps(rec_model, FLOW)
+    reward = ctx.models.get(ctx.dataset.name, ctx.settings.reward_model)
+    share = ctx.settings.accept_top_k / ctx.settings.n_candidates
+    by_key = {f"usersim/{rec_model}/r{max_rounds}/{case.case_id}": case for case in cases}
+
+    def work(unit: Unit) -> dict[str, Any]:
+        case = by_key[unit.key]
+        loop = run_flow(deps, case.rec_history, case.rec_candidates, max_rounds)
+        judged: dict[str, Any] = {}
+        for m, eval_list in case.eval_lists.items():
+            judged[str(m)] = {
+                "labels": list(eval_list.labels),
+                "reward_model": reward_model_verdicts(
+                    reward_ranks(reward, case.init_history, eval_list.items), share
+                ),
+                "agent": judge_items(deps, case.init_history, eval_list.items, []),
+                "flow": judge_items(deps, case.init_history, eval_list.items, loop.user_memory),
+            }
+        return {
+            "case_id": case.case_id,
+            "max_rounds": max_rounds,
+            "n_rounds": loop.n_rounds,
+            "usage": loop.usage,
+            "ratios": judged,
+        }
+
+    concurrency = ctx.concurrency if ctx.agents == "llm" else 1
+    units = [Unit(key, {}) for key in by_key]
+    return run_units(units, work, ctx.run.rows, concurrency=concurrency, desc=desc, progress=ctx.progress)
+
+
+def reward_model_verdicts(ranks: Sequence[int], share: float) -> list[bool]:
+    """The reward model alone likes its best ``ceil(share * n)`` items (at least one): the same
+    share the offline user agent accepts, so Agent and reward model differ only by the agent."""
+    n_liked = max(1, math.ceil(len(ranks) * share))
+    return [rank <= n_liked for rank in ranks]
+
+
+def run_table5(ctx: EvalContext, options: Table5Options) -> ExperimentOutput:
+    cases = load_cases(ctx, options)
+    records = usersim_records(
+        ctx, cases, options.rec_model, ctx.settings.max_rounds, desc=f"table5 {ctx.dataset.name}"
+    )
+    rows = summarise_usersim(ctx.dataset.name, records, options.ratios)
+    plot = bar_plot(
+        ctx.run.path / "table5_f1.png",
+        [f"1:{m}" for m in options.ratios],
+        {method: [r["f1"] for r in rows if r["method"] == method] for method in METHODS},
+        title=f"User simulation F1 (micro), {ctx.dataset.name}",
+        ylabel="F1",
+    )
+    contract = ("dataset", "ratio", "method", "precision", "recall", "f1")
+    return ExperimentOutput(
+        results={
+            "rows": rows,
+            "n_users": len(records),
+            "mean_rounds": sum(r["n_rounds"] for r in records) / max(len(records), 1),
+            "usage": total_usage(records),
+            "protocol": "reference file" if options.usersim_file else "test rows",
+        },
+        report=render_table5(ctx.dataset.name, ctx.agents, rows, len(records), plot.name),
+        json_line={"rows": [{k: r[k] for k in contract} for r in rows]},
+    )
+
+
+def load_cases(ctx: EvalContext, options: Table5Options) -> list[UserSimCase]:
+    """Cases per seed (the seed draws candidates and negatives), first ``max_rows`` users each."""
+    cases: list[UserSimCase] = []
+    for seed in options.seeds:
+        if options.usersim_file:
+            found = cases_from_reference(
+                Path(options.usersim_file), ctx.dataset.n_items, options.ratios, seed, options.n_eval
+            )
+        else:
+            rows, _dropped = ctx.dataset.eval_rows("test")
+            found = cases_from_rows(
+                rows, ctx.dataset.n_items, options.ratios, seed, options.n_eval, ctx.settings.n_candidates
+            )
+        cases += found[: options.max_rows] if options.max_rows else found
+    return cases
+
+
+def summarise_usersim(
+    dataset: str, records: Sequence[Mapping[str, Any]], ratios: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Per ratio and method: micro P/R/F1 (pooled items) at top level, macro (per-user mean) nested."""
+    rows: list[dict[str, Any]] = []
+    for m in ratios:
+        for method in METHODS:
+            per_user = [
+                confusion(r["ratios"][str(m)][method], r["ratios"][str(m)]["labels"]) for r in records
+            ]
+            micro, macro = micro_prf(per_user), macro_prf(per_user)
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "ratio": f"1:{m}",
+                    "method": method,
+                    **micro.to_json(),
+                    "macro": macro.to_json(),
+                    "n_users": len(per_user),
+                    "n_items": sum(c.tp + c.fp + c.fn + c.tn for c in per_user),
+                }
+            )
+    return rows
+
+
+def render_table5(
+    dataset: str, agents: str, rows: Sequence[Mapping[str, Any]], n_users: int, plot: str
+) -> str:
+    def fmt(prf: PRF | Mapping[str, float]) -> str:
+        values = prf.to_json() if isinstance(prf, PRF) else prf
+        return f"{values['precision']:.4f} / {values['recall']:.4f} / {values['f1']:.4f}"
+
+    table = markdown_table(
+        ["Ratio", "Method", "micro P / R / F1", "macro P / R / F1", "items judged"],
+        [[r["ratio"], r["method"], fmt(r), fmt(r["macro"]), r["n_items"]] for r in rows],
+    )
+    return (
+        f"## Table 5: user simulation on {dataset} ({agents} agents, {n_users} users)\n\n"
+        "Positives are the user's true future items, negatives items it never interacted with.\n"
+        "reward_model: reward model's top accept_top_k/n_candidates share; agent: user agent without memory; "
+        "flow: user agent with the loop's memory.\n\n"
+        f"{table}\n\n![F1]({plot})\n"
+    )
