@@ -1,0 +1,139 @@
+"""Artifacts: round trip, safe loading, refusal of other data, and the CLI contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.data.dataset import Dataset
+from app.settings import get_settings
+from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
+from recmodels.registry import MODEL_NAMES
+from recmodels.scorer import Scorer
+
+HISTORIES = [[10, 20, 30], [1], [5, 6, 7, 8, 9, 11, 12, 13, 14, 15]]
+CANDIDATES = [[40, 41, 42, 43], [2, 3, 4, 5], [100, 200, 300, 400]]
+
+
+class _Unsafe:
+    """Not a plain type: torch.load(weights_only=True) must refuse to unpickle it."""
+
+
+def _dataset_with_fingerprint(src: Dataset, root: Path, fingerprint: str) -> Dataset:
+    root.mkdir()
+    for path in src.root.iterdir():
+        if path.name != "meta.json":
+            (root / path.name).symlink_to(path)
+    meta = {**src.meta, "fingerprint": fingerprint}
+    (root / "meta.json").write_text(json.dumps(meta))
+    return Dataset(root)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_save_then_load_gives_identical_scores(
+    name: str, ml_scorers: dict[str, Scorer], ml_models_dir: Path
+) -> None:
+    original = ml_scorers[name]
+    reloaded = load_scorer(artifact_path(ml_models_dir, "movielens", name))
+    assert reloaded.score_batch(HISTORIES, CANDIDATES) == original.score_batch(HISTORIES, CANDIDATES)
+    assert reloaded.top_k(HISTORIES[0], 10) == original.top_k(HISTORIES[0], 10)
+    assert reloaded.info.artifact_sha256 == original.info.artifact_sha256
+    assert len(reloaded.info.artifact_sha256) == 64 and reloaded.info.model_name == name
+
+
+def test_artifact_holds_the_versioned_fields(ml_models_dir: Path, ml_dataset: Dataset) -> None:
+    payload = read_artifact(artifact_path(ml_models_dir, "movielens", "sasrec"))
+    assert payload["format_version"] == 1 and payload["model_name"] == "sasrec"
+    assert payload["n_items"] == ml_dataset.n_items and payload["dataset"] == "movielens"
+    assert payload["dataset_fingerprint"] == ml_dataset.fingerprint
+    assert payload["config"]["hidden"] == 64 and payload["created_at"] and payload["code_version"]
+    assert "val_hr1_expected" in payload["metrics"]
+
+
+def test_loading_refuses_pickled_objects(ml_models_dir: Path, tmp_path: Path) -> None:
+    payload = read_artifact(artifact_path(ml_models_dir, "movielens", "caser"))
+    bad = tmp_path / "caser.pt"
+    torch.save({**payload, "metrics": {"note": _Unsafe()}}, bad)
+    with pytest.raises(ArtifactError, match="not a loadable recloop artifact"):
+        load_scorer(bad)
+
+
+def test_loading_refuses_another_format_version(ml_models_dir: Path, tmp_path: Path) -> None:
+    payload = read_artifact(artifact_path(ml_models_dir, "movielens", "caser"))
+    old = tmp_path / "caser.pt"
+    torch.save({**payload, "format_version": 0}, old)
+    with pytest.raises(ArtifactError, match="format_version 0 is not the supported 1"):
+        load_scorer(old)
+
+
+def test_loading_refuses_a_different_dataset_fingerprint(
+    ml_models_dir: Path, ml_dataset: Dataset, tmp_path: Path
+) -> None:
+    other = _dataset_with_fingerprint(ml_dataset, tmp_path / "movielens", "0" * 64)
+    fix = "retrain with `recloop train --dataset movielens --model gru4rec`"
+    with pytest.raises(ArtifactError, match=fix):
+        load_latest_scorer(ml_models_dir, other, "gru4rec")
+    assert load_latest_scorer(ml_models_dir, ml_dataset, "gru4rec").info.dataset_fingerprint == (
+        ml_dataset.fingerprint
+    )
+
+
+def test_a_missing_model_says_how_to_train_it(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="train it with `recloop train --dataset lastfm --model caser`"):
+        load_latest_scorer(tmp_path, "lastfm", "caser")
+
+
+@pytest.fixture
+def cli_env(ml_dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A data dir whose datasets/movielens is the session MovieLens dataset; settings re-read."""
+    data_dir = tmp_path / "data"
+    (data_dir / "datasets").mkdir(parents=True)
+    (data_dir / "datasets" / "movielens").symlink_to(ml_dataset.root, target_is_directory=True)
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
+    get_settings.cache_clear()
+    yield data_dir
+    get_settings.cache_clear()
+
+
+def _last_json(output: str) -> dict:
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def test_cli_train_then_eval_model_print_json_last(cli_env: Path) -> None:
+    runner = CliRunner()
+    trained = runner.invoke(
+        cli,
+        ["train", "--dataset", "movielens", "--model", "caser", "--epochs", "1"]
+        + ["--max-train-rows", "400", "--no-progress", "--set", "dropout=0.1"],
+    )
+    assert trained.exit_code == 0, trained.output
+    summary = _last_json(trained.stdout)
+    assert summary["model"] == "caser" and summary["train_rows"] == 400 and summary["epochs_run"] == 1
+    assert Path(summary["artifact"]) == artifact_path(cli_env / "models", "movielens", "caser")
+    assert read_artifact(Path(summary["artifact"]))["config"]["dropout"] == 0.1
+
+    evaluated = runner.invoke(cli, ["eval", "model", "--dataset", "movielens", "--model", "caser", "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "HR@1 of 20" in evaluated.stdout
+    result = _last_json(evaluated.stdout)
+    assert {"hr1_mean", "hr1_std", "hit10", "ndcg10", "n_rows"} <= set(result)
+    assert result["n_rows"] == 95 and result["split"] == "test"
+
+
+def test_cli_eval_model_without_an_artifact_fails_with_the_fix(cli_env: Path) -> None:
+    result = CliRunner().invoke(cli, ["eval", "model", "--dataset", "movielens", "--model", "sasrec"])
+    assert result.exit_code == 1
+    assert "recloop train --dataset movielens --model sasrec" in result.output
+
+
+def test_cli_train_rejects_unknown_config_keys(cli_env: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["train", "--dataset", "movielens", "--model", "sasrec", "--set", "hiden=3", "--no-progress"]
+    )
+    assert result.exit_code == 2 and "hiden=3" in result.output
