@@ -1,0 +1,1 @@
+"""Recommendation and user agents: one interface, offline and LLM implementations."""

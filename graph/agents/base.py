@@ -1,0 +1,123 @@
+"""The two agents of the loop behind one small interface.
+
+The nodes build a context of plain ids and numbers, the agent answers with a
+:class:`Proposal` or a :class:`Judgement`. Every agent has a synchronous method
+(used by ``graph.invoke`` and the evaluation) and an async one (used by
+``graph.ainvoke`` in the service); offline agents simply share one body.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from graph.state import Decision, LLMUsage, MemoryEntry, empty_usage
+
+RewardDisplay = Literal["top_picks", "score"]
+
+
+@dataclass(frozen=True)
+class RecContext:
+    """What the recommendation agent sees in one round."""
+
+    history: list[int]
+    candidates: list[int]
+    rec_scores: list[float]
+    """The rec model's scores aligned with ``candidates`` (the offline policy's evidence)."""
+    prior_item: int | None
+    """Im, the rec model's pick; None when the agent runs without the prior (ablation)."""
+    memory: list[MemoryEntry]
+    """Mr: every rejected round of this thread, oldest first."""
+    rejected_this_loop: list[int]
+    """Items the user rejected earlier in this loop, oldest first."""
+    last_preferred: list[int]
+    """Items the user said it would rather have in the previous round of this loop."""
+    round: int
+    """1-based round number within the loop."""
+    preferences: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class UserContext:
+    """What the user agent sees when it judges one proposal."""
+
+    history: list[int]
+    candidates: list[int]
+    item: int
+    rec_reason: str
+    reward_score: float
+    reward_rank: int
+    """1-based rank of ``item`` among ``candidates`` under the reward model."""
+    top_picks: list[int]
+    """The reward model's best candidates (about a quarter of them), best first."""
+    memory: list[MemoryEntry]
+    """Mu: every rejected round of this thread, oldest first."""
+    round: int
+    preferences: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JudgeItemsContext:
+    """User simulation (AFL Table 5): judge a list of items without running the loop."""
+
+    history: list[int]
+    items: list[int]
+    reward_scores: list[float]
+    """Reward-model scores aligned with ``items``."""
+    memory: list[MemoryEntry] = field(default_factory=list)
+    preferences: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    item: int
+    reason: str
+    fallback: bool = False
+    """True when an LLM agent's output was unusable and the offline policy answered."""
+    usage: LLMUsage = field(default_factory=empty_usage)
+    error: str | None = None
+    """The last validation error behind a fallback (for logs and transcripts)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    decision: Decision
+    reason: str
+    preferred_items: list[int] = field(default_factory=list)
+    fallback: bool = False
+    usage: LLMUsage = field(default_factory=empty_usage)
+    error: str | None = None
+
+
+class RecAgent(ABC):
+    """Proposes one candidate with a reason. The item must always be one of ``ctx.candidates``."""
+
+    use_prior: bool
+    """Ablation knob (AFL Table 6): whether the agent is shown the rec model's pick."""
+
+    @abstractmethod
+    def propose(self, ctx: RecContext) -> Proposal: ...
+
+    async def apropose(self, ctx: RecContext) -> Proposal:
+        return self.propose(ctx)
+
+
+class UserAgent(ABC):
+    """Accepts or rejects a proposal with a reason, and judges item lists for user simulation."""
+
+    use_reward: bool
+    """Ablation knob (AFL Table 6): whether the agent is shown the reward model's view."""
+
+    @abstractmethod
+    def judge(self, ctx: UserContext) -> Judgement: ...
+
+    async def ajudge(self, ctx: UserContext) -> Judgement:
+        return self.judge(ctx)
+
+    @abstractmethod
+    def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
+        """One like/dislike per item of ``ctx.items`` (True = the user would interact with it)."""
+
+    async def ajudge_items(self, ctx: JudgeItemsContext) -> list[bool]:
+        return self.judge_items(ctx)

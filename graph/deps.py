@@ -1,0 +1,70 @@
+"""Everything the loop needs, built once and shared by every loop of a process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from app.data.dataset import Dataset
+from app.settings import Settings
+from graph.agents.base import RecAgent, UserAgent
+from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
+from recmodels.scorer import Scorer
+
+AgentKind = Literal["offline", "llm"]
+
+
+# eq=False keeps identity hashing, so compiled graphs can be cached per deps object.
+@dataclass(frozen=True, eq=False)
+class LoopDeps:
+    """The loop's dependencies: two trained models, the catalog, two agents, the settings."""
+
+    rec_scorer: Scorer
+    """The recommendation model: its top candidate is the prior Im."""
+    reward_scorer: Scorer
+    """The reward model: scores every proposal for the user agent."""
+    catalog: Dataset
+    rec_agent: RecAgent
+    user_agent: UserAgent
+    settings: Settings
+
+
+def make_deps(
+    settings: Settings,
+    catalog: Dataset,
+    rec_scorer: Scorer,
+    reward_scorer: Scorer,
+    agents: AgentKind = "offline",
+    *,
+    rec_prior: bool = True,
+    user_reward: bool = True,
+) -> LoopDeps:
+    """Wire agents of the requested kind.
+
+    ``rec_prior`` / ``user_reward`` are the ablation knobs of AFL Table 6: show the
+    recommendation agent the rec model's pick, show the user agent the reward model.
+    """
+    for name, scorer in (("rec_scorer", rec_scorer), ("reward_scorer", reward_scorer)):
+        if scorer.n_items != catalog.n_items:
+            raise ValueError(
+                f"{name}: model has {scorer.n_items} items but dataset {catalog.name!r} has {catalog.n_items}"
+            )
+    offline_user = OfflineUserAgent(
+        catalog,
+        accept_top_k=settings.accept_top_k,
+        accept_share=min(1.0, settings.accept_top_k / settings.n_candidates),
+        use_reward=user_reward,
+    )
+    rec_agent: RecAgent
+    user_agent: UserAgent
+    if agents == "offline":
+        rec_agent, user_agent = OfflineRecAgent(catalog, use_prior=rec_prior), offline_user
+    elif agents == "llm":
+        from graph.agents.llm import LLMRecAgent, LLMUserAgent, make_chat_model  # LLM stack only when used
+
+        chat = make_chat_model(settings)
+        rec_agent = LLMRecAgent(catalog, settings, chat, use_prior=rec_prior)
+        user_agent = LLMUserAgent(catalog, settings, chat, offline_user, use_reward=user_reward)
+    else:
+        raise ValueError(f"agents: must be 'offline' or 'llm', got {agents!r}")
+    return LoopDeps(rec_scorer, reward_scorer, catalog, rec_agent, user_agent, settings)

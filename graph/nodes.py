@@ -1,0 +1,310 @@
+"""The four nodes of the loop and the routing after ``memory_update``.
+
+One round of AFL Algorithm 1: ``recommend`` (Ir, Rr) -> ``score`` S -> ``judge``
+(Du, Ru) -> ``memory_update`` (both memories get {Ir, Rr, Ru} on rejection).
+Each node returns only the keys it changes. Nodes exist in a sync and an async
+flavour so the same graph runs under ``invoke`` (evaluation, CLI) and
+``ainvoke`` (the service); both share every line except the agent call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.graph import END
+from langgraph.types import Overwrite, interrupt
+
+from graph import describe
+from graph.agents.base import Judgement, Proposal, RecContext, UserContext
+from graph.deps import LoopDeps
+from graph.state import (
+    JudgementRecord,
+    JudgeMode,
+    LoopState,
+    MemoryEntry,
+    RoundRecord,
+    add_usage,
+    empty_usage,
+)
+
+# The reference implementation shows the user agent the reward model's best quarter of the candidates.
+TOP_PICKS_SHARE = 4
+JUDGE_MODES: tuple[JudgeMode, ...] = ("agent", "human")
+
+
+class LoopInputError(ValueError):
+    """Bad loop input; the message names the field and the reason."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field, self.reason = field, reason
+
+
+class HumanFeedbackError(ValueError):
+    """A human judge's resume value is not {"decision": "accept"|"reject", "reason": str}."""
+
+
+def validate_loop_input(
+    history: list[int], candidates: list[int], max_rounds: int, judge_mode: str, n_items: int
+) -> None:
+    """Raise :class:`LoopInputError` for input the loop cannot run on."""
+    for name, ids in (("history", history), ("candidates", candidates)):
+        for pos, item in enumerate(ids):
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < n_items:
+                raise LoopInputError(
+                    f"{name}[{pos}]", f"{item!r} is not an item id of the catalog (0..{n_items - 1})"
+                )
+    if not candidates:
+        raise LoopInputError("candidates", "empty; the loop needs at least one candidate")
+    if len(set(candidates)) != len(candidates):
+        raise LoopInputError("candidates", "contains duplicates")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise LoopInputError("max_rounds", f"must be an integer >= 1, got {max_rounds!r}")
+    if judge_mode not in JUDGE_MODES:
+        raise LoopInputError("judge_mode", f"must be one of {JUDGE_MODES}, got {judge_mode!r}")
+
+
+def is_new_loop(state: LoopState) -> bool:
+    """Whether ``recommend`` runs at the start of a loop rather than after a rejected round.
+
+    A loop is open while it has no stop reason and no proposal is pending; a new
+    input arriving after a finished loop, on a fresh thread, or on a loop that
+    was abandoned mid-round (a proposal never judged) opens a new one.
+    """
+    return (
+        not state.get("loop_index")
+        or state.get("stop_reason") is not None
+        or state.get("proposal") is not None
+    )
+
+
+def reward_rank(scores: list[float], index: int) -> int:
+    """1-based rank of ``scores[index]``; ties share the better rank."""
+    return 1 + sum(1 for s in scores if s > scores[index])
+
+
+class LoopNodes:
+    """The node functions, bound to one set of dependencies."""
+
+    def __init__(self, deps: LoopDeps):
+        self.deps = deps
+
+    # --- recommend ---------------------------------------------------------------------------
+
+    def recommend(self, state: LoopState) -> dict[str, Any]:
+        update, ctx = self._before_recommend(state)
+        return self._after_recommend(update, ctx, self.deps.rec_agent.propose(ctx))
+
+    async def arecommend(self, state: LoopState) -> dict[str, Any]:
+        update, ctx = self._before_recommend(state)
+        return self._after_recommend(update, ctx, await self.deps.rec_agent.apropose(ctx))
+
+    def _before_recommend(self, state: LoopState) -> tuple[dict[str, Any], RecContext]:
+        update = self._open_loop(state) if is_new_loop(state) else {}
+        view: dict[str, Any] = {**state, **update}
+        rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
+        ctx = RecContext(
+            history=list(view["history"]),
+            candidates=list(view["candidates"]),
+            rec_scores=list(view["rec_scores"]),
+            prior_item=view["prior_item"] if self.deps.rec_agent.use_prior else None,
+            memory=list(state.get("rec_memory") or []),
+            rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
+            last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
+            round=len(rounds) + 1,
+            preferences=view.get("preferences"),
+        )
+        return update, ctx
+
+    def _open_loop(self, state: LoopState) -> dict[str, Any]:
+        """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
+        settings = self.deps.settings
+        history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
+        max_rounds = state.get("max_rounds") or settings.max_rounds
+        judge_mode = state.get("judge_mode") or "agent"
+        validate_loop_input(history, candidates, max_rounds, judge_mode, self.deps.catalog.n_items)
+        rec_scores = self.deps.rec_scorer.score(history, candidates)
+        reward_scores = (
+            rec_scores
+            if self.deps.reward_scorer is self.deps.rec_scorer
+            else self.deps.reward_scorer.score(history, candidates)
+        )
+        prior = max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))
+        return {
+            "loop_index": (state.get("loop_index") or 0) + 1,
+            "max_rounds": max_rounds,
+            "judge_mode": judge_mode,
+            "prior_item": candidates[prior],
+            "rec_scores": rec_scores,
+            "reward_scores": reward_scores,
+            "rounds": Overwrite([]),
+            "proposal": None,
+            "verdict": None,
+            "judgement": None,
+            "final_item": None,
+            "final_reason": None,
+            "stop_reason": None,
+        }
+
+    @staticmethod
+    def _after_recommend(update: dict[str, Any], ctx: RecContext, proposal: Proposal) -> dict[str, Any]:
+        if proposal.item not in ctx.candidates:  # agents validate too; a bug here must not leak out
+            raise RuntimeError(f"recommendation agent proposed {proposal.item}, which is not a candidate")
+        return {
+            **update,
+            "proposal": {
+                "item": proposal.item,
+                "reason": proposal.reason,
+                "fallback": proposal.fallback,
+                "usage": proposal.usage,
+            },
+        }
+
+    # --- score -------------------------------------------------------------------------------
+
+    @staticmethod
+    def score(state: LoopState) -> dict[str, Any]:
+        proposal = _required(state, "proposal")
+        index = state["candidates"].index(proposal["item"])
+        scores = state["reward_scores"]
+        return {"verdict": {"score": float(scores[index]), "rank": reward_rank(scores, index)}}
+
+    # --- judge -------------------------------------------------------------------------------
+
+    def judge(self, state: LoopState) -> dict[str, Any]:
+        if state.get("judge_mode") == "human":
+            return {"judgement": self._ask_human(state)}
+        return {"judgement": _record(self.deps.user_agent.judge(self._user_context(state)))}
+
+    async def ajudge(self, state: LoopState) -> dict[str, Any]:
+        if state.get("judge_mode") == "human":
+            return {"judgement": self._ask_human(state)}
+        return {"judgement": _record(await self.deps.user_agent.ajudge(self._user_context(state)))}
+
+    def _user_context(self, state: LoopState) -> UserContext:
+        proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
+        candidates = state["candidates"]
+        show_picks = self.deps.settings.reward_display == "top_picks"
+        return UserContext(
+            history=list(state["history"]),
+            candidates=list(candidates),
+            item=proposal["item"],
+            rec_reason=proposal["reason"],
+            reward_score=verdict["score"],
+            reward_rank=verdict["rank"],
+            top_picks=self.top_picks(candidates, state["reward_scores"]) if show_picks else [],
+            memory=list(state.get("user_memory") or []),
+            round=len(state.get("rounds") or []) + 1,
+            preferences=state.get("preferences"),
+        )
+
+    @staticmethod
+    def top_picks(candidates: list[int], scores: list[float]) -> list[int]:
+        n = max(1, round(len(candidates) / TOP_PICKS_SHARE))
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        return [candidates[i] for i in order[:n]]
+
+    def _ask_human(self, state: LoopState) -> JudgementRecord:
+        """Pause the run; the caller resumes it with Command(resume={"decision", "reason"})."""
+        proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
+        answer = interrupt(
+            {
+                "loop_index": state.get("loop_index"),
+                "round": len(state.get("rounds") or []) + 1,
+                "item": proposal["item"],
+                "item_title": describe.title(self.deps.catalog, proposal["item"]),
+                "rec_reason": proposal["reason"],
+                "reward_score": verdict["score"],
+                "reward_rank": verdict["rank"],
+                "expects": {"decision": "accept | reject", "reason": "str"},
+            }
+        )
+        decision, reason = parse_human_answer(answer)
+        return {
+            "decision": decision,
+            "reason": reason,
+            "preferred_items": [],
+            "fallback": False,
+            "usage": empty_usage(),
+        }
+
+    # --- memory_update -----------------------------------------------------------------------
+
+    def memory_update(self, state: LoopState) -> dict[str, Any]:
+        proposal, verdict, judgement = (_required(state, k) for k in ("proposal", "verdict", "judgement"))
+        item, number = proposal["item"], len(state.get("rounds") or []) + 1
+        title = describe.title(self.deps.catalog, item)
+        record: RoundRecord = {
+            "loop_index": state.get("loop_index") or 1,
+            "round": number,
+            "item": item,
+            "item_title": title,
+            "rec_reason": proposal["reason"],
+            "reward_score": verdict["score"],
+            "reward_rank": verdict["rank"],
+            "decision": judgement["decision"],
+            "user_reason": judgement["reason"],
+            "preferred_items": list(judgement["preferred_items"]),
+            "rec_fallback": proposal["fallback"],
+            "user_fallback": judgement["fallback"],
+            "llm_usage": add_usage(proposal["usage"], judgement["usage"]),
+        }
+        update: dict[str, Any] = {"rounds": [record], "proposal": None, "verdict": None, "judgement": None}
+        if judgement["decision"] == "accept":
+            return {
+                **update,
+                "final_item": item,
+                "final_reason": proposal["reason"],
+                "stop_reason": "accepted",
+            }
+        entry: MemoryEntry = {
+            "item": item,
+            "item_title": title,
+            "rec_reason": proposal["reason"],
+            "user_reason": judgement["reason"],
+            "preferred_items": list(judgement["preferred_items"]),
+        }
+        update |= {"rec_memory": [entry], "user_memory": [entry]}
+        if number >= state["max_rounds"]:
+            # AFL: the last proposal is the answer when the user never accepted.
+            update |= {"final_item": item, "final_reason": proposal["reason"], "stop_reason": "max_rounds"}
+        return update
+
+
+def route_after_memory_update(state: LoopState) -> Literal["recommend", "__end__"]:
+    """Stop on acceptance or at the explicit round limit; otherwise recommend again."""
+    rounds = state.get("rounds") or []
+    if not rounds:
+        raise RuntimeError("memory_update finished without recording a round")
+    last = rounds[-1]
+    if last["decision"] == "accept" or last["round"] >= state["max_rounds"]:
+        return END
+    return "recommend"
+
+
+def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
+    if not isinstance(answer, dict):
+        raise HumanFeedbackError(f"resume value must be an object, got {type(answer).__name__}")
+    decision, reason = answer.get("decision"), answer.get("reason")
+    if decision not in ("accept", "reject"):
+        raise HumanFeedbackError(f"decision: must be 'accept' or 'reject', got {decision!r}")
+    if not isinstance(reason, str) or not reason.strip():
+        raise HumanFeedbackError("reason: must be a non-empty string")
+    return decision, reason.strip()
+
+
+def _record(judgement: Judgement) -> JudgementRecord:
+    return {
+        "decision": judgement.decision,
+        "reason": judgement.reason,
+        "preferred_items": list(judgement.preferred_items),
+        "fallback": judgement.fallback,
+        "usage": judgement.usage,
+    }
+
+
+def _required(state: LoopState, key: str) -> Any:
+    value = state.get(key)
+    if value is None:
+        raise RuntimeError(f"state has no {key!r}: the graph reached this node out of order")
+    return value
