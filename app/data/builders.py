@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,9 @@ class Rating:
 # --- MovieLens-100k -------------------------------------------------------------------------
 
 
-def build_movielens_raw(raw_dir: Path, datasets_dir: Path, name: str, *, force: bool = False) -> Dataset:
+def build_movielens_raw(
+    raw_dir: Path, datasets_dir: Path, name: str, *, force: bool = False, notes: Sequence[str] = ()
+) -> Dataset:
     """Rebuild LLaRA's MovieLens-100k splits from GroupLens ``u.data`` and ``u.item``.
 
     Follows the rule recovered in the shared data README (movielens/raw): the first line of
@@ -74,6 +76,7 @@ def build_movielens_raw(raw_dir: Path, datasets_dir: Path, name: str, *, force: 
                 "rebuilt from MovieLens-100k ratings by LLaRA's rule (ratings >= 3, first u.data line "
                 "dropped as upstream, NumPy-introsort tie order, users split 8:1:1 by first rating)",
                 movielens.verification_note(identical["train"]),
+                *notes,
             ],
             attributes=["genres", "movielens_movie_id", "raw_title", "release_date", "year"],
             extra={"verified": identical["train"], "identical_to_llara": identical},

@@ -48,7 +48,8 @@ GENRES = (
 U_ITEM_FIELDS = 5 + len(GENRES)  # id | title | release date | video release date | IMDb URL | flags
 # GroupLens shipped u.item in Latin-1 (a few titles have accented letters).
 U_ITEM_ENCODING = "latin-1"
-_RELEASE_YEAR = re.compile(r"^\d{2}-[A-Za-z]{3}-(\d{4})$")
+# GroupLens dates look like "01-Jan-1995"; a bare "1995" is what a RecBole-derived u.item holds.
+_RELEASE_YEAR = re.compile(r"^(?:\d{2}-[A-Za-z]{3}-)?(\d{4})$")
 _ARTICLE_SUFFIXES = (", The", ", A", ", An")
 
 
@@ -93,7 +94,7 @@ def llara_title(raw_title: str) -> str:
 
 
 def release_year(release_date: str) -> int | None:
-    """``"01-Jan-1995"`` -> 1995; an empty or unparsable date -> None."""
+    """``"01-Jan-1995"`` or ``"1995"`` -> 1995; an empty or unparsable date -> None."""
     match = _RELEASE_YEAR.match(release_date.strip())
     return int(match.group(1)) if match else None
 
