@@ -76,3 +76,137 @@ def ml_scorers(ml_dataset, ml_models_dir: Path) -> dict:
     from recmodels.registry import MODEL_NAMES
 
     return {name: load_latest_scorer(ml_models_dir, ml_dataset, name) for name in MODEL_NAMES}
+
+
+# --- service database (a fresh, migrated PostgreSQL database per test run) -----------------
+
+
+def _postgres_reachable(url: str) -> bool:
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=2).close()
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PostgreSQL server to create test databases on.
+
+    RECLOOP_TEST_DATABASE_URL (default: the CI server at 127.0.0.1:5432), else an embedded one
+    started for this run through the same code path `recloop serve` uses.
+    """
+    url = os.environ.get("RECLOOP_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    if _postgres_reachable(url):
+        return url
+    from app.db.embedded import start_embedded_postgres
+
+    return start_embedded_postgres(tmp_path_factory.mktemp("pg") / "pgdata")
+
+
+@pytest.fixture(scope="session")
+def make_database(pg_server_url: str):
+    """Factory: a new, empty, uniquely named database; every one is dropped at the end of the run."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    from app.db.urls import with_database
+
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"recloop_test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(pg_server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        created.append(name)
+        return with_database(pg_server_url, name)
+
+    yield make
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        for name in created:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def service_db_url(make_database) -> str:
+    """One migrated database (Alembic + LangGraph's checkpoint schema) shared by the API tests."""
+    from app.db.migrate import migrate_all
+
+    url = make_database()
+    migrate_all(url, "langgraph")
+    return url
+
+
+# --- the HTTP service in-process (tiny real models, the migrated test database) ------------
+
+
+@pytest.fixture(scope="session")
+def service_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(data_dir=tmp_path_factory.mktemp("service"), _env_file=None, lock_pool_size=30)
+
+
+@pytest.fixture(scope="session")
+def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dict:
+    """Offline agents over the tiny trained SASRec (rec and reward model), as `recloop serve` wires them."""
+    from graph.deps import make_deps
+
+    scorer = ml_scorers["sasrec"]
+    return {"offline": make_deps(service_settings, ml_dataset, scorer, scorer, "offline")}
+
+
+@pytest.fixture
+async def service_resources(service_settings: Settings, service_db_url: str, ml_dataset, service_loop_deps):
+    from app.services.runtime import open_resources
+
+    async with open_resources(
+        service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
+    ) as resources:
+        yield resources
+
+
+@pytest.fixture
+async def make_api_client(service_settings: Settings, service_resources):
+    """Factory: an httpx client on the app (in-process ASGI) authenticated with a new key of ``owner``."""
+    import httpx
+
+    from app.main import create_app
+    from app.services.keys import create_key
+
+    app = create_app(service_settings, resources=service_resources)
+    clients: list[httpx.AsyncClient] = []
+
+    async def make(owner: str = "tester") -> httpx.AsyncClient:
+        key = await create_key(service_resources.sessionmaker, owner=owner)
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://recloop.test",
+            headers={"Authorization": f"Bearer {key.secret}"},
+            timeout=30,
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+@pytest.fixture
+async def api(make_api_client):
+    return await make_api_client("owner-a")
+
+
+# --- LLM (a local OpenAI-compatible server; see tests/fake_openai.py) ---------------------------
+
+
+@pytest.fixture
+def fake_openai():
+    """A started FakeOpenAI server on 127.0.0.1 (random port): enqueue replies, read `.requests`."""
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        yield server

@@ -15,15 +15,16 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import sql
 from psycopg.rows import dict_row
 
-import migrations
 from app.db.urls import libpq_url
 
-ALEMBIC_INI = Path(migrations.__file__).resolve().parent.parent / "alembic.ini"
+# `migrations` is installed next to `app` (a package in the wheel, a directory in a checkout).
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+ALEMBIC_INI = MIGRATIONS_DIR.parent / "alembic.ini"
 
 
 def alembic_config(url: str) -> Config:
     cfg = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.is_file() else Config()
-    cfg.set_main_option("script_location", str(Path(migrations.__file__).resolve().parent))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["database_url"] = libpq_url(url)
     return cfg
 

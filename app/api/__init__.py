@@ -1,0 +1,1 @@
+"""HTTP layer: thin routers over app/services (versioned under /v1)."""

@@ -1,0 +1,34 @@
+"""/v1/items: catalog look-up, so clients can build histories from titles."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import CallerDep, ResourcesDep
+from app.api.schemas import ErrorBody, ItemPublic, ItemsPublic
+from app.services import catalog as service
+
+router = APIRouter(
+    prefix="/v1/items", tags=["catalog"], responses={401: {"model": ErrorBody}, 422: {"model": ErrorBody}}
+)
+
+
+@router.get("", response_model=ItemsPublic)
+async def search_items(
+    res: ResourcesDep,
+    caller: CallerDep,
+    q: Annotated[str, Query(min_length=1, max_length=200, examples=["toy story"])],
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> ItemsPublic:
+    """Items whose title contains ``q`` (case-insensitive): exact matches first, then prefixes."""
+    items = service.search(res, query=q, limit=limit)
+    data = [ItemPublic(id=i.id, title=i.title, attributes=i.attributes) for i in items]
+    return ItemsPublic(data=data, count=len(data))
+
+
+@router.get("/{item_id}", response_model=ItemPublic, responses={404: {"model": ErrorBody}})
+async def get_item(item_id: int, res: ResourcesDep, caller: CallerDep) -> ItemPublic:
+    item = service.get_item(res, item_id)
+    return ItemPublic(id=item.id, title=item.title, attributes=item.attributes)

@@ -1,0 +1,74 @@
+"""Every error response has one body, {"detail": ..., "field": ...}; the mapping lives here only."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from psycopg import OperationalError as PsycopgOperationalError
+from psycopg_pool import PoolTimeout
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.services.errors import ServiceError
+
+_log = logging.getLogger(__name__)
+
+
+def error_response(status: int, detail: str, field: str | None = None, **headers: str) -> JSONResponse:
+    return JSONResponse({"detail": detail, "field": field}, status_code=status, headers=headers or None)
+
+
+def _field_path(loc: tuple) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    if not parts:
+        return None
+    path = parts[0]
+    for part in parts[1:]:
+        path += f"[{part}]" if part.isdigit() else f".{part}"
+    return path
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        if exc.status == 503:
+            retry = str(request.app.state.settings.db_retry_after_s)
+            return error_response(exc.status, exc.detail, exc.field, **{"Retry-After": retry})
+        if exc.status == 401:
+            return error_response(exc.status, exc.detail, exc.field, **{"WWW-Authenticate": "Bearer"})
+        return error_response(exc.status, exc.detail, exc.field)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        field = _field_path(tuple(first.get("loc", ())))
+        if first.get("type") == "json_invalid":
+            return error_response(
+                422, f"malformed JSON: {first.get('ctx', {}).get('error', first['msg'])}", "body"
+            )
+        return error_response(422, f"{field or 'request'}: {first['msg']}", field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail), None, **(exc.headers or {}))
+
+    async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+        _log.warning("database unavailable: %s", exc)
+        retry = str(request.app.state.settings.db_retry_after_s)
+        return error_response(
+            503, "the database is unreachable; retry shortly", None, **{"Retry-After": retry}
+        )
+
+    for exc_type in (
+        OperationalError,
+        InterfaceError,
+        SQLAlchemyPoolTimeout,
+        PsycopgOperationalError,
+        PoolTimeout,
+        OSError,
+    ):
+        app.add_exception_handler(exc_type, _database_down)

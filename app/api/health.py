@@ -1,0 +1,39 @@
+"""Liveness, readiness and Prometheus metrics (unversioned, no API key)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from app.api.deps import ResourcesDep
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: {"description": "Database unreachable or models not loaded."}})
+async def readyz(res: ResourcesDep) -> JSONResponse:
+    """Ready to serve: the database answers and the models are loaded."""
+    checks = {"database": "ok", "models": "ok" if res.models_loaded else "not loaded"}
+    try:
+        async with res.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception as exc:  # any failure here means "not ready", whatever its kind
+        checks["database"] = f"unreachable ({type(exc).__name__})"
+    ready = all(v == "ok" for v in checks.values())
+    headers = None if ready else {"Retry-After": str(res.settings.db_retry_after_s)}
+    body = {"status": "ready" if ready else "not ready", "checks": checks}
+    return JSONResponse(body, status_code=200 if ready else 503, headers=headers)
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics() -> Response:
+    """Prometheus text format: request latency, loops, rounds, LLM calls and tokens, fallbacks."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,158 @@
+"""/v1/sessions/{id}/recommendations, /feedback and /loops: run the loop and read its history.
+
+With ``Accept: text/event-stream`` a recommendation (or feedback) streams each node's update
+as a Server-Sent Event and ends with a ``result`` event carrying the same body as the JSON reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app.api.deps import CallerDep, ResourcesDep
+from app.api.schemas import (
+    ErrorBody,
+    FeedbackCreate,
+    ItemPublic,
+    LoopPublic,
+    LoopsPublic,
+    RecommendationCreate,
+    RecommendationPublic,
+    RoundPublic,
+    UsagePublic,
+)
+from app.services import loops as service
+from app.services.errors import ServiceError
+from app.services.loops import LoopOutcome, LoopRequest, LoopRun
+from app.services.runtime import ServiceResources
+
+ERRORS = {
+    401: {"model": ErrorBody},
+    404: {"model": ErrorBody},
+    409: {"model": ErrorBody, "description": "The session is busy or awaits feedback."},
+    422: {"model": ErrorBody},
+}
+STREAM_DOC = {200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."}}
+router = APIRouter(prefix="/v1/sessions", tags=["recommendations"], responses=ERRORS)
+
+AcceptHeader = Annotated[str | None, Header(include_in_schema=False)]
+
+
+def _public(res: ServiceResources, outcome: LoopOutcome) -> RecommendationPublic:
+    item = None
+    if outcome.final_item is not None:
+        found = res.catalog.item(outcome.final_item)
+        item = ItemPublic(id=found.id, title=found.title, attributes=found.attributes)
+    return RecommendationPublic(
+        session_id=outcome.session_id,
+        loop_index=outcome.loop_index,
+        status=outcome.status,
+        item=item,
+        reason=outcome.final_reason,
+        stop_reason=outcome.stop_reason,
+        rounds=[RoundPublic.model_validate(r) for r in outcome.rounds],
+        pending=outcome.pending,
+        duration_ms=outcome.duration_ms,
+        usage=UsagePublic(**outcome.usage),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """JSON fallback for LangGraph values in updates (e.g. Overwrite wrappers, Interrupt objects)."""
+    for attr in ("value",):
+        if hasattr(value, attr):
+            return getattr(value, attr)
+    return str(value)
+
+
+async def _respond(
+    res: ServiceResources, opening: AbstractAsyncContextManager[LoopRun], accept: str | None
+) -> RecommendationPublic | EventSourceResponse:
+    if not accept or "text/event-stream" not in accept:
+        async with opening as run:
+            return _public(res, await run.run())
+    # Enter the lock before answering, so 404/409/422 are real status codes, not stream events.
+    stack = AsyncExitStack()
+    run = await stack.enter_async_context(opening)
+    return EventSourceResponse(_stream(res, run, stack), ping=15)
+
+
+async def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack):
+    events: asyncio.Queue[ServerSentEvent | None] = asyncio.Queue()
+
+    async def on_update(node: str, update: Any) -> None:
+        data = json.dumps({"node": node, "update": update}, default=_plain)
+        await events.put(
+            ServerSentEvent(data=data, event="interrupt" if node == "__interrupt__" else "update")
+        )
+
+    async def produce() -> None:
+        try:
+            outcome = await run.run(on_update)
+            await events.put(ServerSentEvent(data=_public(res, outcome).model_dump_json(), event="result"))
+        except ServiceError as exc:
+            body = {"detail": exc.detail, "field": exc.field, "status": exc.status}
+            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
+        except Exception as exc:  # the stream has started: report, do not hang the client
+            body = {"detail": f"loop failed: {type(exc).__name__}", "field": None, "status": 500}
+            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
+            raise
+        finally:
+            await events.put(None)
+
+    async with stack:
+        task = asyncio.create_task(produce())
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+@router.post("/{session_id}/recommendations", response_model=RecommendationPublic, responses=STREAM_DOC)
+async def recommend(
+    session_id: uuid.UUID,
+    body: RecommendationCreate,
+    res: ResourcesDep,
+    caller: CallerDep,
+    accept: AcceptHeader = None,
+):
+    """Run one feedback loop for the session and return the recommended item, its reason and every round."""
+    request = LoopRequest(
+        candidates=body.candidates, max_rounds=body.max_rounds, agents=body.agents, judge_mode=body.judge_mode
+    )
+    return await _respond(res, service.open_loop(res, caller, session_id, request), accept)
+
+
+@router.post("/{session_id}/feedback", response_model=RecommendationPublic, responses=STREAM_DOC)
+async def feedback(
+    session_id: uuid.UUID,
+    body: FeedbackCreate,
+    res: ResourcesDep,
+    caller: CallerDep,
+    accept: AcceptHeader = None,
+):
+    """Answer the proposal a human-judged loop waits on; the loop resumes (and may ask again)."""
+    opening = service.open_feedback(res, caller, session_id, decision=body.decision, reason=body.reason)
+    return await _respond(res, opening, accept)
+
+
+@router.get("/{session_id}/loops", response_model=LoopsPublic)
+async def loop_history(
+    session_id: uuid.UUID,
+    res: ResourcesDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> LoopsPublic:
+    """The session's loops, newest first, each with its parameters, outcome, timings and rounds."""
+    rows, count = await service.loop_history(res, caller, session_id, limit=limit, offset=offset)
+    return LoopsPublic(data=[LoopPublic.model_validate(r) for r in rows], count=count)

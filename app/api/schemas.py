@@ -1,0 +1,172 @@
+"""Request and response bodies of the /v1 API (one family per resource)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.services.runtime import AgentMode
+
+JudgeMode = Literal["agent", "human"]
+SessionStatus = Literal["idle", "running", "awaiting_feedback"]
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(examples=["unknown item id 99999: the movielens catalog has ids 0..1681"])
+    field: str | None = Field(None, examples=["history[2]"])
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"user_id": "user-42", "history": [49, 180, 257, 293]}]}
+    )
+
+    user_id: str = Field(min_length=1, max_length=200, description="Your identifier of the end user.")
+    history: list[int] = Field(description="Items the user consumed, oldest first (catalog ids).")
+
+
+class SessionPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    thread_id: str = Field(description="The LangGraph thread of the session (equal to the id).")
+    user_id: str
+    dataset: str
+    status: SessionStatus
+    history: list[int]
+    n_loops: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class SessionsPublic(BaseModel):
+    data: list[SessionPublic]
+    count: int = Field(description="Sessions matching the filter (all pages).")
+
+
+class MemoryEntryPublic(BaseModel):
+    item: int
+    item_title: str
+    rec_reason: str
+    user_reason: str
+
+
+class SessionStatePublic(SessionPublic):
+    rec_memory: list[MemoryEntryPublic]
+    user_memory: list[MemoryEntryPublic]
+    pending: dict[str, Any] | None = Field(description="The proposal awaiting your judgement, if any.")
+
+
+class ConsumptionCreate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"items": [0, 171]}]})
+
+    items: list[int] = Field(min_length=1, max_length=1000, description="Consumed items, oldest first.")
+
+
+# --- recommendations -------------------------------------------------------------------
+
+
+class RecommendationCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"max_rounds": 4, "agents": "offline", "judge_mode": "agent"},
+                {"candidates": [0, 1, 49, 99, 120, 171], "max_rounds": 3, "judge_mode": "human"},
+            ]
+        },
+    )
+
+    candidates: list[int] | None = Field(
+        None, description="Items the loop may recommend; default: the rec model's top unseen items."
+    )
+    max_rounds: int | None = Field(None, ge=1, le=20, description="Round limit (default 4).")
+    agents: AgentMode = Field("offline", description="offline: deterministic agents; llm: LLM agents.")
+    judge_mode: JudgeMode = Field("agent", description="human: pause at each judgement for /feedback.")
+
+
+class FeedbackCreate(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"decision": "reject", "reason": "I have seen enough comedies."}]},
+    )
+
+    decision: Literal["accept", "reject"]
+    reason: str = Field(min_length=1, max_length=2000, pattern=r"\S", description="Why, in your words.")
+
+
+class ItemPublic(BaseModel):
+    id: int
+    title: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class RoundPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    round: int
+    item: int
+    item_title: str
+    rec_reason: str
+    reward_score: float | None
+    reward_rank: int | None
+    decision: Literal["accept", "reject"]
+    user_reason: str
+    rec_fallback: bool
+    user_fallback: bool
+
+
+class UsagePublic(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class RecommendationPublic(BaseModel):
+    session_id: uuid.UUID
+    loop_index: int
+    status: Literal["completed", "awaiting_feedback"]
+    item: ItemPublic | None = Field(description="The recommendation; null while awaiting feedback.")
+    reason: str | None
+    stop_reason: Literal["accepted", "max_rounds"] | None
+    rounds: list[RoundPublic]
+    pending: dict[str, Any] | None = Field(description="The proposal to judge (human judge mode).")
+    duration_ms: float
+    usage: UsagePublic
+
+
+# --- loop history ----------------------------------------------------------------------
+
+
+class LoopPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    loop_index: int
+    status: str
+    params: dict[str, Any]
+    final_item: int | None
+    final_reason: str | None
+    stop_reason: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: float | None
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    rounds: list[RoundPublic]
+
+
+class LoopsPublic(BaseModel):
+    data: list[LoopPublic]
+    count: int
+
+
+class ItemsPublic(BaseModel):
+    data: list[ItemPublic]
+    count: int

@@ -1,0 +1,79 @@
+"""/v1/sessions: create, list, read, record consumption, delete."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.api.deps import CallerDep, ResourcesDep
+from app.api.schemas import (
+    ConsumptionCreate,
+    ErrorBody,
+    SessionCreate,
+    SessionPublic,
+    SessionsPublic,
+    SessionStatePublic,
+    SessionStatus,
+)
+from app.db.sessions import SessionFilter
+from app.services import sessions as service
+
+ERRORS = {401: {"model": ErrorBody}, 404: {"model": ErrorBody}, 422: {"model": ErrorBody}}
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
+
+
+@router.post("", response_model=SessionPublic, status_code=status.HTTP_201_CREATED)
+async def create_session(body: SessionCreate, res: ResourcesDep, caller: CallerDep) -> SessionPublic:
+    """Start a session for a user with an initial history; its id is also its LangGraph thread id."""
+    session = await service.create_session(res, caller, user_id=body.user_id, history=body.history)
+    return SessionPublic.model_validate(session)
+
+
+@router.get("", response_model=SessionsPublic)
+async def list_sessions(
+    res: ResourcesDep,
+    caller: CallerDep,
+    user_id: str | None = None,
+    status: SessionStatus | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> SessionsPublic:
+    """Your sessions, newest first, filtered by user id, status and creation time."""
+    where = SessionFilter(
+        user_id=user_id, status=status, created_after=created_after, created_before=created_before
+    )
+    rows, count = await service.list_sessions(res, caller, where=where, limit=limit, offset=offset)
+    return SessionsPublic(data=[SessionPublic.model_validate(r) for r in rows], count=count)
+
+
+@router.get("/{session_id}", response_model=SessionStatePublic)
+async def get_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> SessionStatePublic:
+    """The session, the agents' memories on its thread, and any proposal awaiting your judgement."""
+    state = await service.get_session_state(res, caller, session_id)
+    return SessionStatePublic(
+        **SessionPublic.model_validate(state.session).model_dump(),
+        rec_memory=state.rec_memory,
+        user_memory=state.user_memory,
+        pending=state.pending,
+    )
+
+
+@router.post("/{session_id}/consumed", response_model=SessionPublic, responses={409: {"model": ErrorBody}})
+async def record_consumption(
+    session_id: uuid.UUID, body: ConsumptionCreate, res: ResourcesDep, caller: CallerDep
+) -> SessionPublic:
+    """Record items the user actually consumed: appended to the history the next loop uses."""
+    session = await service.record_consumption(res, caller, session_id, items=body.items)
+    return SessionPublic.model_validate(session)
+
+
+@router.delete("/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses={409: {"model": ErrorBody}})
+async def delete_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> Response:
+    """Delete the session, its loop history and its checkpoints."""
+    await service.delete_session(res, caller, session_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

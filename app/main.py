@@ -1,0 +1,62 @@
+"""The FastAPI app: wiring only (factory, lifespan, routers, error mapping, request metrics)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+
+from app.api import catalog, health, recommendations, sessions
+from app.api.errors import install_error_handlers
+from app.services.metrics import REQUEST_LATENCY
+from app.services.runtime import ServiceResources, open_resources
+from app.settings import Settings, get_settings
+
+DESCRIPTION = """Agentic recommendation with a feedback loop (AFL/FLOW, arXiv 2410.20027).
+
+Every `/v1` call needs an API key (`Authorization: Bearer <key>`); `recloop keys create` makes one.
+A session is one user's LangGraph thread: ask it for recommendations, answer a human-judged
+loop through `/feedback`, record what the user consumed, and read its loop history.
+"""
+
+
+def create_app(settings: Settings | None = None, *, resources: ServiceResources | None = None) -> FastAPI:
+    """The app. Given ``resources`` (tests), it uses them and leaves closing them to the caller."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if resources is not None:
+            app.state.resources = resources
+            yield
+            return
+        async with open_resources(settings) as opened:
+            app.state.resources = opened
+            yield
+
+    app = FastAPI(title="recloop", version="1", description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    if resources is not None:
+        app.state.resources = resources  # usable without running the lifespan (in-process test clients)
+    install_error_handlers(app)
+    for module in (sessions, recommendations, catalog, health):
+        app.include_router(module.router)
+
+    @app.middleware("http")
+    async def observe_latency(request: Request, call_next) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        REQUEST_LATENCY.labels(
+            route=getattr(route, "path", "unmatched"), method=request.method, status=str(response.status_code)
+        ).observe(time.perf_counter() - started)
+        return response
+
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """uvicorn factory for worker processes (`recloop serve --workers N`): settings from the environment."""
+    return create_app(get_settings())

@@ -1,0 +1,1 @@
+"""Service logic: owns transactions, enforces ownership and locking, runs the loop."""

@@ -1,0 +1,24 @@
+"""Catalog look-up so clients can build histories from titles."""
+
+from __future__ import annotations
+
+from app.data.dataset import Item
+from app.services.errors import InvalidInput, NotFound
+from app.services.runtime import ServiceResources
+
+
+def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
+    from app.data.catalog import search_items
+
+    if not query.strip():
+        raise InvalidInput("query must not be blank", field="q")
+    return list(search_items(res.catalog, query, limit))
+
+
+def get_item(res: ServiceResources, item_id: int) -> Item:
+    if not 0 <= item_id < res.catalog.n_items:
+        raise NotFound(
+            f"unknown item id {item_id}: the {res.catalog.name} catalog has ids 0..{res.catalog.n_items - 1}",
+            field="item_id",
+        )
+    return res.catalog.item(item_id)

@@ -1,0 +1,48 @@
+"""Domain errors of the service. app/api/errors.py maps them to HTTP responses in one place."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base: ``status`` is the HTTP status, ``field`` names the offending input when there is one."""
+
+    status: int = 400
+
+    def __init__(self, detail: str, *, field: str | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+
+
+class InvalidInput(ServiceError):
+    status = 422
+
+
+class Unauthorized(ServiceError):
+    status = 401
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class SessionBusy(Conflict):
+    """Another loop runs on the session (in this or another process)."""
+
+
+class AwaitingFeedback(Conflict):
+    """The session's loop waits for a human judgement: answer it first."""
+
+
+class NotAwaitingFeedback(Conflict):
+    pass
+
+
+class Unavailable(ServiceError):
+    """A dependency (database, models, LLM configuration) is not there right now."""
+
+    status = 503

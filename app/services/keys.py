@@ -1,0 +1,63 @@
+"""API keys: random secrets shown once, stored as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db import keys as keys_repo
+from app.services.errors import Unauthorized
+
+KEY_PREFIX = "rl_"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated owner of a request."""
+
+    key_id: int
+    owner: str
+
+
+@dataclass(frozen=True)
+class NewKey:
+    key_id: int
+    owner: str
+    secret: str
+    """The plaintext key: shown once, never stored."""
+
+
+def hash_key(secret: str) -> str:
+    # Keys are 256-bit random, so a plain SHA-256 (no salt, no slow KDF) is enough and keeps lookups O(1).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+async def create_key(sessionmaker: async_sessionmaker[AsyncSession], *, owner: str) -> NewKey:
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    async with sessionmaker.begin() as db:
+        row = await keys_repo.add_key(db, owner=owner, prefix=secret[:10], key_hash=hash_key(secret))
+        return NewKey(key_id=row.id, owner=owner, secret=secret)
+
+
+async def create_first_key(sessionmaker: async_sessionmaker[AsyncSession], *, owner: str) -> NewKey | None:
+    """A key for ``owner`` if the database has none yet (first start); None otherwise."""
+    async with sessionmaker() as db:
+        if await keys_repo.count_keys(db) > 0:
+            return None
+    return await create_key(sessionmaker, owner=owner)
+
+
+async def authenticate(sessionmaker: async_sessionmaker[AsyncSession], secret: str | None) -> Caller:
+    if not secret:
+        raise Unauthorized(
+            "missing API key: send 'Authorization: Bearer <key>' (create one with `recloop keys create`)",
+            field="Authorization",
+        )
+    async with sessionmaker() as db:
+        row = await keys_repo.find_active_key(db, key_hash=hash_key(secret))
+    if row is None:
+        raise Unauthorized("invalid or revoked API key", field="Authorization")
+    return Caller(key_id=row.id, owner=row.owner)

@@ -1,0 +1,256 @@
+"""Running the feedback loop for a session: locking, the graph run, and the loop history.
+
+A request runs under the session's advisory lock: validate → run the compiled graph on the
+session's thread (checkpointed per step) → write the loop and its rounds in one transaction.
+Human judge mode pauses at the judge's interrupt; :func:`open_feedback` resumes it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langgraph.types import Command
+
+from app.db import loops as loops_repo
+from app.db import sessions as sessions_repo
+from app.db.models import Loop, Session
+from app.services import metrics
+from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, NotFound, Unavailable
+from app.services.keys import Caller
+from app.services.runtime import AgentMode, ServiceResources
+from app.services.sessions import get_session
+from app.services.validation import check_candidates
+
+JudgeMode = Literal["agent", "human"]
+UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Receives (node name, the node's state update) as the graph runs: the SSE stream."""
+
+
+@dataclass(frozen=True)
+class LoopRequest:
+    candidates: list[int] | None = None
+    max_rounds: int | None = None
+    agents: AgentMode = "offline"
+    judge_mode: JudgeMode = "agent"
+
+
+@dataclass
+class LoopOutcome:
+    session_id: uuid.UUID
+    loop_index: int
+    status: Literal["completed", "awaiting_feedback"]
+    final_item: int | None
+    final_reason: str | None
+    stop_reason: str | None
+    rounds: list[dict[str, Any]]
+    pending: dict[str, Any] | None
+    duration_ms: float
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def _config(session: Session) -> dict[str, Any]:
+    return {"configurable": {"thread_id": session.thread_id}}
+
+
+def _usage(rounds: list[dict[str, Any]]) -> dict[str, int]:
+    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for record in rounds:
+        for key in total:
+            total[key] += int((record.get("llm_usage") or {}).get(key, 0))
+    return total
+
+
+class LoopRun:
+    """One locked run on a session (a new loop, or the resumption of a paused one)."""
+
+    def __init__(self, res: ServiceResources, session: Session, graph: Any, graph_input: Any, params: dict):
+        self.res, self.session, self.graph = res, session, graph
+        self.graph_input, self.params = graph_input, params
+
+    async def run(self, on_update: UpdateSink | None = None) -> LoopOutcome:
+        started = time.perf_counter()
+        values: dict[str, Any] = {}
+        pending: dict[str, Any] | None = None
+        stream = self.graph.astream(
+            self.graph_input,
+            _config(self.session),
+            stream_mode=["updates", "values"],
+            durability=self.res.settings.checkpoint_durability,
+        )
+        from graph.nodes import HumanFeedbackError, LoopInputError
+
+        try:
+            async for mode, chunk in stream:
+                if mode == "values":
+                    values = chunk
+                    continue
+                for node, update in chunk.items():
+                    if node == "__interrupt__":
+                        pending = update[0].value if update else None
+                    if on_update is not None:
+                        await on_update(node, update)
+        except LoopInputError as exc:  # a backstop: requests are validated before the lock
+            raise InvalidInput(exc.reason, field=exc.field) from exc
+        except HumanFeedbackError as exc:
+            raise InvalidInput(str(exc), field="reason") from exc
+        duration_ms = (time.perf_counter() - started) * 1000
+        outcome = self._outcome(values, pending, duration_ms)
+        await self._record(outcome)
+        metrics.LOOP_LATENCY.observe(duration_ms / 1000)
+        return outcome
+
+    def _outcome(self, values: dict[str, Any], pending: dict | None, duration_ms: float) -> LoopOutcome:
+        loop_index = int(values.get("loop_index") or 0)
+        rounds = [r for r in values.get("rounds") or [] if r.get("loop_index", loop_index) == loop_index]
+        return LoopOutcome(
+            session_id=self.session.id,
+            loop_index=loop_index,
+            status="awaiting_feedback" if pending is not None else "completed",
+            final_item=None if pending is not None else values.get("final_item"),
+            final_reason=None if pending is not None else values.get("final_reason"),
+            stop_reason=None if pending is not None else values.get("stop_reason"),
+            rounds=rounds,
+            pending=pending,
+            duration_ms=duration_ms,
+            usage=_usage(rounds),
+        )
+
+    async def _record(self, outcome: LoopOutcome) -> None:
+        """The loop's history and the session's status, in one (synchronously committed) transaction."""
+        async with self.res.sessionmaker.begin() as db:
+            loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=outcome.loop_index)
+            if loop is None:
+                loop = await loops_repo.add_loop(
+                    db,
+                    session_id=self.session.id,
+                    loop_index=outcome.loop_index,
+                    status=outcome.status,
+                    params=self.params,
+                )
+                stored_rounds = 0
+            else:
+                stored_rounds = len(loop.rounds)
+            new_rounds = [r for r in outcome.rounds if r["round"] > stored_rounds]
+            loops_repo.add_rounds(db, loop_id=loop.id, rounds=new_rounds)
+            _finish_loop(loop, outcome)
+            session = await sessions_repo.get_owned_session(
+                db, session_id=self.session.id, owner_key_id=self.session.owner_key_id
+            )
+            if session is not None:
+                session.status = "awaiting_feedback" if outcome.pending is not None else "idle"
+                session.n_loops = max(session.n_loops, outcome.loop_index)
+        metrics.observe_rounds(new_rounds)
+        if outcome.status == "completed":
+            metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
+
+
+def _finish_loop(loop: Loop, outcome: LoopOutcome) -> None:
+    loop.status = outcome.status
+    loop.duration_ms = (loop.duration_ms or 0.0) + outcome.duration_ms
+    if outcome.status == "completed":
+        loop.final_item = outcome.final_item
+        loop.final_reason = outcome.final_reason
+        loop.stop_reason = outcome.stop_reason
+        loop.finished_at = datetime.now(UTC)
+    # Usage is recomputed from all rounds of the loop, so a resumed loop is not double counted.
+    every_round = _usage(outcome.rounds)
+    loop.llm_calls = every_round["calls"]
+    loop.prompt_tokens = every_round["prompt_tokens"]
+    loop.completion_tokens = every_round["completion_tokens"]
+
+
+def _graph_for(res: ServiceResources, agents: AgentMode) -> Any:
+    graph = res.graphs.get(agents)
+    if graph is not None:
+        return graph
+    if agents == "llm":
+        raise InvalidInput(
+            "agents 'llm' needs an LLM endpoint: set RECLOOP_LLM_BASE_URL (or use agents 'offline')",
+            field="agents",
+        )
+    raise Unavailable("models are not loaded yet", field=None)
+
+
+async def _locked_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Session:
+    """Re-read the session once its lock is held: its status may have changed meanwhile."""
+    async with res.sessionmaker() as db:
+        session = await sessions_repo.get_owned_session(db, session_id=session_id, owner_key_id=caller.key_id)
+    if session is None:
+        raise NotFound(f"no session {session_id}", field="session_id")
+    return session
+
+
+@asynccontextmanager
+async def open_loop(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: LoopRequest
+) -> AsyncIterator[LoopRun]:
+    """Validate and lock; the caller runs the loop inside. Every 4xx is raised before anything runs."""
+    session = await get_session(res, caller, session_id)
+    graph = _graph_for(res, request.agents)
+    if request.candidates is not None:
+        check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
+    async with res.locks.hold(session.thread_id):
+        session = await _locked_session(res, caller, session_id)
+        if session.status == "awaiting_feedback":
+            raise AwaitingFeedback(
+                "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
+            )
+        candidates = request.candidates or await _default_candidates(res, request.agents, session.history)
+        max_rounds = request.max_rounds or res.settings.max_rounds
+        graph_input = {
+            "history": list(session.history),
+            "candidates": candidates,
+            "max_rounds": max_rounds,
+            "judge_mode": request.judge_mode,
+            "preferences": None,
+        }
+        params = {
+            "candidates": candidates,
+            "max_rounds": max_rounds,
+            "agents": request.agents,
+            "judge_mode": request.judge_mode,
+            "history_length": len(session.history),
+        }
+        yield LoopRun(res, session, graph, graph_input, params)
+
+
+async def _default_candidates(res: ServiceResources, agents: AgentMode, history: list[int]) -> list[int]:
+    from graph.runner import default_candidates
+
+    return list(default_candidates(res.loop_deps[agents], history, res.settings.n_candidates))
+
+
+@asynccontextmanager
+async def open_feedback(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, decision: str, reason: str
+) -> AsyncIterator[LoopRun]:
+    """Resume a loop paused at the judge with a person's decision (the real user judges)."""
+    session = await get_session(res, caller, session_id)
+    async with res.locks.hold(session.thread_id):
+        session = await _locked_session(res, caller, session_id)
+        if session.status != "awaiting_feedback":
+            raise NotAwaitingFeedback(
+                "the session has no loop waiting for feedback: request a recommendation with "
+                "judge_mode 'human' first",
+                field="session_id",
+            )
+        async with res.sessionmaker() as db:
+            loops, _ = await loops_repo.list_loops(db, session_id=session.id, limit=1, offset=0)
+        params = loops[0].params if loops else {}
+        graph = _graph_for(res, params.get("agents", "offline"))
+        command = Command(resume={"decision": decision, "reason": reason})
+        yield LoopRun(res, session, graph, command, params)
+
+
+async def loop_history(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[Loop], int]:
+    session = await get_session(res, caller, session_id)
+    async with res.sessionmaker() as db:
+        return await loops_repo.list_loops(db, session_id=session.id, limit=limit, offset=offset)

@@ -1,0 +1,36 @@
+"""Prometheus metrics of the service (process-wide: registered once at import)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+REQUEST_LATENCY = Histogram(
+    "recloop_http_request_duration_seconds",
+    "HTTP request latency by route template, method and status.",
+    ["route", "method", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+LOOPS = Counter("recloop_loops_total", "Feedback loops finished, by stop reason.", ["stop_reason"])
+LOOP_LATENCY = Histogram(
+    "recloop_loop_duration_seconds",
+    "Wall time of one loop run (up to its end or a human-judge pause).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+ROUNDS = Counter("recloop_rounds_total", "Loop rounds, by decision.", ["decision"])
+LLM_CALLS = Counter("recloop_llm_calls_total", "LLM calls made by the agents.")
+LLM_TOKENS = Counter("recloop_llm_tokens_total", "LLM tokens used by the agents.", ["kind"])
+FALLBACKS = Counter("recloop_fallbacks_total", "Agent steps answered by the offline fallback.", ["agent"])
+BUSY_REJECTIONS = Counter("recloop_busy_rejections_total", "Requests refused with 409: the session was busy.")
+
+
+def observe_rounds(rounds: list[dict]) -> None:
+    for record in rounds:
+        ROUNDS.labels(decision=record.get("decision", "unknown")).inc()
+        usage = record.get("llm_usage") or {}
+        LLM_CALLS.inc(usage.get("calls", 0))
+        LLM_TOKENS.labels(kind="prompt").inc(usage.get("prompt_tokens", 0))
+        LLM_TOKENS.labels(kind="completion").inc(usage.get("completion_tokens", 0))
+        if record.get("rec_fallback"):
+            FALLBACKS.labels(agent="rec").inc()
+        if record.get("user_fallback"):
+            FALLBACKS.labels(agent="user").inc()

@@ -1,0 +1,126 @@
+"""Everything a worker holds while it serves: pools, the saver, the catalog, models and compiled graphs.
+
+Opened once per process in the app's lifespan (or by tests, which pass their own models and
+database) and closed with it. Schema set-up is not done here: see app/db/migrate.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.data.dataset import Dataset
+from app.db.engine import checkpoint_pool, create_engine, create_sessionmaker, resolve_database_url
+from app.db.urls import libpq_url
+from app.services.checkpoints import PooledPostgresSaver
+from app.services.locks import SessionLocks
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from graph.deps import LoopDeps
+
+AgentMode = Literal["offline", "llm"]
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceResources:
+    settings: Settings
+    database_url: str
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    locks: SessionLocks
+    saver: BaseCheckpointSaver
+    catalog: Dataset
+    loop_deps: dict[AgentMode, LoopDeps]
+    graphs: dict[AgentMode, Any] = field(default_factory=dict)
+    """Compiled graphs by agent mode, all on the one saver."""
+
+    @property
+    def models_loaded(self) -> bool:
+        return "offline" in self.graphs
+
+
+def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, LoopDeps]:
+    """The trained rec and reward models (loaded once) and the agents built on them."""
+    from graph.deps import make_deps
+    from recmodels.artifacts import load_latest_scorer
+
+    rec = load_latest_scorer(settings.models_dir, catalog, settings.rec_model)
+    reward = (
+        rec
+        if settings.reward_model == settings.rec_model
+        else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
+    )
+    deps: dict[AgentMode, LoopDeps] = {"offline": make_deps(settings, catalog, rec, reward, "offline")}
+    if settings.llm_enabled:
+        deps["llm"] = make_deps(settings, catalog, rec, reward, "llm")
+    return deps
+
+
+def compile_graphs(loop_deps: dict[AgentMode, LoopDeps], saver: BaseCheckpointSaver) -> dict[AgentMode, Any]:
+    from graph.builder import build_graph
+
+    return {mode: build_graph(deps).compile(checkpointer=saver) for mode, deps in loop_deps.items()}
+
+
+async def _open_pool(stack: AsyncExitStack, pool: AsyncConnectionPool) -> AsyncConnectionPool:
+    # wait=False: a worker starts even while the database is down and serves 503 until it is back.
+    await pool.open(wait=False)
+    stack.push_async_callback(pool.close)
+    return pool
+
+
+@asynccontextmanager
+async def open_resources(
+    settings: Settings,
+    *,
+    database_url: str | None = None,
+    catalog: Dataset | None = None,
+    loop_deps: dict[AgentMode, LoopDeps] | None = None,
+) -> AsyncIterator[ServiceResources]:
+    """Open pools and load models; close everything on exit."""
+    url = libpq_url(database_url) if database_url else resolve_database_url(settings)
+    catalog = catalog or Dataset.open(settings.datasets_dir, settings.dataset)
+    loop_deps = loop_deps if loop_deps is not None else load_loop_deps(settings, catalog)
+    async with AsyncExitStack() as stack:
+        engine = create_engine(url, settings)
+        stack.push_async_callback(engine.dispose)
+        lock_pool = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=settings.lock_pool_size,
+            open=False,
+            timeout=settings.db_connect_timeout_s,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s))},
+            check=AsyncConnectionPool.check_connection,
+        )
+        await _open_pool(stack, lock_pool)
+        saver: BaseCheckpointSaver
+        if settings.checkpointer == "memory":
+            saver = InMemorySaver()
+        else:
+            pool = checkpoint_pool(url, settings, group_commit=settings.checkpoint_group_commit)
+            saver = PooledPostgresSaver(
+                await _open_pool(stack, pool), group_commit=settings.checkpoint_group_commit
+            )
+        resources = ServiceResources(
+            settings=settings,
+            database_url=url,
+            engine=engine,
+            sessionmaker=create_sessionmaker(engine),
+            locks=SessionLocks(lock_pool),
+            saver=saver,
+            catalog=catalog,
+            loop_deps=loop_deps,
+            graphs=compile_graphs(loop_deps, saver) if loop_deps else {},
+        )
+        yield resources

@@ -1,0 +1,109 @@
+"""Sessions: create, look up (owner only), list, record consumption, delete with checkpoints."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from app.db import sessions as sessions_repo
+from app.db.models import Session
+from app.db.sessions import SessionFilter
+from app.services.errors import AwaitingFeedback, NotFound
+from app.services.keys import Caller
+from app.services.runtime import ServiceResources
+from app.services.validation import check_history, check_item_ids
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session row plus what its LangGraph thread remembers."""
+
+    session: Session
+    rec_memory: list[dict[str, Any]]
+    user_memory: list[dict[str, Any]]
+    pending: dict[str, Any] | None
+    """The proposal awaiting a human judgement, if any."""
+
+
+def _not_found(session_id: uuid.UUID) -> NotFound:
+    # Same answer for missing and foreign sessions: a caller learns nothing about others' ids.
+    return NotFound(f"no session {session_id}", field="session_id")
+
+
+async def create_session(
+    res: ServiceResources, caller: Caller, *, user_id: str, history: list[int]
+) -> Session:
+    check_history(history, res.catalog, max_items=res.settings.max_history_items)
+    async with res.sessionmaker.begin() as db:
+        return await sessions_repo.add_session(
+            db, owner_key_id=caller.key_id, user_id=user_id, dataset=res.catalog.name, history=history
+        )
+
+
+async def get_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Session:
+    async with res.sessionmaker() as db:
+        session = await sessions_repo.get_owned_session(db, session_id=session_id, owner_key_id=caller.key_id)
+    if session is None:
+        raise _not_found(session_id)
+    return session
+
+
+async def get_session_state(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> SessionState:
+    session = await get_session(res, caller, session_id)
+    values: dict[str, Any] = {}
+    pending = None
+    graph = res.graphs.get("offline")
+    if graph is not None:
+        snapshot = await graph.aget_state({"configurable": {"thread_id": session.thread_id}})
+        values = dict(snapshot.values or {})
+        interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
+        pending = interrupts[0] if interrupts else None
+    return SessionState(
+        session=session,
+        rec_memory=list(values.get("rec_memory") or []),
+        user_memory=list(values.get("user_memory") or []),
+        pending=pending,
+    )
+
+
+async def list_sessions(
+    res: ServiceResources, caller: Caller, *, where: SessionFilter, limit: int, offset: int
+) -> tuple[list[Session], int]:
+    async with res.sessionmaker() as db:
+        return await sessions_repo.list_owned_sessions(
+            db, owner_key_id=caller.key_id, where=where, limit=limit, offset=offset
+        )
+
+
+async def record_consumption(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, items: list[int]
+) -> Session:
+    """Append what the user actually consumed; the next loop recommends from the longer history."""
+    check_item_ids(items, res.catalog, field="items")
+    session = await get_session(res, caller, session_id)
+    async with res.locks.hold(session.thread_id), res.sessionmaker.begin() as db:
+        session = await sessions_repo.get_owned_session(
+            db, session_id=session_id, owner_key_id=caller.key_id, for_update=True
+        )
+        if session is None:
+            raise _not_found(session_id)
+        if session.status == "awaiting_feedback":
+            raise AwaitingFeedback(
+                "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
+            )
+        history = [*session.history, *items]
+        check_history(history, res.catalog, max_items=res.settings.max_history_items, field="items")
+        session.history = history
+        await db.flush()
+        await db.refresh(session)
+        return session
+
+
+async def delete_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> None:
+    """Delete the session, its loop history and its LangGraph checkpoints."""
+    session = await get_session(res, caller, session_id)
+    async with res.locks.hold(session.thread_id):
+        await res.saver.adelete_thread(session.thread_id)
+        async with res.sessionmaker.begin() as db:
+            await sessions_repo.delete_session(db, session_id=session.id)
