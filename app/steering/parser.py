@@ -1,0 +1,290 @@
+"""Command parsers: a natural-language command -> a :class:`PreferenceUpdate`.
+
+Two implementations share :class:`CommandParser`: :class:`OfflineParser` (deterministic,
+handles the common forms) and ``app.steering.llm_parser.LLMParser`` (structured output from
+any OpenAI-compatible endpoint, falling back to the offline parser). Both report what they
+did not understand in ``ParseResult.unparsed`` instead of guessing.
+
+Forms the offline parser understands (clauses split on ``, ; . ! ?`` and "but"):
+
+- genres: "no horror", "more comedies", "not animated", "only drama or romance";
+- years: "from the 90s", "1980s", "before 1980", "after 1995", "between 1980 and 1990",
+  "not from the 80s";
+- items: "more like Toy Story", "less like Heat", "not Star Wars" (titles resolved against the
+  catalog), "something lighter" (a small vocabulary of moods, kept as soft text);
+- lifting: "horror is fine again", "bring back Star Wars";
+- "reset" / "start over" / "forget my preferences".
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+from app.steering.catalog_index import Catalog, CatalogIndex
+from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+
+
+class ParseResult(BaseModel):
+    """A parsed command: the update to apply and what could not be understood."""
+
+    update: PreferenceUpdate = Field(default_factory=PreferenceUpdate)
+    unparsed: list[str] = Field(default_factory=list, description="Fragments not understood, with why.")
+    parser: str = Field("offline", description="Which parser produced this result.")
+    fallback: bool = Field(False, description="The LLM parser failed and the offline parser answered.")
+
+    @property
+    def understood(self) -> bool:
+        """Everything in the command was understood (a partial parse still applies its known parts)."""
+        return not self.unparsed and not self.update.is_neutral()
+
+
+class CommandParser(ABC):
+    name: str
+
+    @abstractmethod
+    def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
+        """Parse one command given the current preference memory and the items on screen."""
+
+
+class Polarity(Enum):
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    LIFT = "lift"
+
+
+_RESET = re.compile(
+    r"^(reset|start over|start again|clear( all)?( my)?( preferences| filters)?|"
+    r"forget (everything|it all|all that|my preferences|what i said)|no preferences)( please)?$"
+)
+# Longest first: "no more" must win over "no".
+_NEGATIVE_PREFIXES = (
+    "i do not want", "i don't want", "i dont want", "do not show", "don't show", "dont show",
+    "stop recommending", "stop showing", "do not want", "don't want", "dont want", "anything but",
+    "i dislike", "i hate", "no more", "nothing", "without", "exclude", "remove", "avoid", "fewer",
+    "less", "skip", "hide", "not", "no",
+)  # fmt: skip
+_POSITIVE_PREFIXES = (
+    "i would like", "i'd like", "i want", "i like", "i love", "show me", "give me", "how about",
+    "something", "anything", "mostly", "prefer", "more", "only", "some", "just",
+)  # fmt: skip
+_LIFT_SUFFIX = re.compile(r"^(?P<body>.+?) (is|are) (fine|ok|okay|allowed|good)( again| now| after all)?$")
+_LIFT_PREFIX = re.compile(
+    r"^(allow|bring back|i don't mind|i dont mind|i'm ok with|im ok with|unblock) (?P<body>.+)$"
+)
+_LIKE = re.compile(r"^(like|similar to|in the style of|such as) (?P<title>.+)$")
+_FILLER_START = re.compile(r"^(the|a|an|any|some|more|of|to|watch|see|movies|films|stuff|ones)\s+")
+_FILLER_END = re.compile(
+    r"\s+(movies|movie|films|film|ones|stuff|titles|games|artists|music|please|anymore|again|for now|"
+    r"for a while|for me|instead|too|then)$"
+)
+# Politeness and discourse words carry no preference: skipped, not reported as misunderstood.
+_IGNORABLE = frozenset({"please", "thanks", "thank you", "ok", "okay", "and", "also", "then", "actually"})
+_DISCOURSE_START = re.compile(r"^(actually|also|and|ok|okay|well|hmm|please|now|oh)\s+")
+_SPLIT_CLAUSES = re.compile(r"[,;.!?]+|\bbut\b|\bthough\b|\bhowever\b")
+_SPLIT_TERMS = re.compile(r"\s*(?:\band\b|\bor\b|\bnor\b|&|/)\s*")
+
+_GENRE_WORDS: dict[str, str] = {
+    "action": "Action", "adventure": "Adventure", "adventures": "Adventure",
+    "animation": "Animation", "animated": "Animation", "cartoon": "Animation", "cartoons": "Animation",
+    "anime": "Animation", "children's": "Children's", "childrens": "Children's", "children": "Children's",
+    "kids": "Children's", "kid": "Children's", "family": "Children's", "comedy": "Comedy",
+    "comedies": "Comedy", "funny": "Comedy", "crime": "Crime", "documentary": "Documentary",
+    "documentaries": "Documentary", "drama": "Drama", "dramas": "Drama", "fantasy": "Fantasy",
+    "film-noir": "Film-Noir", "film noir": "Film-Noir", "noir": "Film-Noir", "horror": "Horror",
+    "scary": "Horror", "musical": "Musical", "musicals": "Musical", "mystery": "Mystery",
+    "mysteries": "Mystery", "romance": "Romance", "romances": "Romance", "romantic": "Romance",
+    "romcom": "Romance", "sci-fi": "Sci-Fi", "scifi": "Sci-Fi", "sci fi": "Sci-Fi",
+    "science fiction": "Sci-Fi", "thriller": "Thriller", "thrillers": "Thriller", "war": "War",
+    "western": "Western", "westerns": "Western",
+}  # fmt: skip
+# Moods become soft text for the semantic matcher; the text is what the embedding model sees.
+_MOODS: dict[str, str] = {
+    "lighter": "light-hearted feel-good", "light": "light-hearted feel-good",
+    "light-hearted": "light-hearted feel-good", "feel-good": "light-hearted feel-good",
+    "happier": "light-hearted feel-good", "uplifting": "light-hearted feel-good",
+    "fun": "fun entertaining", "darker": "dark grim", "dark": "dark grim", "gritty": "dark grim",
+    "serious": "serious", "sad": "sad", "sadder": "sad", "violent": "violent", "classic": "classic",
+    "epic": "epic",
+}  # fmt: skip
+_DECADE_WORDS = {
+    "twenties": 1920, "thirties": 1930, "forties": 1940, "fifties": 1950,
+    "sixties": 1960, "seventies": 1970, "eighties": 1980, "nineties": 1990,
+}  # fmt: skip
+_YEAR = r"(1[89]\d\d|20\d\d)"
+_DECADE = re.compile(r"\b(?:the )?(?:(1[89]\d0|20\d0)s|'?(\d0)'?s|(" + "|".join(_DECADE_WORDS) + r"))\b")
+_BETWEEN = re.compile(
+    rf"\b(?:between|from) {_YEAR} (?:and|to|until|till) {_YEAR}\b|\b{_YEAR} ?(?:-|to) ?{_YEAR}\b"
+)
+_BEFORE = re.compile(rf"\b(before|older than|earlier than|until|up to|prior to) {_YEAR}\b")
+_AFTER = re.compile(rf"\b(after|newer than|later than|since|from) {_YEAR}( on| onwards| onward| or later)?\b")
+_IN_YEAR = re.compile(rf"\b(?:in |of )?{_YEAR}\b")
+_YEAR_FILLER = re.compile(r"\b(from|released|made|in|of|the|era|years?)\b")
+
+
+@dataclass
+class _Clause:
+    """Work in progress for one clause."""
+
+    polarity: Polarity
+    body: str
+    sides: dict[Polarity, Side] = field(default_factory=dict)
+
+
+class OfflineParser(CommandParser):
+    """Deterministic rule-based parser over one catalog."""
+
+    name = "offline"
+
+    def __init__(self, catalog: Catalog | CatalogIndex):
+        self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
+
+    def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
+        command = _normalize(text)
+        if not command:
+            return ParseResult(unparsed=["empty command"])
+        if _RESET.match(command):
+            return ParseResult(update=PreferenceUpdate(reset=True))
+        update = PreferenceUpdate()
+        unparsed: list[str] = []
+        for clause in (c.strip() for c in _SPLIT_CLAUSES.split(command)):
+            clause = _strip_discourse(clause)
+            if not clause or clause in _IGNORABLE:
+                continue
+            unparsed += self._parse_clause(clause, update, prefer=set(recommendations))
+        return ParseResult(update=update, unparsed=unparsed)
+
+    def _parse_clause(self, clause: str, update: PreferenceUpdate, prefer: set[int]) -> list[str]:
+        polarity, body = _polarity(clause)
+        side = {Polarity.POSITIVE: update.positive, Polarity.NEGATIVE: update.negative}.get(
+            polarity, update.lift
+        )
+        body = _strip_fillers(body)
+        if not body:
+            return [f"'{clause}': nothing to act on"]
+        if self._add_item_reference(body, polarity, side, prefer):
+            return []
+        body, year_range = _extract_year_range(body)
+        if year_range is not None:
+            side.year_range = year_range
+        unparsed = []
+        for term in filter(None, (_strip_fillers(t) for t in _SPLIT_TERMS.split(body))):
+            if not self._add_term(term, polarity, side, prefer):
+                unparsed.append(self._why_not(term, clause))
+        return unparsed
+
+    def _add_item_reference(self, body: str, polarity: Polarity, side: Side, prefer: set[int]) -> bool:
+        """'like X' is soft; a bare title is hard (exclusion, or lifting one) — never a guess."""
+        like = _LIKE.match(body)
+        if like:
+            item = self.index.resolve_title(like["title"], prefer)
+            if item is None:
+                return False
+            side.soft.append(SoftPreference(text=self.index.catalog.item(item).title, item=item))
+            return True
+        if polarity is Polarity.POSITIVE or self.index.canonical_genre(_GENRE_WORDS.get(body, "")):
+            return False  # "more Toy Story" is not a constraint; genre words win over titles
+        ids = self.index.ids_for_title(body)
+        side.items.extend(i for i in ids if i not in side.items)
+        return bool(ids)
+
+    def _add_term(self, term: str, polarity: Polarity, side: Side, prefer: set[int]) -> bool:
+        genre = self.index.canonical_genre(_GENRE_WORDS.get(term, term))
+        if genre is not None:
+            side.genres.append(genre)
+            return True
+        if term in _MOODS:
+            side.soft.append(SoftPreference(text=_MOODS[term]))
+            return True
+        return polarity is not Polarity.POSITIVE and self._add_item_reference(term, polarity, side, prefer)
+
+    def _why_not(self, term: str, clause: str) -> str:
+        if term in _GENRE_WORDS and not self.index.genres:
+            return f"'{term}' (in '{clause}'): this catalog has no genres"
+        if self.index.ids_for_title(term):
+            return f"'{term}' (in '{clause}'): say 'more like {term}' or 'not {term}'"
+        return f"'{term}' (in '{clause}'): not a known genre, year, mood or catalog title"
+
+
+def _normalize(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _polarity(clause: str) -> tuple[Polarity, str]:
+    for pattern in (_LIFT_SUFFIX, _LIFT_PREFIX):
+        found = pattern.match(clause)
+        if found:
+            return Polarity.LIFT, found["body"]
+    for prefixes, polarity in (
+        (_NEGATIVE_PREFIXES, Polarity.NEGATIVE),
+        (_POSITIVE_PREFIXES, Polarity.POSITIVE),
+    ):
+        for prefix in prefixes:
+            if clause == prefix:
+                return polarity, ""
+            if clause.startswith(prefix + " "):
+                return polarity, clause[len(prefix) + 1 :]
+    return Polarity.POSITIVE, clause
+
+
+def _strip_discourse(clause: str) -> str:
+    previous = None
+    while previous != clause:
+        previous, clause = clause, _DISCOURSE_START.sub("", clause)
+    return clause
+
+
+def _strip_fillers(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous = text
+        text = _FILLER_END.sub("", _FILLER_START.sub("", text.strip())).strip()
+    return text
+
+
+def _extract_year_range(body: str) -> tuple[str, YearRange | None]:
+    """Pull one year expression out of ``body``; returns the rest and the range."""
+    if found := _BETWEEN.search(body):
+        years = [int(y) for y in found.groups() if y]
+        low, high = sorted(years)
+        return _rest(body, found), YearRange(start=low, end=high)
+    if found := _BEFORE.search(body):
+        year = int(found[2])
+        end = year - 1 if found[1] in {"before", "older than", "earlier than", "prior to"} else year
+        return _rest(body, found), YearRange(end=end)
+    if found := _AFTER.search(body):
+        year = int(found[2])
+        if found[1] == "from" and not found[3]:  # "from 1995" means released in 1995
+            return _rest(body, found), YearRange(start=year, end=year)
+        start = year + 1 if found[1] in {"after", "newer than", "later than"} else year
+        return _rest(body, found), YearRange(start=start)
+    if found := _DECADE.search(body):
+        return _rest(body, found), _decade_range(found)
+    if found := _IN_YEAR.search(body):
+        year = int(found[1])
+        return _rest(body, found), YearRange(start=year, end=year)
+    return body, None
+
+
+def _decade_range(found: re.Match[str]) -> YearRange:
+    four_digit, two_digit, word = found.groups()
+    if four_digit:
+        start = int(four_digit)
+    elif word:
+        start = _DECADE_WORDS[word]
+    else:
+        short = int(two_digit)  # '90s -> 1990; '00s and '10s -> this century
+        start = 1900 + short if short >= 20 else 2000 + short
+    return YearRange(start=start, end=start + 9)
+
+
+def _rest(body: str, found: re.Match[str]) -> str:
+    rest = body[: found.start()] + " " + body[found.end() :]
+    rest = _YEAR_FILLER.sub(" ", rest)
+    return re.sub(r"\s+", " ", rest).strip()

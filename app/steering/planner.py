@@ -1,0 +1,146 @@
+"""The planner: runs only the tools a preference memory needs, over a candidate pool.
+
+Also the two functions the feedback loop calls: :func:`steer_candidates` (the candidate list
+the loop works on) and ``hard_violations`` (re-exported from tools, for the user agent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.steering.catalog_index import Catalog
+from app.steering.preferences import Preferences
+from app.steering.similarity import CollaborativeSimilarity, Similarity
+from app.steering.tools import (
+    RankedItem,
+    aggregate,
+    attenuate,
+    filter_candidates,
+    hard_violations,
+    match,
+    semantic_scores,
+)
+from recmodels.scorer import Scorer
+
+__all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "plan", "run_plan", "steer_candidates"]
+
+ToolName = Literal["filter", "matcher", "attenuator", "aggregator"]
+
+
+@dataclass(frozen=True)
+class PlanWeights:
+    # Matcher: share of semantic similarity vs the rec model's score. Above one half because a user who
+    # says "like X" asked for X-like items first; the rec model orders them for this user.
+    semantic_weight: float = 0.7
+    attenuation: float = 1.0  # attenuator: penalty per standard deviation of excess similarity
+
+
+@dataclass
+class Plan:
+    """What the planner did: the ranking, the tools it ran, soft preferences it could not use."""
+
+    ranked: list[RankedItem]
+    tools: list[ToolName]
+    pool_size: int
+    after_filter: int
+    skipped_soft: list[str] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[int]:
+        return [r.item for r in self.ranked]
+
+
+def choose_tools(preferences: Preferences) -> list[ToolName]:
+    """Only what the memory needs; the aggregator always ranks."""
+    tools: list[ToolName] = []
+    if preferences.has_hard():
+        tools.append("filter")
+    if preferences.positive.soft:
+        tools.append("matcher")
+    if preferences.negative.soft:
+        tools.append("attenuator")
+    tools.append("aggregator")
+    return tools
+
+
+def run_plan(
+    preferences: Preferences,
+    candidates_pool: Sequence[int],
+    history: Sequence[int],
+    scorer: Scorer,
+    catalog: Catalog,
+    k: int,
+    *,
+    similarity: Similarity | None = None,
+    weights: PlanWeights = PlanWeights(),
+) -> Plan:
+    """Rank ``candidates_pool`` for this user under ``preferences``; at most ``k`` items."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    tools = choose_tools(preferences)
+    anchors = {p.item for p in preferences.positive.soft if p.item is not None}
+    pool = [c for c in dict.fromkeys(candidates_pool) if c not in anchors]  # "like X" asks for others than X
+    kept = filter_candidates(pool, preferences, catalog) if "filter" in tools else pool
+    if not kept:
+        return Plan([], tools, len(pool), 0)
+    collaborative = scorer.score(history, kept)
+    needs_similarity = "matcher" in tools or "attenuator" in tools
+    sim = similarity or (CollaborativeSimilarity(scorer) if needs_similarity else None)
+    skipped: list[str] = []
+    matched = semantic = penalties = None
+    if "matcher" in tools:
+        semantic, missing = semantic_scores(kept, preferences.positive.soft, sim)
+        skipped += [p.text for p in missing]
+        if semantic is not None:
+            matched = match(collaborative, semantic, semantic_weight=weights.semantic_weight)
+    if "attenuator" in tools:
+        negative, missing = semantic_scores(kept, preferences.negative.soft, sim)
+        skipped += [p.text for p in missing]
+        if negative is not None:
+            penalties = attenuate(negative, strength=weights.attenuation)
+    ranked = aggregate(kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k)
+    return Plan(ranked, tools, len(pool), len(kept), skipped)
+
+
+def plan(
+    preferences: Preferences,
+    candidates_pool: Sequence[int],
+    history: Sequence[int],
+    scorer: Scorer,
+    catalog: Catalog,
+    k: int,
+    *,
+    similarity: Similarity | None = None,
+    weights: PlanWeights = PlanWeights(),
+) -> list[RankedItem]:
+    """The ranked items of :func:`run_plan`."""
+    return run_plan(
+        preferences, candidates_pool, history, scorer, catalog, k, similarity=similarity, weights=weights
+    ).ranked
+
+
+def steer_candidates(
+    preferences: Preferences | None,
+    history: Sequence[int],
+    scorer: Scorer,
+    catalog: Catalog,
+    k: int = 20,
+    *,
+    exclude: Collection[int] = (),
+    similarity: Similarity | None = None,
+    weights: PlanWeights = PlanWeights(),
+) -> list[int]:
+    """The candidate list the feedback loop works on: top-``k`` unseen items under ``preferences``.
+
+    With no preferences this is exactly the rec model's top-k; otherwise the whole unseen
+    catalog is the pool, so hard constraints can be met whenever any item meets them.
+    """
+    if preferences is None or preferences.is_empty():
+        return scorer.top_k(history, k, exclude=exclude)
+    unseen = set(history) | set(exclude)
+    pool = [i for i in range(len(catalog.items)) if i not in unseen]
+    return run_plan(
+        preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights
+    ).items

@@ -1,0 +1,119 @@
+"""The offline command parser on the real MovieLens catalog: each form, and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.steering.parser import OfflineParser, ParseResult
+from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+
+TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
+
+
+@pytest.fixture(scope="module")
+def parser(ml_dataset) -> OfflineParser:
+    return OfflineParser(ml_dataset)
+
+
+def _pos(**side) -> PreferenceUpdate:
+    return PreferenceUpdate(positive=Side(**side))
+
+
+def _neg(**side) -> PreferenceUpdate:
+    return PreferenceUpdate(negative=Side(**side))
+
+
+def _years(start: int | None, end: int | None) -> YearRange:
+    return YearRange(start=start, end=end)
+
+
+def _parse(parser: OfflineParser, text: str, recommendations: tuple[int, ...] = ()) -> ParseResult:
+    return parser.parse(text, memory=Preferences(), recommendations=recommendations)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("no more horror", _neg(genres=["Horror"])),
+        ("Not animated, please", _neg(genres=["Animation"])),
+        ("I want comedies or dramas", _pos(genres=["Comedy", "Drama"])),
+        ("no horror and thrillers", _neg(genres=["Horror", "Thriller"])),
+        ("sci-fi", _pos(genres=["Sci-Fi"])),
+        ("from the 90s", _pos(year_range=_years(1990, 1999))),
+        ("westerns from the 1960s", _pos(genres=["Western"], year_range=_years(1960, 1969))),
+        ("before 1980", _pos(year_range=_years(None, 1979))),
+        ("after 1995", _pos(year_range=_years(1996, None))),
+        ("between 1980 and 1985", _pos(year_range=_years(1980, 1985))),
+        ("from 1995", _pos(year_range=_years(1995, 1995))),
+        ("not from the eighties", _neg(year_range=_years(1980, 1989))),
+        ("more like Toy Story", _pos(soft=[SoftPreference(text="Toy Story", item=TOY_STORY)])),
+        ("less like heat", _neg(soft=[SoftPreference(text="Heat", item=HEAT)])),
+        ("not Star Wars", _neg(items=[STAR_WARS])),
+        ("something lighter", _pos(soft=[SoftPreference(text="light-hearted feel-good")])),
+        ("horror is fine again", PreferenceUpdate(lift=Side(genres=["Horror"]))),
+        ("bring back Star Wars", PreferenceUpdate(lift=Side(items=[STAR_WARS]))),
+        ("Reset", PreferenceUpdate(reset=True)),
+        ("forget my preferences", PreferenceUpdate(reset=True)),
+    ],
+)  # fmt: skip
+def test_understood_forms(parser, text, expected):
+    result = _parse(parser, text)
+    assert result.unparsed == []
+    assert result.understood
+    assert result.update == expected
+
+
+def test_issue_examples_combine_clauses(parser):
+    lighter_90s = _parse(parser, "something lighter, from the 90s").update
+    assert lighter_90s.positive.year_range == YearRange(start=1990, end=1999)
+    assert lighter_90s.positive.soft == [SoftPreference(text="light-hearted feel-good")]
+    toy_story = _parse(parser, "more like Toy Story but not animated").update
+    assert toy_story.positive.soft == [SoftPreference(text="Toy Story", item=TOY_STORY)]
+    assert toy_story.negative.genres == ["Animation"]
+
+
+def test_duplicate_title_prefers_an_item_on_screen(parser, ml_dataset):
+    by_title: dict[str, list[int]] = {}
+    for item in ml_dataset.items:
+        by_title.setdefault(item.title, []).append(item.id)
+    title, ids = next((t, i) for t, i in by_title.items() if t and len(i) > 1)
+    assert _parse(parser, f"more like {title}").update.positive.soft[0].item == ids[0]
+    assert _parse(parser, f"more like {title}", (ids[1],)).update.positive.soft[0].item == ids[1]
+    assert _parse(parser, f"not {title}").update.negative.items == ids, "an exclusion covers every copy"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("hello there", "'hello there' (in 'hello there'): not a known genre, year, mood or catalog title"),
+        ("more like Nonexistent Film Xyz", "not a known genre, year, mood or catalog title"),
+        ("no jazz", "'jazz' (in 'no jazz'): not a known genre"),
+        ("more Toy Story", "say 'more like toy story' or 'not toy story'"),
+        ("   ", "empty command"),
+    ],
+)
+def test_refuses_what_it_does_not_understand(parser, text, reason):
+    result = _parse(parser, text)
+    assert not result.understood
+    assert len(result.unparsed) == 1 and reason in result.unparsed[0]
+    assert result.update.is_neutral(), "nothing is guessed"
+
+
+def test_partial_parse_keeps_the_known_part_and_reports_the_rest(parser):
+    result = _parse(parser, "no horror, and make it snappier, thanks")
+    assert result.update == PreferenceUpdate(negative=Side(genres=["Horror"]))
+    assert not result.understood
+    assert result.unparsed == [
+        "'make it snappier' (in 'make it snappier'): not a known genre, year, mood or catalog title"
+    ]
+
+
+def test_title_only_catalog_refuses_genres(lastfm_dataset):
+    lastfm = OfflineParser(lastfm_dataset)
+    result = lastfm.parse("no horror", memory=Preferences())
+    assert result.unparsed == ["'horror' (in 'no horror'): this catalog has no genres"]
+    artist = lastfm_dataset.items[0]
+    excluded = lastfm.parse(f"not {artist.title}", memory=Preferences())
+    assert excluded.understood and artist.id in excluded.update.negative.items
+    like = lastfm.parse(f"more like {artist.title}", memory=Preferences())
+    assert like.update.positive.soft == [SoftPreference(text=artist.title, item=artist.id)]

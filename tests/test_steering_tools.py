@@ -1,0 +1,185 @@
+"""Filter, matcher, attenuator, aggregator and the planner on hand-made candidates.
+
+The recommender here is a real SequentialRecommender with hand-set item vectors (user state =
+mean of the history's vectors), so every expected ranking can be worked out by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from app.data.dataset import Item
+from app.steering.catalog_index import InMemoryCatalog
+from app.steering.planner import PlanWeights, choose_tools, plan, run_plan, steer_candidates
+from app.steering.preferences import Preferences, Side, SoftPreference, YearRange
+from app.steering.similarity import CollaborativeSimilarity
+from app.steering.tools import (
+    aggregate,
+    attenuate,
+    filter_candidates,
+    hard_violations,
+    match,
+    semantic_scores,
+    zscore,
+)
+from recmodels.base import SequentialRecommender
+from recmodels.scorer import Scorer, ScorerInfo
+
+
+class HandSetRecommender(SequentialRecommender):
+    """User state = mean vector of the history's items; item scores = dot products."""
+
+    def __init__(self, vectors: list[list[float]]):
+        super().__init__(n_items=len(vectors), max_len=10)
+        self.weight = torch.nn.Parameter(torch.tensor(vectors, dtype=torch.float32))
+
+    def encode(self, seqs: torch.Tensor) -> torch.Tensor:
+        table = torch.cat([self.weight, torch.zeros(1, self.weight.shape[1])])  # [N + 1, H], pad row zero
+        real = (seqs != self.pad_id).float().unsqueeze(-1)  # [B, T, 1]
+        return (table[seqs] * real).sum(1) / real.sum(1).clamp(min=1)  # [B, H]
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.weight, None
+
+
+# id: title, genres, year, vector (dims: "family", "dark", "space")
+ITEMS = [
+    ("Toy Story", ["Animation", "Comedy"], 1995, [1.0, 0.0, 0.0]),
+    ("Lion King", ["Animation", "Children's"], 1994, [0.9, 0.1, 0.0]),
+    ("Heat", ["Crime", "Thriller"], 1995, [0.0, 1.0, 0.0]),
+    ("Scream", ["Horror", "Thriller"], 1996, [0.1, 0.9, 0.1]),
+    ("Star Wars", ["Action", "Sci-Fi"], 1977, [0.2, 0.2, 1.0]),
+    ("Alien", ["Horror", "Sci-Fi"], 1979, [0.0, 0.6, 0.8]),
+    ("Babe", ["Children's", "Comedy"], None, [0.8, 0.0, 0.1]),
+    ("Clerks", ["Comedy"], 1994, [0.5, 0.3, 0.0]),
+]  # fmt: skip
+TOY_STORY, LION_KING, HEAT, SCREAM, STAR_WARS, ALIEN, BABE, CLERKS = range(len(ITEMS))
+
+
+@pytest.fixture(scope="module")
+def catalog() -> InMemoryCatalog:
+    return InMemoryCatalog([Item(i, t, {"genres": g, "year": y}) for i, (t, g, y, _v) in enumerate(ITEMS)])
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Scorer:
+    model = HandSetRecommender([v for *_rest, v in ITEMS])
+    return Scorer(model, ScorerInfo("handset", "toy", "none", len(ITEMS)))
+
+
+def test_hard_violations_name_each_broken_constraint(catalog):
+    prefs = Preferences(
+        positive=Side(genres=["Comedy"], year_range=YearRange(start=1990, end=1999)),
+        negative=Side(genres=["Animation"], items=[CLERKS]),
+    )
+    assert hard_violations(prefs, catalog.item(TOY_STORY)) == ["genre Animation is excluded"]
+    assert hard_violations(prefs, catalog.item(STAR_WARS)) == [
+        "not in the wanted genre(s) Comedy",
+        "released 1977, wanted 1990-1999",
+    ]
+    assert hard_violations(prefs, catalog.item(BABE)) == ["released unknown, wanted 1990-1999"]
+    assert hard_violations(prefs, catalog.item(CLERKS)) == ["this item is excluded"]
+    unknown_year_ok = Preferences(negative=Side(year_range=YearRange(end=1980)))
+    assert hard_violations(unknown_year_ok, catalog.item(BABE)) == []
+    assert hard_violations(unknown_year_ok, catalog.item(ALIEN)) == ["released 1979, excluded up to 1980"]
+    only = Preferences(positive=Side(items=[HEAT]))
+    assert hard_violations(only, catalog.item(SCREAM)) == ["not one of the items asked for"]
+
+
+def test_filter_keeps_satisfying_items_in_order(catalog):
+    prefs = Preferences(positive=Side(genres=["Sci-Fi", "Thriller"]), negative=Side(genres=["Horror"]))
+    assert filter_candidates([ALIEN, STAR_WARS, SCREAM, HEAT, TOY_STORY], prefs, catalog) == [STAR_WARS, HEAT]
+
+
+def test_zscore_and_matcher_mix():
+    assert zscore([1.0, 1.0]) == [0.0, 0.0] and zscore([3.0]) == [0.0]
+    assert zscore([1.0, 3.0]) == [-1.0, 1.0]
+    collaborative, semantic = [0.0, 10.0, 20.0], [0.9, 0.5, 0.1]
+    assert match(collaborative, semantic, semantic_weight=0.0) == zscore(collaborative)
+    assert match(collaborative, semantic, semantic_weight=1.0) == pytest.approx(zscore(semantic))
+    assert match(collaborative, semantic, semantic_weight=0.5) == pytest.approx([0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="semantic_weight must be in"):
+        match(collaborative, semantic, semantic_weight=1.5)
+
+
+def test_attenuator_penalises_only_above_average_similarity():
+    assert attenuate([0.1, 0.1, 0.7], strength=2.0) == pytest.approx([0.0, 0.0, 2.0 * 2**0.5])
+    with pytest.raises(ValueError, match="strength"):
+        attenuate([0.1], strength=-1)
+
+
+def test_aggregator_ranks_by_score_minus_penalty_with_stable_ties():
+    ranked = aggregate([10, 11, 12], [1.0, 3.0, 2.0], penalties=[0.0, 5.0, 0.0])
+    assert [r.item for r in ranked] == [12, 10, 11]
+    assert ranked[2].penalty == 5.0 and ranked[2].collaborative == 3.0
+    tied = aggregate([7, 8, 9], [0.0, 0.0, 0.0], k=2)
+    assert [r.item for r in tied] == [7, 8]
+
+
+def test_semantic_scores_skip_free_text_without_a_text_model(scorer):
+    similarity = CollaborativeSimilarity(scorer)
+    prefs = [SoftPreference(text="Toy Story", item=TOY_STORY), SoftPreference(text="lighter")]
+    scores, skipped = semantic_scores([LION_KING, HEAT], prefs, similarity)
+    assert skipped == [prefs[1]]
+    assert scores[0] > 0.99 and scores[1] == pytest.approx(0.0)
+    assert torch.allclose(similarity.item_vectors.norm(dim=1), torch.ones(len(ITEMS)))
+
+
+def test_choose_tools_runs_only_what_is_needed():
+    assert choose_tools(Preferences()) == ["aggregator"]
+    assert choose_tools(Preferences(negative=Side(genres=["Horror"]))) == ["filter", "aggregator"]
+    soft = Preferences(
+        positive=Side(soft=[SoftPreference(text="x")]), negative=Side(soft=[SoftPreference(text="y")])
+    )
+    assert choose_tools(soft) == ["matcher", "attenuator", "aggregator"]
+
+
+def test_planner_filters_then_ranks_by_the_rec_model(scorer, catalog):
+    history = [HEAT]  # a "dark" user: Scream is the model's favourite
+    assert scorer.rank(history, [SCREAM, ALIEN, CLERKS])[0] == SCREAM
+    no_horror = Preferences(negative=Side(genres=["Horror"]))
+    result = run_plan(no_horror, range(len(ITEMS)), history, scorer, catalog, k=3)
+    assert result.tools == ["filter", "aggregator"] and result.after_filter == 6
+    assert result.items == [HEAT, CLERKS, STAR_WARS]
+    assert all(not hard_violations(no_horror, catalog.item(i)) for i in result.items)
+
+
+def test_matcher_pulls_similar_items_up_and_skips_the_anchor(scorer, catalog):
+    history = [HEAT]  # a "dark" user
+    pool = [i for i in range(len(ITEMS)) if i != HEAT]
+    assert plan(Preferences(), pool, history, scorer, catalog, k=1)[0].item == SCREAM
+    like_toy_story = Preferences(positive=Side(soft=[SoftPreference(text="Toy Story", item=TOY_STORY)]))
+    ranked = plan(like_toy_story, pool, history, scorer, catalog, k=len(pool))
+    assert [r.item for r in ranked][:2] == [LION_KING, CLERKS], "family items first, the darker one before"
+    assert TOY_STORY not in [r.item for r in ranked]
+    assert ranked[0].semantic == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)
+
+
+def test_attenuator_pushes_items_like_the_rejected_one_down(scorer, catalog):
+    history = [CLERKS]
+    pool = [SCREAM, HEAT, STAR_WARS, BABE]
+    before = plan(Preferences(), pool, history, scorer, catalog, k=4)
+    less_like_heat = Preferences(negative=Side(soft=[SoftPreference(text="Heat", item=HEAT)]))
+    after = plan(less_like_heat, pool, history, scorer, catalog, k=4, weights=PlanWeights(attenuation=3.0))
+    assert [r.item for r in before] == [BABE, SCREAM, HEAT, STAR_WARS]
+    assert [r.item for r in after] == [BABE, STAR_WARS, SCREAM, HEAT], "the two 'dark' items sink"
+    assert after[-1].penalty > 0 and all(r.penalty == 0 for r in before)
+    assert {r.item: r.penalty for r in after}[STAR_WARS] == 0.0
+
+
+def test_unsatisfiable_constraints_give_an_empty_plan_not_a_violation(scorer, catalog):
+    impossible = Preferences(positive=Side(genres=["Western"]))
+    result = run_plan(impossible, range(len(ITEMS)), [HEAT], scorer, catalog, k=5)
+    assert result.items == [] and result.pool_size == len(ITEMS)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        run_plan(impossible, [HEAT], [HEAT], scorer, catalog, k=0)
+
+
+def test_steer_candidates_without_preferences_is_the_rec_models_top_k(scorer, catalog):
+    history = [HEAT, SCREAM]
+    assert steer_candidates(None, history, scorer, catalog, k=3) == scorer.top_k(history, 3)
+    assert steer_candidates(Preferences(), history, scorer, catalog, k=3) == scorer.top_k(history, 3)
+    comedies = Preferences(positive=Side(genres=["Comedy"]))
+    steered = steer_candidates(comedies, history, scorer, catalog, k=3, exclude=[CLERKS])
+    assert steered == [TOY_STORY, BABE]
