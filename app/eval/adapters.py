@@ -98,23 +98,18 @@ def make_loop_deps(
 
 
 def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int) -> LoopOutcome:
-    """One feedback loop on fresh memory; the graph is compiled once per deps by the runner."""
+    """One feedback loop on fresh memory (no thread): the runner compiles the graph once per deps."""
     from graph.runner import run_loop
 
     result = run_loop(deps, list(history), list(candidates), max_rounds)
     rounds = list(result.rounds)
-    memory = [
-        {k: r.get(k) for k in ("item", "item_title", "rec_reason", "user_reason", "preferred_items")}
-        for r in rounds
-        if r.get("decision") == "reject"
-    ]
     return LoopOutcome(
         first_item=int(rounds[0]["item"]) if rounds else int(result.final_item),
         final_item=int(result.final_item),
         n_rounds=int(result.n_rounds),
         stop_reason=str(result.stop_reason),
-        user_memory=memory,
-        usage=dict(result.usage or {}),
+        user_memory=[dict(entry) for entry in result.user_memory],
+        usage=dict(result.usage),
     )
 
 
@@ -122,13 +117,9 @@ def judge_items(
     deps: Any, history: Sequence[int], items: Sequence[int], memory: Sequence[dict[str, Any]]
 ) -> list[bool]:
     """The user agent's verdict (True = would interact) on each evaluation item (Table 5)."""
-    from graph.agents.base import JudgeItemsContext
+    from graph.runner import judge_items as graph_judge_items
 
-    reward_scores = deps.reward_scorer.score(list(history), list(items))
-    ctx = JudgeItemsContext(
-        history=list(history), items=list(items), reward_scores=reward_scores, memory=list(memory)
-    )
-    verdicts = list(deps.user_agent.judge_items(ctx))
+    verdicts = [bool(v) for v in graph_judge_items(deps, history, items, memory)]  # type: ignore[arg-type]
     if len(verdicts) != len(items):
         raise RuntimeError(f"user agent judged {len(verdicts)} of {len(items)} items")
-    return [bool(v) for v in verdicts]
+    return verdicts
