@@ -120,7 +120,8 @@ class LoopNodes:
         """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
         settings = self.deps.settings
         history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
-        max_rounds = state.get("max_rounds") or settings.max_rounds
+        max_rounds = state.get("max_rounds")
+        max_rounds = settings.max_rounds if max_rounds is None else max_rounds
         judge_mode = state.get("judge_mode") or "agent"
         validate_loop_input(history, candidates, max_rounds, judge_mode, self.deps.catalog.n_items)
         rec_scores = self.deps.rec_scorer.score(history, candidates)

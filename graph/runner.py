@@ -100,7 +100,7 @@ def loop_input(
     return {
         "history": list(history),
         "candidates": list(candidates) if candidates is not None else default_candidates(deps, history),
-        "max_rounds": max_rounds or deps.settings.max_rounds,
+        "max_rounds": deps.settings.max_rounds if max_rounds is None else max_rounds,
         "judge_mode": "agent",
         "preferences": preferences,
     }

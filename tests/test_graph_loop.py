@@ -1,0 +1,203 @@
+"""The feedback loop with offline agents on real (tiny) trained models."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from app.settings import Settings
+from graph.builder import NODE_NAMES, build_graph
+from graph.deps import LoopDeps, make_deps
+from graph.nodes import HumanFeedbackError, LoopInputError, route_after_memory_update
+from graph.runner import LoopRunner, judge_items, loop_config, recursion_limit_for, run_loop
+from recmodels.candidates import sample_candidates
+
+
+def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
+    settings = Settings(_env_file=None, **settings_fields)
+    return make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
+
+
+def sample_rows(ml_dataset, n: int = 40, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    """(history, 20 LLaRA candidates) for the first test rows."""
+    rng = random.Random(seed)
+    rows, _ = ml_dataset.eval_rows("test")
+    return [
+        (list(r.history), sample_candidates(list(r.history), r.next, ml_dataset.n_items, rng))
+        for r in rows[:n]
+    ]
+
+
+def find_row(deps: LoopDeps, ml_dataset, wanted) -> tuple[list[int], list[int]]:
+    """The first test row whose candidates satisfy ``wanted(rec_order, reward_order)``."""
+    for history, candidates in sample_rows(ml_dataset):
+        rec = deps.rec_scorer.rank(history, candidates)
+        reward = deps.reward_scorer.rank(history, candidates)
+        if wanted(rec, reward):
+            return history, candidates
+    pytest.fail("no test row has the ranking this test needs")
+
+
+def test_graph_has_the_four_nodes(ml_dataset, ml_scorers):
+    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile()
+    assert set(NODE_NAMES) <= set(graph.nodes)
+    assert set(graph.nodes) - set(NODE_NAMES) == {"__start__"}
+
+
+def test_loops_terminate_within_the_limit_and_only_propose_candidates(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers)
+    stops = set()
+    for history, candidates in sample_rows(ml_dataset, n=25):
+        result = run_loop(deps, history, candidates, max_rounds=4)
+        assert 1 <= result.n_rounds <= 4
+        assert all(r["item"] in candidates for r in result.rounds)
+        assert result.final_item in candidates
+        assert [r["round"] for r in result.rounds] == list(range(1, result.n_rounds + 1))
+        rejected = [r for r in result.rounds if r["decision"] == "reject"]
+        assert len(result.rec_memory) == len(result.user_memory) == len(rejected)
+        assert [m["item"] for m in result.user_memory] == [r["item"] for r in rejected]
+        if result.stop_reason == "accepted":
+            assert result.rounds[-1]["decision"] == "accept"
+            assert result.final_item == result.rounds[-1]["item"]
+        else:
+            assert result.stop_reason == "max_rounds" and result.n_rounds == 4
+        # the user agent accepts exactly what the reward model ranks within accept_top_k
+        for r in result.rounds:
+            assert (r["decision"] == "accept") == (r["reward_rank"] <= deps.settings.accept_top_k)
+        assert result.prior_item == result.rounds[0]["item"]  # offline agent starts from the prior
+        stops.add(result.stop_reason)
+    assert "accepted" in stops
+
+
+def test_rejection_names_preferences_and_the_next_proposal_follows_them(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=3)
+    history, candidates = find_row(deps, ml_dataset, lambda rec, reward: reward.index(rec[0]) >= 5)
+    result = run_loop(deps, history, candidates, max_rounds=4)
+    first, second = result.rounds[0], result.rounds[1]
+    assert first["decision"] == "reject" and first["preferred_items"]
+    assert set(first["preferred_items"]) <= set(deps.reward_scorer.rank(history, candidates)[:5])
+    assert second["item"] in first["preferred_items"]
+    # of the named items, the one the rec model ranks highest
+    rec_order = deps.rec_scorer.rank(history, candidates)
+    assert second["item"] == min(first["preferred_items"], key=rec_order.index)
+    assert ml_dataset.title(second["item"]) in second["rec_reason"]
+    assert ml_dataset.title(first["item"]) in first["user_reason"]
+
+
+def test_round_limit_stops_with_max_rounds(ml_dataset, ml_scorers):
+    # Score display gives the recommendation agent no named items: it walks down its own ranking,
+    # and with accept_top_k=1 only the reward model's favourite is accepted.
+    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+    history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 3)
+    result = run_loop(deps, history, candidates, max_rounds=3)
+    assert result.stop_reason == "max_rounds"
+    assert result.n_rounds == 3 and all(r["decision"] == "reject" for r in result.rounds)
+    assert result.final_item == result.rounds[-1]["item"]
+    assert len({r["item"] for r in result.rounds}) == 3  # never proposes a rejected item again
+    assert len(result.rec_memory) == 3
+
+
+def test_a_new_input_on_a_thread_starts_a_new_loop_and_keeps_memory(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+    history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 2)
+    runner = LoopRunner(deps, InMemorySaver())
+    first = runner.run(history, candidates, max_rounds=2, thread_id="t1")
+    second = runner.run(history, candidates, max_rounds=2, thread_id="t1")
+    assert first.loop_index == 1 and second.loop_index == 2
+    assert [r["round"] for r in second.rounds] == list(range(1, second.n_rounds + 1))
+    assert all(r["loop_index"] == 2 for r in second.rounds)
+    # memory persists across loops, and the agent does not re-propose what was turned down before
+    assert second.rec_memory[: len(first.rec_memory)] == first.rec_memory
+    assert not {r["item"] for r in second.rounds} & {m["item"] for m in first.rec_memory}
+
+
+def test_human_judge_interrupts_and_resumes(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers)
+    graph = build_graph(deps).compile(checkpointer=InMemorySaver())
+    history, candidates = sample_rows(ml_dataset, n=1)[0]
+    config = loop_config("human-1", 3)
+    payload = {"history": history, "candidates": candidates, "max_rounds": 3, "judge_mode": "human"}
+    out = graph.invoke(payload, config)
+    (pending,) = out["__interrupt__"]
+    assert pending.value["item"] in candidates and pending.value["round"] == 1
+    assert pending.value["item_title"] == ml_dataset.title(pending.value["item"])
+    out = graph.invoke(Command(resume={"decision": "reject", "reason": "seen it"}), config)
+    assert out["__interrupt__"][0].value["round"] == 2
+    out = graph.invoke(Command(resume={"decision": "accept", "reason": "yes please"}), config)
+    assert out["stop_reason"] == "accepted"
+    assert [r["user_reason"] for r in out["rounds"]] == ["seen it", "yes please"]
+    assert out["user_memory"][0]["user_reason"] == "seen it"
+
+
+def test_human_judge_rejects_a_malformed_answer(ml_dataset, ml_scorers):
+    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile(checkpointer=InMemorySaver())
+    history, candidates = sample_rows(ml_dataset, n=1)[0]
+    config = loop_config("human-2", 2)
+    graph.invoke({"history": history, "candidates": candidates, "judge_mode": "human"}, config)
+    with pytest.raises(HumanFeedbackError, match="decision"):
+        graph.invoke(Command(resume={"decision": "maybe", "reason": "hm"}), config)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"history": [1, 2], "candidates": []}, "candidates"),
+        ({"history": [1, 2], "candidates": [3, 3]}, "candidates"),
+        ({"history": [1, 99999], "candidates": [3, 4]}, "history[1]"),
+        ({"history": [1, 2], "candidates": [3, -1]}, "candidates[1]"),
+        ({"history": [1, 2], "candidates": [3, 4], "max_rounds": 0}, "max_rounds"),
+    ],
+)
+def test_bad_input_names_the_field(ml_dataset, ml_scorers, payload, field):
+    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile()
+    with pytest.raises(LoopInputError) as err:
+        graph.invoke(payload)
+    assert err.value.field == field
+
+
+def test_routing_is_pure_and_explicit():
+    base = {"max_rounds": 2, "rounds": [{"decision": "reject", "round": 1}]}
+    assert route_after_memory_update(base) == "recommend"
+    assert route_after_memory_update({**base, "rounds": [{"decision": "accept", "round": 1}]}) == "__end__"
+    assert route_after_memory_update({**base, "rounds": [{"decision": "reject", "round": 2}]}) == "__end__"
+    with pytest.raises(RuntimeError):
+        route_after_memory_update({"max_rounds": 2, "rounds": []})
+
+
+def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+    history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 8)
+    result = run_loop(deps, history, candidates, max_rounds=8)  # 32 steps > LangGraph's default 25
+    assert result.n_rounds == 8 and result.stop_reason == "max_rounds"
+    assert recursion_limit_for(8) > 32
+
+
+def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
+    settings = Settings(_env_file=None)
+    rec, reward = ml_scorers["gru4rec"], ml_scorers["sasrec"]
+    no_prior = make_deps(settings, ml_dataset, rec, reward, "offline", rec_prior=False)
+    no_reward = make_deps(settings, ml_dataset, rec, reward, "offline", user_reward=False)
+    firsts_differ = False
+    for history, candidates in sample_rows(ml_dataset, n=10):
+        a = run_loop(no_prior, history, candidates, max_rounds=1)
+        firsts_differ |= a.rounds[0]["item"] != a.prior_item
+        b = run_loop(no_reward, history, candidates, max_rounds=1)
+        assert "reward model" not in b.rounds[0]["user_reason"]
+    assert firsts_differ
+
+
+def test_judge_items_uses_reward_model_and_memory(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers)  # accept share 5/20
+    history, candidates = sample_rows(ml_dataset, n=1)[0]
+    liked = judge_items(deps, history, candidates)
+    assert sum(liked) == 5
+    best = deps.reward_scorer.rank(history, candidates)[:5]
+    assert {c for c, ok in zip(candidates, liked, strict=True) if ok} == set(best)
+    memory = [
+        {"item": best[0], "item_title": "", "rec_reason": "", "user_reason": "no", "preferred_items": []}
+    ]
+    after = judge_items(deps, history, candidates, memory)
+    assert not after[candidates.index(best[0])] and sum(after) == 4
