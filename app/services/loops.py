@@ -54,8 +54,10 @@ class LoopOutcome:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-def _config(session: Session) -> dict[str, Any]:
-    return {"configurable": {"thread_id": session.thread_id}}
+def _config(session: Session, max_rounds: int) -> dict[str, Any]:
+    from graph.runner import loop_config
+
+    return dict(loop_config(session.thread_id, max_rounds))
 
 
 def _usage(rounds: list[dict[str, Any]]) -> dict[str, int]:
@@ -79,7 +81,7 @@ class LoopRun:
         pending: dict[str, Any] | None = None
         stream = self.graph.astream(
             self.graph_input,
-            _config(self.session),
+            _config(self.session, int(self.params.get("max_rounds") or self.res.settings.max_rounds)),
             stream_mode=["updates", "values"],
             durability=self.res.settings.checkpoint_durability,
         )
