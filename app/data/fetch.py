@@ -198,22 +198,34 @@ def read_recbole_members(wheel: Path) -> dict[str, bytes]:
 
 
 def recbole_to_grouplens(inter: bytes, item: bytes) -> dict[str, bytes]:
-    """RecBole atomic files -> GroupLens ``u.data`` (exact) and ``u.item`` (layout-compatible).
+    """RecBole atomic files -> GroupLens ``u.data`` (exact, digest-checked) and ``u.item``."""
+    return {"u.data": recbole_inter_to_u_data(inter), "u.item": recbole_item_to_u_item(item)}
 
-    ``ml-100k.inter`` is u.data plus a header line. ``ml-100k.item`` lacks release dates and
-    IMDb URLs: the release-date field gets the title's year (what RecBole keeps), so the
-    ``year`` attribute is the title year, which differs from the release year for 191 movies.
-    """
+
+def recbole_inter_to_u_data(inter: bytes) -> bytes:
+    """``ml-100k.inter`` is GroupLens u.data plus a header line."""
     _, u_data = inter.split(b"\n", 1)
     _check_digest("u.data converted from ml-100k.inter", u_data, U_DATA_SHA256)
+    return u_data
+
+
+def recbole_item_to_u_item(item: bytes) -> bytes:
+    """``ml-100k.item`` (id, title, year, genres) -> a GroupLens-layout ``u.item``.
+
+    RecBole has no release dates or IMDb URLs: the release-date field gets the title's year
+    (all RecBole keeps), so ``year`` is the title year, which differs from the GroupLens
+    release year for 191 movies. Titles and genres come out exactly as GroupLens has them.
+    """
     lines = []
     for line_no, line in enumerate(item.decode("utf-8").splitlines()[1:], start=2):
-        movie_id, title, year, classes = line.split("\t")
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise FetchError(f"ml-100k.item line {line_no}: expected 4 tab-separated fields")
+        movie_id, title, year, classes = fields
         flags = _genre_flags(classes.split(), line_no)
         raw_title, year = RECBOLE_ITEM_FIXES.get(int(movie_id), (f"{title} ({year})", year))
         lines.append("|".join([movie_id, raw_title, year, "", "", *flags]))
-    u_item = ("\n".join(lines) + "\n").encode(movielens.U_ITEM_ENCODING)
-    return {"u.data": u_data, "u.item": u_item}
+    return ("\n".join(lines) + "\n").encode(movielens.U_ITEM_ENCODING)
 
 
 def _genre_flags(genres: list[str], line_no: int) -> list[str]:

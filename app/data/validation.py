@@ -75,12 +75,14 @@ def validate_split_file(path: Path, n_items: int, *, unique_row_ids: bool) -> Sp
     """Check every row of a split file; ``unique_row_ids`` rejects a repeated ``row`` field."""
     rows = eval_rows = 0
     seen_row_ids: dict[Any, int] = {}
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.strip():
                 raise DatasetError(path, line_no, "blank line")
             try:
-                raw = json.loads(line)
+                raw = json.loads(line)  # bytes: json detects UTF-8 itself, and it is faster
+            except UnicodeDecodeError:
+                raise DatasetError(path, line_no, "not UTF-8 text") from None
             except json.JSONDecodeError as exc:
                 raise DatasetError(path, line_no, f"invalid JSON: {exc.msg}") from None
             len_seq = check_row(raw, n_items, path, line_no)
@@ -98,24 +100,36 @@ def validate_split_file(path: Path, n_items: int, *, unique_row_ids: bool) -> Sp
 
 
 def read_csv_records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield (line number, record) of a headed CSV after checking the header has ``required``."""
+    """Yield (line number, record) of a headed UTF-8 CSV after checking the header has ``required``."""
+    if not path.is_file():
+        raise DatasetError(path, None, "no such file")
     with path.open(encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
-        if not reader.fieldnames:
-            raise DatasetError(path, None, "empty file: no header")
-        missing = [column for column in required if column not in reader.fieldnames]
-        if missing:
-            raise DatasetError(
-                path, 1, f"missing column(s) {', '.join(missing)} (header: {','.join(reader.fieldnames)})"
-            )
-        any_record = False
-        for record in reader:
-            if None in record or None in record.values():
-                raise DatasetError(path, reader.line_num, "wrong number of fields")
-            any_record = True
-            yield reader.line_num, record
-        if not any_record:
-            raise DatasetError(path, None, "empty file: header but no rows")
+        try:
+            yield from _checked_records(reader, path, required)
+        except UnicodeDecodeError as exc:
+            raise DatasetError(path, reader.line_num + 1, f"not UTF-8 text ({exc.reason})") from None
+        except csv.Error as exc:
+            raise DatasetError(path, reader.line_num, f"malformed CSV ({exc})") from None
+
+
+def _checked_records(
+    reader: csv.DictReader, path: Path, required: tuple[str, ...]
+) -> Iterator[tuple[int, dict[str, str]]]:
+    if not reader.fieldnames:
+        raise DatasetError(path, None, "empty file: no header")
+    missing = [column for column in required if column not in reader.fieldnames]
+    if missing:
+        header = ",".join(reader.fieldnames)
+        raise DatasetError(path, 1, f"missing column(s) {', '.join(missing)} (header: {header})")
+    any_record = False
+    for record in reader:
+        if None in record or None in record.values():
+            raise DatasetError(path, reader.line_num, "wrong number of fields")
+        any_record = True
+        yield reader.line_num, record
+    if not any_record:
+        raise DatasetError(path, None, "empty file: header but no rows")
 
 
 def parse_int(text: str, path: Path, line: int, field: str) -> int:

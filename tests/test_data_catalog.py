@@ -1,0 +1,37 @@
+"""`search_items`: case-insensitive title search ranked exact > prefix > substring."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.data.catalog import MatchRank, match_rank, search_items
+
+
+def test_exact_title_comes_first_then_prefixes_then_substrings(ml_dataset):
+    titles = [item.title for item in search_items(ml_dataset, "  HEAT ", limit=10)]
+    assert titles == ["Heat", "Heathers", "Mystery Science Theater 3000: The Movie"]
+    assert [match_rank(t, "heat") for t in titles] == [MatchRank.EXACT, MatchRank.PREFIX, MatchRank.SUBSTRING]
+
+
+def test_within_a_rank_shorter_titles_come_first(ml_dataset):
+    titles = [item.title for item in search_items(ml_dataset, "alien", limit=10)]
+    assert titles == ["Alien", "Aliens", "Alien 3", "Alien: Resurrection"]
+
+
+def test_every_hit_contains_the_query_and_limit_is_respected(ml_dataset):
+    hits = search_items(ml_dataset, "star", limit=5)
+    assert len(hits) == 5
+    assert all("star" in item.title.lower() for item in hits)
+    everything = search_items(ml_dataset, "star", limit=10_000)
+    assert everything[:5] == hits
+    assert len(everything) == sum("star" in item.title.lower() for item in ml_dataset.items)
+
+
+def test_no_match_and_blank_queries_return_nothing(ml_dataset):
+    assert search_items(ml_dataset, "zzzz-no-such-movie", limit=5) == []
+    assert search_items(ml_dataset, "   ", limit=5) == []  # the untitled item 266 is never matched
+
+
+def test_limit_must_be_positive(ml_dataset):
+    with pytest.raises(ValueError, match="limit must be at least 1"):
+        search_items(ml_dataset, "star", limit=0)
