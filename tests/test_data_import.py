@@ -97,6 +97,12 @@ def _write_source(root: Path, **overrides: str) -> Path:
     return root
 
 
+def test_a_dataset_merely_named_movielens_imports_as_plain_titles(tmp_path):
+    dataset = import_llara(_write_source(tmp_path / "src"), tmp_path / "datasets", "movielens-tiny")
+    assert dataset.meta["verified"] is False
+    assert dataset.meta["attributes"] == [] and dataset.item(0).year is None
+
+
 def test_small_valid_source_imports(tmp_path):
     dataset = import_llara(_write_source(tmp_path / "src"), tmp_path / "datasets", "tiny")
     assert dataset.meta["split_rows"] == {"train": 2, "val": 1, "test": 1}
@@ -141,6 +147,16 @@ def test_small_valid_source_imports(tmp_path):
             "len_seq",
         ),
         ({"train_jsonl": "{not json\n"}, "train.jsonl", 1, "invalid JSON"),
+        ({"val_jsonl": '{"row": [1], "history": [0], "next": 1}\n'}, "val.jsonl", 1, "row must be an int"),
+        (
+            {"val_jsonl": '{"history": [0], "history_ratings": 5, "next": 1}\n'},
+            "val.jsonl",
+            1,
+            "history_ratings must be a list",
+        ),
+        ({"train_jsonl": '{"history": [0], "next": 1}\n\n'}, "train.jsonl", 2, "blank line"),
+        ({"train_jsonl": "[1, 2]\n"}, "train.jsonl", 1, "expected a JSON object"),
+        ({"val_jsonl": '{"history": [0, 1], "seq_padded": [0, 1], "next": 2}\n'}, "val.jsonl", 1, "padded"),
         ({"test_jsonl": None}, "test.jsonl", None, "missing test split file"),
     ],
 )

@@ -127,7 +127,9 @@ def _read_items(src: Path, *, is_movielens: bool) -> ItemTable:
         records[item_id] = {"id": item_id, "title": record.pop(TITLE_COLUMN), **record}
     check_contiguous_ids(list(records), path, id_lines)
     ordered = [records[i] for i in range(len(records))]
-    if is_movielens:
+    # The MovieLens attributes need the item table's release dates; a table without them (a
+    # dataset merely *named* movielens) is imported as plain titles.
+    if is_movielens and "release_date" in ordered[0]:
         return _movielens_items(ordered, path, id_lines, src / "raw" / "u.item")
     attributes = sorted({key for rec in ordered for key in rec if key not in ("id", "title")})
     return ItemTable(ordered, attributes)
@@ -137,8 +139,6 @@ def _movielens_items(
     records: list[dict[str, Any]], path: Path, id_lines: dict[int, int], u_item: Path
 ) -> ItemTable:
     """Add ``year`` (from release_date) and, when ``raw/u.item`` is present, ``genres``."""
-    if "release_date" not in records[0]:
-        raise DatasetError(path, 1, "MovieLens items.csv needs a release_date column for the year")
     raw_items = movielens.read_u_item(u_item) if u_item.is_file() else None
     for rec in records:
         line = id_lines[rec["id"]]

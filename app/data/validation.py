@@ -66,8 +66,9 @@ def check_row(raw: Any, n_items: int, path: Path, line: int) -> int:
             raise DatasetError(
                 path, line, f"seq_padded does not equal the history right-padded with {n_items}"
             )
-    if "history_ratings" in raw and len(raw["history_ratings"]) != len(history):
-        raise DatasetError(path, line, "history_ratings and history differ in length")
+    ratings = raw.get("history_ratings", history)
+    if not isinstance(ratings, list) or len(ratings) != len(history):
+        raise DatasetError(path, line, "history_ratings must be a list as long as history")
     return len_seq
 
 
@@ -86,6 +87,8 @@ def validate_split_file(path: Path, n_items: int, *, unique_row_ids: bool) -> Sp
             except json.JSONDecodeError as exc:
                 raise DatasetError(path, line_no, f"invalid JSON: {exc.msg}") from None
             len_seq = check_row(raw, n_items, path, line_no)
+            if "row" in raw and not is_int(raw["row"]):
+                raise DatasetError(path, line_no, f"row must be an integer, got {raw['row']!r}")
             if unique_row_ids and "row" in raw:
                 first = seen_row_ids.setdefault(raw["row"], line_no)
                 if first != line_no:
