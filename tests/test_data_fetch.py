@@ -36,6 +36,7 @@ def test_fetch_from_dir_builds_the_verified_dataset_and_is_idempotent(settings, 
     assert dataset.meta["split_rows"] == {"train": 68_388, "val": 94, "test": 95}
     assert dataset.meta["verified"] is True
     assert any(str(raw) in note for note in dataset.meta["notes"])
+    assert "u.data equals the GroupLens ml-100k u.data (SHA-256)" in dataset.meta["notes"]
 
     def must_not_rebuild(*args, **kwargs):
         raise AssertionError("an existing dataset must be returned as is")

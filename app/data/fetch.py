@@ -118,7 +118,9 @@ def fetch_movielens(
 def _raw_source(downloads: Path, from_dir: Path | None, echo: Echo) -> RawSource:
     if from_dir is not None:
         _require_files(Path(from_dir))
-        return RawSource(Path(from_dir), f"local copy {from_dir}")
+        matches = _has_verified_u_data(Path(from_dir))
+        note = f"u.data {'equals' if matches else 'differs from'} the GroupLens ml-100k u.data (SHA-256)"
+        return RawSource(Path(from_dir), f"local copy {from_dir}", (note,))
     cached = downloads / "ml-100k"
     if (cached / ORIGIN_FILE).is_file() and _has_verified_u_data(cached):
         origin = json.loads((cached / ORIGIN_FILE).read_text())
