@@ -1,0 +1,162 @@
+"""The LLM agents end to end: real ChatOpenAI client -> local OpenAI-compatible server -> the loop."""
+
+from __future__ import annotations
+
+import pytest
+from fake_openai import Reply
+
+from app.settings import Settings
+from graph.deps import LoopDeps, make_deps
+from graph.runner import LoopRunner, judge_items, run_loop
+
+TIMEOUT_S = 0.3
+
+
+def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
+    settings = Settings(
+        _env_file=None,
+        llm_base_url=server.base_url,
+        llm_timeout_s=TIMEOUT_S,
+        llm_max_retries=fields.pop("llm_max_retries", 1),
+        **fields,
+    )
+    return make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
+
+
+@pytest.fixture
+def row(ml_dataset) -> tuple[list[int], list[int]]:
+    r = ml_dataset.eval_rows("test")[0][0]
+    candidates = [r.next, *[i for i in range(40, 80) if i not in r.history][:19]]
+    return list(r.history), candidates
+
+
+def rec(item: int, reason: str = "It matches the history.") -> Reply:
+    return Reply.json({"thoughts": "step by step", "item_id": item, "reason": reason})
+
+
+def user(decision: str, reason: str) -> Reply:
+    return Reply.json({"thoughts": "step by step", "decision": decision, "reason": reason})
+
+
+@pytest.mark.parametrize(
+    ("method", "shape"),
+    [("json_schema", "json_schema"), ("json_mode", "json_object"), ("function_calling", "tools")],
+)
+def test_prompts_carry_history_candidates_prior_and_memory(
+    ml_dataset, ml_scorers, fake_openai, row, method, shape
+):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_structured_method=method)
+    first, second = candidates[3], candidates[7]
+    fake_openai.enqueue(
+        rec(first, "A first guess."),
+        user("reject", "TOO GLOOMY FOR ME."),
+        rec(second, "A lighter one."),
+        user("accept", "Yes, that one."),
+    )
+    result = run_loop(deps, history, candidates, max_rounds=4)
+
+    assert result.stop_reason == "accepted" and result.final_item == second
+    assert [r["item"] for r in result.rounds] == [first, second]
+    assert not any(r["rec_fallback"] or r["user_fallback"] for r in result.rounds)
+    assert result.final_reason == "A lighter one."
+
+    rec1, user1, rec2, user2 = fake_openai.requests
+    for request in (rec1, user1, rec2, user2):
+        assert all(ml_dataset.title(i) in request.text for i in history if ml_dataset.title(i))
+    assert all(f"[{c}] {ml_dataset.title(c)}" in rec1.text for c in candidates)
+    assert ml_dataset.title(result.prior_item) in rec1.text
+    assert "No earlier rounds." in rec1.text and "No earlier rounds." in user1.text
+    # the second round shows both agents the first round's memory {Ir, Rr, Ru}
+    for request in (rec2, user2):
+        assert ml_dataset.title(first) in request.text
+        assert "TOO GLOOMY FOR ME." in request.text and "A first guess." in request.text
+    assert "top picks" in user1.text  # reward model shown as its top picks by default
+
+    if shape == "tools":
+        assert rec1.body["tools"] and rec1.body["tool_choice"]["function"]["name"] == "RecAnswer"
+    else:
+        assert rec1.body["response_format"]["type"] == shape
+
+    usage = result.usage
+    assert usage["calls"] == 4
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert sum(r["llm_usage"]["calls"] for r in result.rounds) == 4
+
+
+def failure(kind: str, candidates: list[int]) -> Reply:
+    return {
+        "malformed": Reply.content('{"item_id": 3, "reason": '),
+        "outside": rec(max(candidates) + 1000),
+        "http500": Reply.error(500),
+        "timeout": rec(candidates[0]).delayed(TIMEOUT_S * 4),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["malformed", "outside", "http500", "timeout"])
+def test_bad_recommendation_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    fake_openai.enqueue(failure(kind, candidates), failure(kind, candidates), user("accept", "Fine."))
+    result = run_loop(deps, history, candidates, max_rounds=3)
+
+    assert result.stop_reason == "accepted"
+    (only,) = result.rounds
+    assert only["rec_fallback"] and not only["user_fallback"]
+    assert only["item"] == result.prior_item  # the offline policy answered: the rec model's pick
+    assert only["llm_usage"]["calls"] == 3  # two recommendation attempts + one judgement
+    if kind in ("malformed", "outside"):  # the error is fed back in the retry
+        assert "could not be used" in fake_openai.requests[1].text
+        assert "could not be used" not in fake_openai.requests[0].text
+
+
+@pytest.mark.parametrize("kind", ["malformed", "http500", "timeout"])
+def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    fake_openai.enqueue(rec(candidates[0]), failure(kind, candidates), failure(kind, candidates))
+    result = run_loop(deps, history, candidates, max_rounds=2)
+
+    first = result.rounds[0]
+    assert first["user_fallback"] and not first["rec_fallback"]
+    offline_accepts = first["reward_rank"] <= deps.settings.accept_top_k
+    assert first["decision"] == ("accept" if offline_accepts else "reject")
+    assert "reward model ranks" in first["user_reason"]  # the offline agent's sentence
+    assert result.stop_reason in ("accepted", "max_rounds")
+
+
+def test_one_bad_answer_then_a_good_one_needs_no_fallback(ml_dataset, ml_scorers, fake_openai, row):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=2)
+    fake_openai.enqueue(rec(-5), rec(candidates[5]), user("accept", "Good."))
+    result = run_loop(deps, history, candidates)
+    (only,) = result.rounds
+    assert only["item"] == candidates[5] and not only["rec_fallback"]
+    assert f"item_id {-5} is not one of the candidate ids" in fake_openai.requests[1].text
+
+
+async def test_async_path_runs_the_same_loop(ml_dataset, ml_scorers, fake_openai, row):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    fake_openai.enqueue(rec(candidates[2]), user("reject", "No."), Reply.error(503), rec(candidates[4]))
+    fake_openai.enqueue(user("accept", "Yes."))
+    result = await LoopRunner(deps).arun(history, candidates, max_rounds=3)
+    assert [r["item"] for r in result.rounds] == [candidates[2], candidates[4]]
+    assert result.rounds[1]["llm_usage"]["calls"] == 3
+
+
+def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    items = candidates[:4]
+    fake_openai.enqueue(
+        Reply.json({"thoughts": "t", "decisions": [{"item_id": i, "like": i == items[1]} for i in items]})
+    )
+    assert judge_items(deps, history, items) == [False, True, False, False]
+    assert all(f"[{i}]" in fake_openai.requests[0].text for i in items)
+    # a list that misses an item is invalid twice -> the offline agent judges
+    bad = Reply.json({"thoughts": "t", "decisions": [{"item_id": items[0], "like": True}]})
+    fake_openai.enqueue(bad, bad)
+    best = deps.reward_scorer.rank(history, items)[0]  # offline: the reward model's top quarter of 4
+    assert judge_items(deps, history, items) == [i == best for i in items]
+    assert "every listed item id exactly once" in fake_openai.requests[-1].text
