@@ -252,6 +252,7 @@ def test_csv_build_min_rating_drops_low_ratings_before_windowing(tmp_path):
             "duplicate item id 'i20' (first on line 3)",
         ),
         ("", ITEMS_CSV, "interactions.csv", None, "empty file"),
+        (INTERACTIONS_CSV, "item,title,id\ni10,Alpha,7\n", "items.csv", 1, "reserved column name(s) id"),
         ("user,item,timestamp\n", ITEMS_CSV, "interactions.csv", None, "empty file"),
         (INTERACTIONS_CSV, "", "items.csv", None, "empty file"),
         (

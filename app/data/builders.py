@@ -52,10 +52,10 @@ def build_movielens_raw(
     ratings = read_u_data(u_data, known_movies=movies.keys())
     users = _movielens_sequences(ratings)
     n_items = len(movies)
-    rows = split_rows(
-        split_users_by_time(users), RowLayout(pad_id=n_items, with_user=False, with_ratings=True)
-    )
-    items = [{"id": m.movie_id - 1, "title": m.title, **m.attributes()} for m in movies.values()]
+    layout = RowLayout(pad_id=n_items, with_user=False, with_ratings=True)
+    rows = split_rows(split_users_by_time(users), layout)
+    ordered_movies = (movies[movie_id] for movie_id in range(1, n_items + 1))
+    items = [{"id": m.movie_id - 1, "title": m.title, **m.attributes()} for m in ordered_movies]
 
     with staged_dataset_dir(datasets_dir, name, force=force) as staging:
         write_jsonl(staging / "items.jsonl", items)
@@ -185,7 +185,7 @@ def _read_item_csv(path: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
     records: list[dict[str, Any]] = []
     id_of: dict[str, int] = {}
     line_of: dict[str, int] = {}
-    for line_no, record in read_csv_records(path, ITEM_COLUMNS):
+    for line_no, record in read_csv_records(path, ITEM_COLUMNS, reserved=("id", "external_id")):
         external = record.pop("item").strip()
         if not external:
             raise DatasetError(path, line_no, "empty item id")

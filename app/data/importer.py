@@ -115,7 +115,8 @@ def _read_items(src: Path, *, is_movielens: bool) -> ItemTable:
         raise DatasetError(path, None, "missing item table")
     records: dict[int, dict[str, Any]] = {}
     id_lines: dict[int, int] = {}
-    for line_no, record in read_csv_records(path, (ITEM_ID_COLUMN, TITLE_COLUMN)):
+    # items.jsonl's own "id" key: an extra column of that name would overwrite it.
+    for line_no, record in read_csv_records(path, (ITEM_ID_COLUMN, TITLE_COLUMN), reserved=("id",)):
         item_id = parse_int(record.pop(ITEM_ID_COLUMN), path, line_no, ITEM_ID_COLUMN)
         if item_id < 0:
             raise DatasetError(path, line_no, f"negative item id {item_id}")

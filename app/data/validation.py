@@ -102,14 +102,20 @@ def validate_split_file(path: Path, n_items: int, *, unique_row_ids: bool) -> Sp
     return SplitStats(rows, eval_rows)
 
 
-def read_csv_records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield (line number, record) of a headed UTF-8 CSV after checking the header has ``required``."""
+def read_csv_records(
+    path: Path, required: tuple[str, ...], reserved: tuple[str, ...] = ()
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield (line number, record) of a headed UTF-8 CSV.
+
+    The header must have the ``required`` columns and none of the ``reserved`` ones (names the
+    caller writes itself, which an extra column would silently overwrite).
+    """
     if not path.is_file():
         raise DatasetError(path, None, "no such file")
     with path.open(encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         try:
-            yield from _checked_records(reader, path, required)
+            yield from _checked_records(reader, path, required, reserved)
         except UnicodeDecodeError as exc:
             raise DatasetError(path, reader.line_num + 1, f"not UTF-8 text ({exc.reason})") from None
         except csv.Error as exc:
@@ -117,10 +123,13 @@ def read_csv_records(path: Path, required: tuple[str, ...]) -> Iterator[tuple[in
 
 
 def _checked_records(
-    reader: csv.DictReader, path: Path, required: tuple[str, ...]
+    reader: csv.DictReader, path: Path, required: tuple[str, ...], reserved: tuple[str, ...]
 ) -> Iterator[tuple[int, dict[str, str]]]:
     if not reader.fieldnames:
         raise DatasetError(path, None, "empty file: no header")
+    clashing = [column for column in reserved if column in reader.fieldnames]
+    if clashing:
+        raise DatasetError(path, 1, f"reserved column name(s) {', '.join(clashing)}; rename them")
     missing = [column for column in required if column not in reader.fieldnames]
     if missing:
         header = ",".join(reader.fieldnames)
