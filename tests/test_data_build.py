@@ -71,6 +71,14 @@ def test_movielens_raw_build_is_byte_identical_to_the_llara_splits(ml_raw_build,
         built, published = ml_raw_build.root / f"{split}.jsonl", shared_data / "movielens" / f"{split}.jsonl"
         assert sha256_file(built) == sha256_file(published), split
     assert ml_raw_build.meta["verified"] is True
+    users = ml_raw_build.meta["users"]
+    assert [len(users[s]) for s in ("train", "val", "test")] == [754, 94, 95]
+    assert len(set(users["train"] + users["val"] + users["test"])) == 943
+    # Rows follow the users' first appearance among the kept ratings (the first line is lost).
+    lines = (shared_data / "movielens" / "raw" / "u.data").read_text().splitlines()[1:]
+    kept = [int(f[0]) for f in (line.split("\t") for line in lines) if int(f[2]) >= 3]
+    first_seen = list(dict.fromkeys(kept))
+    assert users["train"] == [u for u in first_seen if u in set(users["train"])]
     # Same items.jsonl as the import of items.csv + u.item, hence the same fingerprint.
     assert ml_raw_build.fingerprint == ml_dataset.fingerprint
 

@@ -39,7 +39,8 @@ def build_movielens_raw(
     u.data is lost (read as a header upstream), ratings >= 3 are kept, users come in order of
     first appearance, each user's ratings are ordered by timestamp with NumPy's classic
     introsort (its tie order matters), and users are split 754/94/95 by earliest timestamp.
-    Rows keep the upstream layout exactly (no ``user`` key) so the output can be byte-identical.
+    Rows keep the upstream layout exactly (no ``user`` key) so the output can be byte-identical;
+    meta.json lists each split's GroupLens user ids in row order instead.
     """
     check_name(name)
     raw_dir = Path(raw_dir)
@@ -53,7 +54,8 @@ def build_movielens_raw(
     users = _movielens_sequences(ratings)
     n_items = len(movies)
     layout = RowLayout(pad_id=n_items, with_user=False, with_ratings=True)
-    rows = split_rows(split_users_by_time(users), layout)
+    users_by_split = split_users_by_time(users)
+    rows = split_rows(users_by_split, layout)
     ordered_movies = (movies[movie_id] for movie_id in range(1, n_items + 1))
     items = [{"id": m.movie_id - 1, "title": m.title, **m.attributes()} for m in ordered_movies]
 
@@ -79,7 +81,13 @@ def build_movielens_raw(
                 *notes,
             ],
             attributes=["genres", "movielens_movie_id", "raw_title", "release_date", "year"],
-            extra={"verified": identical["train"], "identical_to_llara": identical},
+            extra={
+                "verified": identical["train"],
+                "identical_to_llara": identical,
+                # Rows keep LLaRA's exact layout, so the GroupLens user ids live here instead:
+                # split -> user id of each row's user, users in row order.
+                "users": {split: [user.user for user in users_by_split[split]] for split in SPLITS},
+            },
         )
     return Dataset.open(datasets_dir, name)
 
