@@ -1,15 +1,80 @@
-"""`recloop` commands of the service area."""
+"""`recloop` commands of the service area: serve, keys create, db migrate."""
 
 from __future__ import annotations
 
 import typer
 
+from app.settings import Settings, get_settings
+
+keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
+db_cli = typer.Typer(help="Database set-up.", no_args_is_help=True)
+
+
+def _echo(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _settings(**overrides: object) -> Settings:
+    settings = get_settings()
+    updates = {k: v for k, v in overrides.items() if v is not None}
+    return settings.model_copy(update=updates) if updates else settings
+
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
+    cli.add_typer(keys_cli, name="keys")
+    cli.add_typer(db_cli, name="db")
 
     @cli.command()
-    def serve() -> None:
-        """Serve recommendations over HTTP (not yet available)."""
-        typer.echo("recloop serve: the HTTP service is not yet available (see issue 4).", err=True)
-        raise typer.Exit(2)
+    def serve(
+        host: str = typer.Option(None, help="Bind address (default RECLOOP_HOST, 127.0.0.1)."),
+        port: int = typer.Option(None, help="Port (default RECLOOP_PORT, 8000)."),
+        workers: int = typer.Option(
+            None, min=1, help="uvicorn worker processes (default RECLOOP_WORKERS, 1)."
+        ),
+    ) -> None:
+        """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
+        import uvicorn
+
+        from app.services import bootstrap
+
+        settings = _settings(host=host, port=port, workers=workers)
+        url = bootstrap.prepare_database(settings, _echo)
+        dataset = bootstrap.ensure_dataset(settings, _echo)
+        bootstrap.ensure_models(settings, dataset, _echo)
+        key = bootstrap.first_key(url, settings)
+        bootstrap.export_database_url(url)
+        get_settings.cache_clear()
+        base = f"http://{settings.host}:{settings.port}"
+        typer.echo(f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)")
+        if key is not None:
+            typer.echo(f"API key (shown once, store it now): {key.secret}")
+            typer.echo(f"  try: curl -H 'Authorization: Bearer {key.secret}' '{base}/v1/items?q=toy'")
+        uvicorn.run(
+            "app.main:create_app_from_env",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_level="warning",
+        )
+
+    @keys_cli.command("create")
+    def keys_create(
+        owner: str = typer.Option(..., help="Who the key belongs to (sessions are per key)."),
+    ) -> None:
+        """Create an API key and print it (only its hash is stored)."""
+        from app.db.engine import resolve_database_url
+        from app.services import bootstrap
+
+        settings = _settings()
+        key = bootstrap.new_key(resolve_database_url(settings), settings, owner)
+        typer.echo(key.secret)
+
+    @db_cli.command("migrate")
+    def db_migrate() -> None:
+        """Apply Alembic migrations and create/upgrade LangGraph's checkpoint tables (run once per deploy)."""
+        from app.services import bootstrap
+
+        bootstrap.prepare_database(_settings(), _echo)
+        _echo("database is up to date")

@@ -1,0 +1,84 @@
+"""What `recloop serve` does before any worker starts: database, schema, data, models, first key.
+
+Idempotent: a second start finds everything in place and takes seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+
+from app.data.dataset import Dataset, DatasetNotFound
+from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
+from app.db.migrate import migrate_all
+from app.db.urls import redact
+from app.services.keys import NewKey, create_first_key, create_key
+from app.settings import Settings
+
+Echo = Callable[[str], None]
+
+
+def prepare_database(settings: Settings, echo: Echo) -> str:
+    """Resolve (or start the embedded) PostgreSQL and migrate it; return its URL."""
+    if not settings.database_url:
+        echo(f"starting the embedded PostgreSQL in {settings.data_dir / 'pg'} ...")
+    url = resolve_database_url(settings)
+    echo(f"database: {redact(url)}; applying migrations ...")
+    migrate_all(url, settings.checkpoint_schema)
+    return url
+
+
+def ensure_dataset(settings: Settings, echo: Echo) -> Dataset:
+    try:
+        return Dataset.open(settings.datasets_dir, settings.dataset)
+    except DatasetNotFound:
+        if settings.dataset != "movielens":
+            raise
+    from app.data.fetch import fetch_movielens
+
+    echo("MovieLens-100k is not here yet: fetching and building it ...")
+    return fetch_movielens(settings, settings.dataset)
+
+
+def ensure_models(settings: Settings, dataset: Dataset, echo: Echo) -> None:
+    """Train the default rec and reward models unless their artifacts exist (with progress bars)."""
+    from recmodels.artifacts import artifact_path
+    from recmodels.training import train
+
+    for model_name in dict.fromkeys((settings.rec_model, settings.reward_model)):
+        path = artifact_path(settings.models_dir, dataset.name, model_name)
+        if path.is_file():
+            continue
+        echo(f"training {model_name} on {dataset.name} (first start only) ...")
+        result = train(dataset, model_name, models_dir=settings.models_dir, progress=True)
+        echo(f"  saved {getattr(result, 'path', path)}")
+
+
+async def _first_key(url: str, settings: Settings, owner: str) -> NewKey | None:
+    engine = create_engine(url, settings)
+    try:
+        return await create_first_key(create_sessionmaker(engine), owner=owner)
+    finally:
+        await engine.dispose()
+
+
+async def _new_key(url: str, settings: Settings, owner: str) -> NewKey:
+    engine = create_engine(url, settings)
+    try:
+        return await create_key(create_sessionmaker(engine), owner=owner)
+    finally:
+        await engine.dispose()
+
+
+def first_key(url: str, settings: Settings, owner: str = "admin") -> NewKey | None:
+    return asyncio.run(_first_key(url, settings, owner))
+
+
+def new_key(url: str, settings: Settings, owner: str) -> NewKey:
+    return asyncio.run(_new_key(url, settings, owner))
+
+
+def export_database_url(url: str) -> None:
+    """Workers are separate processes: they find the (possibly embedded) database through the env."""
+    os.environ["RECLOOP_DATABASE_URL"] = url
