@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from app.db.models import Base
+from app.db.models import Base, include_in_autogenerate
 from app.db.urls import sqlalchemy_url
 from app.settings import Settings
 
@@ -24,13 +24,6 @@ def _database_url() -> str:
     return sqlalchemy_url(url)
 
 
-def _include_name(name: str | None, type_: str, parent_names: dict) -> bool:
-    # Only the default schema is ours; the checkpoint schema belongs to LangGraph's saver.
-    if type_ == "schema":
-        return name in (None, "public")
-    return True
-
-
 def run_migrations_offline() -> None:
     context.configure(url=_database_url(), target_metadata=target_metadata, literal_binds=True)
     with context.begin_transaction():
@@ -43,7 +36,7 @@ def run_migrations_online() -> None:
         context.configure(
             connection=connection,
             target_metadata=target_metadata,
-            include_name=_include_name,
+            include_name=include_in_autogenerate,
             compare_type=True,
         )
         with context.begin_transaction():

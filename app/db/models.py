@@ -40,6 +40,13 @@ SESSION_STATUSES = ("idle", "running", "awaiting_feedback")
 LOOP_STATUSES = ("running", "awaiting_feedback", "completed", "failed")
 
 
+def include_in_autogenerate(name: str | None, type_: str, parent_names: dict) -> bool:
+    """Alembic's ``include_name``: only the default schema is ours; LangGraph's schema is not."""
+    if type_ == "schema":
+        return name in (None, "public")
+    return True
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 

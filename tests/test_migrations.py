@@ -1,0 +1,61 @@
+"""Alembic owns the service tables only: upgrade/downgrade/upgrade, no drift, checkpoint tables untouched."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine
+
+from app.db.migrate import downgrade, setup_checkpoints, upgrade
+from app.db.models import Base, include_in_autogenerate
+from app.db.urls import sqlalchemy_url
+
+pytestmark = pytest.mark.integration
+
+SERVICE_TABLES = {"alembic_version", "api_keys", "sessions", "loops", "rounds"}
+CHECKPOINT_TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
+
+
+def _tables(url: str, schema: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)).fetchall()
+    return {name for (name,) in rows}
+
+
+def _drift(url: str) -> list:
+    engine = create_engine(sqlalchemy_url(url))
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(
+                conn, opts={"include_name": include_in_autogenerate, "compare_type": True}
+            )
+            return compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_downgrade_upgrade_from_an_empty_database(make_database):
+    url = make_database()
+    upgrade(url)
+    assert _tables(url, "public") == SERVICE_TABLES
+    downgrade(url, "base")
+    assert _tables(url, "public") == {"alembic_version"}
+    upgrade(url)
+    assert _tables(url, "public") == SERVICE_TABLES
+    assert _drift(url) == []
+
+
+def test_autogenerate_ignores_the_checkpoint_schema(make_database):
+    url = make_database()
+    upgrade(url)
+    asyncio.run(setup_checkpoints(url, "langgraph"))
+    assert _tables(url, "langgraph") == CHECKPOINT_TABLES
+    assert _drift(url) == []  # nothing to add, nothing to drop: the saver's tables are invisible
+
+    downgrade(url, "base")
+    assert _tables(url, "langgraph") == CHECKPOINT_TABLES  # Alembic never touches them
+    asyncio.run(setup_checkpoints(url, "langgraph"))  # the saver's own migrations are idempotent
