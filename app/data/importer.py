@@ -46,24 +46,26 @@ def import_llara(src: Path, datasets_dir: Path, name: str, *, force: bool = Fals
 
     train_file, train_complete, notes = _choose_train_file(src)
     split_files = {"train": train_file, "val": src / "val.jsonl", "test": src / "test.jsonl"}
-    split_counts: dict[str, tuple[int, int]] = {}
     for split, path in split_files.items():
         if not path.is_file():
             raise DatasetError(path, None, f"missing {split} split file")
-        # Val/test hold one row per user, so a repeated row id there means a duplicated user.
-        stats = validate_split_file(path, n_items, unique_row_ids=split != "train")
-        split_counts[split] = (stats.rows, stats.eval_rows)
-
-    extra: dict[str, Any] = {}
-    if is_movielens:
-        verified = sha256_file(train_file) == movielens.VERIFIED_TRAIN_SHA256
-        extra["verified"] = verified
-        notes.append(movielens.verification_note(verified))
 
     with staged_dataset_dir(datasets_dir, name, force=force) as staging:
         write_jsonl(staging / "items.jsonl", items.records)
+        split_counts: dict[str, tuple[int, int]] = {}
         for split, path in split_files.items():
-            shutil.copyfile(path, staging / f"{split}.jsonl")
+            copy = staging / f"{split}.jsonl"
+            shutil.copyfile(path, copy)
+            # The copy is what gets validated (and hashed below), so nothing unchecked can slip
+            # in if the source changes meanwhile; errors still name the source file.
+            # Val/test hold one row per user, so a repeated row id there means a duplicated user.
+            stats = validate_split_file(copy, n_items, unique_row_ids=split != "train", report_as=path)
+            split_counts[split] = (stats.rows, stats.eval_rows)
+        extra: dict[str, Any] = {}
+        if is_movielens:
+            verified = sha256_file(staging / "train.jsonl") == movielens.VERIFIED_TRAIN_SHA256
+            extra["verified"] = verified
+            notes.append(movielens.verification_note(verified))
         write_meta(
             staging,
             name=name,

@@ -72,33 +72,39 @@ def check_row(raw: Any, n_items: int, path: Path, line: int) -> int:
     return len_seq
 
 
-def validate_split_file(path: Path, n_items: int, *, unique_row_ids: bool) -> SplitStats:
-    """Check every row of a split file; ``unique_row_ids`` rejects a repeated ``row`` field."""
+def validate_split_file(
+    path: Path, n_items: int, *, unique_row_ids: bool, report_as: Path | None = None
+) -> SplitStats:
+    """Check every row of a split file; ``unique_row_ids`` rejects a repeated ``row`` field.
+
+    Errors name ``report_as`` when given (the original of a copy being checked).
+    """
+    shown = report_as or path
     rows = eval_rows = 0
     seen_row_ids: dict[Any, int] = {}
     with path.open("rb") as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.strip():
-                raise DatasetError(path, line_no, "blank line")
+                raise DatasetError(shown, line_no, "blank line")
             try:
                 raw = json.loads(line)  # bytes: json detects UTF-8 itself, and it is faster
             except UnicodeDecodeError:
-                raise DatasetError(path, line_no, "not UTF-8 text") from None
+                raise DatasetError(shown, line_no, "not UTF-8 text") from None
             except json.JSONDecodeError as exc:
-                raise DatasetError(path, line_no, f"invalid JSON: {exc.msg}") from None
-            len_seq = check_row(raw, n_items, path, line_no)
+                raise DatasetError(shown, line_no, f"invalid JSON: {exc.msg}") from None
+            len_seq = check_row(raw, n_items, shown, line_no)
             if "row" in raw and not is_int(raw["row"]):
-                raise DatasetError(path, line_no, f"row must be an integer, got {raw['row']!r}")
+                raise DatasetError(shown, line_no, f"row must be an integer, got {raw['row']!r}")
             if unique_row_ids and "row" in raw:
                 first = seen_row_ids.setdefault(raw["row"], line_no)
                 if first != line_no:
                     raise DatasetError(
-                        path, line_no, f"duplicate row id {raw['row']} (first on line {first})"
+                        shown, line_no, f"duplicate row id {raw['row']} (first on line {first})"
                     )
             rows += 1
             eval_rows += len_seq >= MIN_EVAL_LEN_SEQ
     if rows == 0:
-        raise DatasetError(path, None, "empty file: no rows")
+        raise DatasetError(shown, None, "empty file: no rows")
     return SplitStats(rows, eval_rows)
 
 
