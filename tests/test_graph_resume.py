@@ -1,0 +1,72 @@
+"""Resume: stop a loop after round 2, continue the same thread later from round 3 with memory intact."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from app.settings import Settings
+from graph.builder import build_graph
+from graph.deps import make_deps
+from graph.runner import loop_config
+from recmodels.candidates import sample_candidates
+
+MAX_ROUNDS = 4
+
+
+@pytest.fixture
+def slow_to_please(ml_dataset, ml_scorers):
+    """Deps and a row on which the offline loop needs all four rounds (the rec model never finds
+    the reward model's favourite early; score display, so no items are named)."""
+    settings = Settings(_env_file=None, accept_top_k=1, reward_display="score")
+    deps = make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
+    rng = random.Random(1)
+    for row in ml_dataset.eval_rows("test")[0]:
+        history = list(row.history)
+        candidates = sample_candidates(history, row.next, ml_dataset.n_items, rng)
+        favourite = deps.reward_scorer.rank(history, candidates)[0]
+        if deps.rec_scorer.rank(history, candidates).index(favourite) >= MAX_ROUNDS:
+            return deps, {"history": history, "candidates": candidates, "max_rounds": MAX_ROUNDS}
+    pytest.fail("no test row needs four rounds")
+
+
+def test_resume_after_round_two_continues_with_round_three(slow_to_please):
+    deps, loop_input = slow_to_please
+    saver = InMemorySaver()
+    config = loop_config("resume-thread", MAX_ROUNDS)
+
+    paused = build_graph(deps).compile(checkpointer=saver, interrupt_after=["memory_update"])
+    paused.invoke(loop_input, config)  # stops after round 1
+    state = paused.invoke(None, config)  # continues, stops after round 2
+    assert [r["round"] for r in state["rounds"]] == [1, 2]
+    assert len(state["rec_memory"]) == len(state["user_memory"]) == 2
+    assert state["stop_reason"] is None
+    assert paused.get_state(config).next == ("recommend",)
+    before = [dict(r) for r in state["rounds"]]
+
+    # a fresh compilation on the same checkpointer: what a restarted process does
+    resumed = build_graph(deps).compile(checkpointer=saver)
+    final = resumed.invoke(None, config)
+    assert [r["round"] for r in final["rounds"]] == [1, 2, 3, 4]
+    assert final["rounds"][:2] == before
+    assert final["loop_index"] == 1
+    assert final["stop_reason"] == "max_rounds"
+    assert len(final["rec_memory"]) == 4
+    assert [m["item"] for m in final["user_memory"][:2]] == [r["item"] for r in before]
+    assert len({r["item"] for r in final["rounds"]}) == 4  # rounds 3-4 saw the rejections of 1-2
+
+
+def test_a_round_limit_then_a_new_loop_reuses_the_threads_memory(slow_to_please):
+    deps, loop_input = slow_to_please
+    graph = build_graph(deps).compile(checkpointer=InMemorySaver())
+    config = loop_config("limit-thread", MAX_ROUNDS)
+    first = graph.invoke({**loop_input, "max_rounds": 2}, config)
+    assert first["stop_reason"] == "max_rounds" and len(first["rounds"]) == 2
+    second = graph.invoke({**loop_input, "max_rounds": 2}, config)
+    assert second["loop_index"] == 2 and [r["round"] for r in second["rounds"]] == [1, 2]
+    # the second loop starts where the memory says: the first loop's rejected items are not proposed again
+    first_items = {r["item"] for r in first["rounds"]}
+    assert not first_items & {r["item"] for r in second["rounds"]}
+    assert len(second["rec_memory"]) == 4
