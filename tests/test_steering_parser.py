@@ -117,3 +117,34 @@ def test_title_only_catalog_refuses_genres(lastfm_dataset):
     assert excluded.understood and artist.id in excluded.update.negative.items
     like = lastfm.parse(f"more like {artist.title}", memory=Preferences())
     assert like.update.positive.soft == [SoftPreference(text=artist.title, item=artist.id)]
+
+
+@pytest.mark.parametrize(
+    "title", ["Boot, Das", "G.I. Jane", "To Wong Foo, Thanks for Everything! Julie Newmar"]
+)
+def test_titles_with_punctuation_survive_clause_splitting(parser, ml_dataset, title):
+    item = ml_dataset.items[parser.index.ids_for_title(title)[0]]
+    result = _parse(parser, f"more like {title}, but no horror")
+    assert result.understood, result.unparsed
+    assert result.update.positive.soft == [SoftPreference(text=item.title, item=item.id)]
+    assert result.update.negative.genres == ["Horror"]
+    said = title.lower()
+    assert _parse(parser, f"more {title}").unparsed == [
+        f"'{said}' (in 'more {said}'): say 'more like {said}' or 'not {said}'"
+    ]
+
+
+def test_every_movielens_title_can_be_named(parser, ml_dataset):
+    """'more like X' and 'not X' resolve every title of the catalog (duplicates: any copy)."""
+    failures = []
+    for item in ml_dataset.items:
+        if not item.title:
+            continue
+        copies = parser.index.ids_for_title(item.title)
+        like = _parse(parser, f"more like {item.title}").update
+        if [p.item in copies for p in like.positive.soft] != [True] or not like.negative.is_empty():
+            failures.append(f"more like {item.title}")
+        banned = _parse(parser, f"not {item.title}").update.negative
+        if item.id not in banned.items and not banned.genres:  # "not Heat"-like titles that are genres
+            failures.append(f"not {item.title}")
+    assert failures == []

@@ -127,13 +127,15 @@ _IN_YEAR = re.compile(rf"\b(?:in |of )?{_YEAR}\b")
 _YEAR_FILLER = re.compile(r"\b(from|released|made|in|of|the|era|years?)\b")
 
 
-@dataclass
-class _Clause:
-    """Work in progress for one clause."""
+@dataclass(frozen=True)
+class _Turn:
+    """Per-command context (kept off the parser so one parser serves concurrent requests)."""
 
-    polarity: Polarity
-    body: str
-    sides: dict[Polarity, Side] = field(default_factory=dict)
+    prefer: frozenset[int]  # items on screen: they win among duplicate titles
+    shielded: tuple[str, ...] = field(default=())  # titles replaced by ⟨n⟩ before splitting
+
+    def unshield(self, text: str) -> str:
+        return _SHIELD.sub(lambda m: self.shielded[int(m[1])], text)
 
 
 class OfflineParser(CommandParser):
@@ -143,6 +145,7 @@ class OfflineParser(CommandParser):
 
     def __init__(self, catalog: Catalog | CatalogIndex):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
+        self._fragile_titles = _fragile_titles(self.index)
 
     def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
         command = _normalize(text)
@@ -152,48 +155,56 @@ class OfflineParser(CommandParser):
             return ParseResult(update=PreferenceUpdate(reset=True))
         update = PreferenceUpdate()
         unparsed: list[str] = []
+        command, shielded = _shield_titles(command, self._fragile_titles)
+        turn = _Turn(frozenset(recommendations), tuple(shielded))
         for clause in (c.strip() for c in _SPLIT_CLAUSES.split(command)):
             clause = _strip_discourse(clause)
             if not clause or clause in _IGNORABLE:
                 continue
-            unparsed += self._parse_clause(clause, update, prefer=set(recommendations))
+            unparsed += [turn.unshield(why) for why in self._parse_clause(clause, update, turn)]
         return ParseResult(update=update, unparsed=unparsed)
 
-    def _parse_clause(self, clause: str, update: PreferenceUpdate, prefer: set[int]) -> list[str]:
+    def _parse_clause(self, clause: str, update: PreferenceUpdate, turn: _Turn) -> list[str]:
         polarity, body = _polarity(clause)
         side = {Polarity.POSITIVE: update.positive, Polarity.NEGATIVE: update.negative}.get(
             polarity, update.lift
         )
+        # Titles first, as said: fillers such as "movie" or "again" may belong to one ("A Goofy Movie").
+        if self._add_item_reference(body, polarity, side, turn):
+            return []
         body = _strip_fillers(body)
         if not body:
             return [f"'{clause}': nothing to act on"]
-        if self._add_item_reference(body, polarity, side, prefer):
+        if self._add_item_reference(body, polarity, side, turn):
             return []
         body, year_range = _extract_year_range(body)
         if year_range is not None:
             side.year_range = year_range
         unparsed = []
         for term in filter(None, (_strip_fillers(t) for t in _SPLIT_TERMS.split(body))):
-            if not self._add_term(term, polarity, side, prefer):
-                unparsed.append(self._why_not(term, clause))
+            if not self._add_term(term, polarity, side, turn):
+                unparsed.append(self._why_not(turn.unshield(term), clause))
         return unparsed
 
-    def _add_item_reference(self, body: str, polarity: Polarity, side: Side, prefer: set[int]) -> bool:
+    def _add_item_reference(self, body: str, polarity: Polarity, side: Side, turn: _Turn) -> bool:
         """'like X' is soft; a bare title is hard (exclusion, or lifting one) — never a guess."""
         like = _LIKE.match(body)
         if like:
-            item = self.index.resolve_title(like["title"], prefer)
+            title = turn.unshield(like["title"])
+            item = self.index.resolve_title(title, turn.prefer)
             if item is None:
-                return False
-            side.soft.append(SoftPreference(text=self.index.catalog.item(item).title, item=item))
-            return True
+                item = self.index.resolve_title(_strip_fillers(title), turn.prefer)
+            if item is not None:
+                side.soft.append(SoftPreference(text=self.index.catalog.item(item).title, item=item))
+                return True
+            # else maybe a title that starts with "like" ("Like Water for Chocolate")
         if polarity is Polarity.POSITIVE or self.index.canonical_genre(_GENRE_WORDS.get(body, "")):
             return False  # "more Toy Story" is not a constraint; genre words win over titles
-        ids = self.index.ids_for_title(body)
+        ids = self.index.ids_for_title(turn.unshield(body))
         side.items.extend(i for i in ids if i not in side.items)
         return bool(ids)
 
-    def _add_term(self, term: str, polarity: Polarity, side: Side, prefer: set[int]) -> bool:
+    def _add_term(self, term: str, polarity: Polarity, side: Side, turn: _Turn) -> bool:
         genre = self.index.canonical_genre(_GENRE_WORDS.get(term, term))
         if genre is not None:
             side.genres.append(genre)
@@ -201,7 +212,7 @@ class OfflineParser(CommandParser):
         if term in _MOODS:
             side.soft.append(SoftPreference(text=_MOODS[term]))
             return True
-        return polarity is not Polarity.POSITIVE and self._add_item_reference(term, polarity, side, prefer)
+        return polarity is not Polarity.POSITIVE and self._add_item_reference(term, polarity, side, turn)
 
     def _why_not(self, term: str, clause: str) -> str:
         if term in _GENRE_WORDS and not self.index.genres:
@@ -209,6 +220,29 @@ class OfflineParser(CommandParser):
         if self.index.ids_for_title(term):
             return f"'{term}' (in '{clause}'): say 'more like {term}' or 'not {term}'"
         return f"'{term}' (in '{clause}'): not a known genre, year, mood or catalog title"
+
+
+_SHIELD = re.compile(r"\u27e8(\d+)\u27e9")  # ⟨n⟩ stands for the n-th shielded title of a command
+_FRAGILE = re.compile(r"[,;.!?&/]|\b(but|though|however|and|or|nor)\b")
+
+
+def _fragile_titles(index: CatalogIndex) -> list[str]:
+    """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
+    titles = {_normalize(item.title) for item in index.catalog.items if item.title}
+    return sorted((t for t in titles if _FRAGILE.search(t)), key=len, reverse=True)
+
+
+def _shield_titles(command: str, fragile: Sequence[str]) -> tuple[str, list[str]]:
+    """Replace whole-word mentions of fragile titles by ⟨n⟩ so splitting leaves them intact."""
+    shielded: list[str] = []
+    for title in fragile:
+        if title not in command:
+            continue
+        pattern = re.compile(r"(?<![0-9a-z])" + re.escape(title) + r"(?![0-9a-z])")
+        if pattern.search(command):
+            command = pattern.sub(f"\u27e8{len(shielded)}\u27e9", command)
+            shielded.append(title)
+    return command, shielded
 
 
 def _normalize(text: str) -> str:

@@ -1,0 +1,87 @@
+"""`recloop eval commands`: simulated commands and the CLI's JSON contract, on tiny real models."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from app import cli_steering
+from app.eval.common import sampled_candidate_rows
+from app.settings import get_settings
+from app.steering.evaluation import CommandEvalError, evaluation_rows, simulate_commands
+
+JSON_KEYS = {
+    "csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",
+    "parser_failure_rate", "n_commands",
+}  # fmt: skip
+
+
+@pytest.fixture
+def steering_env(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "datasets").symlink_to(datasets_dir)
+    (data_dir / "models").symlink_to(ml_models_dir)
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("RECLOOP_LLM_BASE_URL", raising=False)
+    get_settings.cache_clear()
+    yield data_dir
+    get_settings.cache_clear()
+
+
+def _cli() -> typer.Typer:
+    """A `recloop`-shaped CLI with only this area registered, exactly as app/cli.py wires areas."""
+    cli, eval_cli = typer.Typer(), typer.Typer()
+    cli.add_typer(eval_cli, name="eval")
+    cli_steering.register(cli, eval_cli)
+    return cli
+
+
+def test_commands_are_derived_from_the_held_out_target(ml_dataset):
+    rows, _ = ml_dataset.eval_rows("test")
+    row = sampled_candidate_rows(rows[:1], ml_dataset.n_items, seed=0)[0]
+    target = ml_dataset.item(row.target)
+    commands = {c.kind: c for c in simulate_commands(row, ml_dataset, random.Random(0))}
+    assert set(commands) == {"genre_include", "genre_exclude", "decade", "more_like"}
+    # Every command is one the target itself satisfies, so steering can only help finding it.
+    assert all(c.satisfied(target) for c in commands.values())
+    include = commands["genre_include"].expected.positive.genres[0]
+    assert include in target.genres and commands["genre_include"].text == f"more {include.lower()}"
+    exclude = commands["genre_exclude"].expected.negative.genres[0]
+    assert all(exclude not in ml_dataset.item(i).genres for i in (*row.history, row.target))
+    decade = commands["decade"].expected.positive.year_range
+    assert decade.start <= target.year <= decade.end and decade.end - decade.start == 9
+    anchor = commands["more_like"].expected.positive.soft[0].item
+    assert anchor in row.history and commands["more_like"].text == f"more like {ml_dataset.title(anchor)}"
+
+
+def test_title_only_datasets_are_refused(lastfm_dataset):
+    with pytest.raises(CommandEvalError, match="items.jsonl: no item has 'genres'"):
+        evaluation_rows(lastfm_dataset, "test", 0, 20, None)
+
+
+def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(steering_env: Path):
+    run_dir = steering_env / "runs" / "cmd"
+    args = ["eval", "commands", "--dataset", "movielens", "--max-rows", "6", "--similarity", "collaborative"]
+    result = CliRunner().invoke(_cli(), [*args, "--run-dir", str(run_dir), "--json", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert set(summary) == JSON_KEYS
+    assert summary["n_commands"] == 24 and summary["parser_failure_rate"] == 0.0
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["summary"] == summary and (run_dir / "report.md").is_file()
+    for kind in ("genre_include", "genre_exclude", "decade"):
+        kind_summary = results["by_kind"][kind]
+        assert kind_summary["csr1"] == kind_summary["csr20"] == 1.0, f"{kind}: a filter never violates"
+        assert kind_summary["hr1_after"] >= kind_summary["hr1_before"]
+        assert kind_summary["recall10_after"] >= kind_summary["recall10_before"]
+
+
+def test_cli_names_a_missing_dataset(steering_env: Path):
+    result = CliRunner().invoke(_cli(), ["eval", "commands", "--dataset", "nope", "--no-progress"])
+    assert result.exit_code == 2 and "no dataset at" in result.output
