@@ -115,12 +115,25 @@ def _parse_overrides(model: str, pairs: list[str]) -> dict[str, Any]:
             raise typer.BadParameter(
                 f"{pair!r}: expected KEY=VALUE with KEY one of {sorted(fields)}", param_hint="--set"
             )
-        kind = float if fields[key].type in (float, "float") else int
+        kind = _FIELD_PARSERS.get(str(fields[key].type), int)
         try:
             parsed[key] = kind(raw)
         except ValueError:
-            raise typer.BadParameter(f"{pair!r}: {key} needs a {kind.__name__}", param_hint="--set") from None
+            raise typer.BadParameter(
+                f"{pair!r}: {key} needs a {fields[key].type}", param_hint="--set"
+            ) from None
     return parsed
+
+
+def _parse_bool(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+_FIELD_PARSERS: dict[str, Any] = {"float": float, "int": int, "bool": _parse_bool}
 
 
 def _fail(message: str) -> NoReturn:

@@ -38,6 +38,7 @@ class CaserConfig:
     batch_size: int = 256
     epochs: int = 40
     label_smoothing: float = 0.0
+    mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
 
 
 class Caser(SequentialRecommender):

@@ -9,8 +9,36 @@ from recmodels.base import SequentialRecommender
 
 
 def full_softmax_ce(
-    model: SequentialRecommender, seqs: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0
+    model: SequentialRecommender,
+    seqs: torch.Tensor,
+    targets: torch.Tensor,
+    label_smoothing: float = 0.0,
+    mask_history: bool = False,
 ) -> torch.Tensor:
-    """Cross-entropy of the next item over the whole catalog. seqs [B, T], targets [B] -> scalar."""
+    """Cross-entropy of the next item over the whole catalog. seqs [B, T], targets [B] -> scalar.
+
+    ``mask_history`` leaves the history's items out of the softmax (never the target itself): the
+    evaluation never offers a history item, so the model need not spend probability mass on them.
+    Label smoothing spreads over the items left in the softmax.
+    """
     logits = model.score_all(seqs)  # [B, N]
-    return F.cross_entropy(logits, targets, label_smoothing=label_smoothing)
+    if mask_history:
+        logits = _mask_history_except_target(logits, seqs, targets)
+    log_probs = F.log_softmax(logits, dim=1)  # [B, N]
+    nll = -log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)  # [B]
+    if label_smoothing == 0.0:
+        return nll.mean()
+    allowed = torch.isfinite(logits)  # [B, N]
+    uniform = -(log_probs.masked_fill(~allowed, 0.0).sum(1) / allowed.sum(1))  # [B]
+    return ((1.0 - label_smoothing) * nll + label_smoothing * uniform).mean()
+
+
+def _mask_history_except_target(
+    logits: torch.Tensor, seqs: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    B, N = logits.shape  # batch, items; the padding id is N
+    seen = torch.zeros(B, N + 1, dtype=torch.bool, device=logits.device)  # column N catches padding
+    seen.scatter_(1, seqs, True)
+    seen = seen[:, :N]
+    seen[torch.arange(B), targets] = False
+    return logits.masked_fill(seen, float("-inf"))

@@ -38,6 +38,7 @@ class SASRecConfig:
     batch_size: int = 256
     epochs: int = 40
     label_smoothing: float = 0.0
+    mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
 
 
 class _Block(nn.Module):

@@ -132,7 +132,9 @@ def _train_epoch(
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
     for idx in tqdm(batches, desc=f"epoch {epoch}/{n_epochs}", disable=not progress, leave=False):
-        loss = full_softmax_ce(model, seqs[idx], targets[idx], config.label_smoothing)
+        loss = full_softmax_ce(
+            model, seqs[idx], targets[idx], config.label_smoothing, mask_history=config.mask_history
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

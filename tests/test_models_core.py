@@ -152,3 +152,21 @@ def test_sampled_hr1_of_a_perfect_scorer_is_one(ml_dataset: Dataset) -> None:
     info = ScorerInfo("oracle", "movielens", "", ml_dataset.n_items)
     oracle = _Oracle(_ScoresById(ml_dataset.n_items), info)
     assert evaluate_model(oracle, ml_dataset, split="val", seeds=(0,))["hr1_mean"] == 1.0
+
+
+def test_loss_matches_torch_and_masks_history_but_never_the_target() -> None:
+    torch.manual_seed(0)
+    model = build_model("sasrec", N_ITEMS).eval()
+    seqs = pad_histories([[1, 2, 3], [4, 5], []], model.max_len, model.pad_id)
+    targets = torch.tensor([3, 6, 7])  # row 0's target is also in its history
+    logits = model.score_all(seqs)
+    plain = torch.nn.functional.cross_entropy(logits, targets, label_smoothing=0.1)
+    torch.testing.assert_close(full_softmax_ce(model, seqs, targets, 0.1), plain)
+
+    masked_logits = logits.clone()
+    masked_logits[0, [1, 2]] = float("-inf")  # 3 is the target: kept
+    masked_logits[1, [4, 5]] = float("-inf")
+    expected = torch.nn.functional.cross_entropy(masked_logits, targets)
+    masked = full_softmax_ce(model, seqs, targets, mask_history=True)
+    torch.testing.assert_close(masked, expected)
+    assert torch.isfinite(full_softmax_ce(model, seqs, targets, 0.1, mask_history=True))
