@@ -13,11 +13,12 @@ from typing import Any
 
 import typer
 
-from app.data.dataset import Dataset, DatasetNotFound, sha256_file
+from app.data.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
 from app.eval.adapters import AgentKind, ModelBank
 from app.eval.common import EvalError, ExperimentOutput, RunDir, results_envelope
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
+from recmodels.artifacts import ArtifactError
 
 MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
 
@@ -125,7 +126,12 @@ def execute(
         concurrency=concurrency,
         progress=progress,
     )
-    output = body(ctx)
+    try:
+        output = body(ctx)
+    except (ArtifactError, DatasetError, EvalError) as exc:
+        # Rows finished so far stay in rows.jsonl: fixing the cause and rerunning resumes.
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     results = results_envelope(experiment, config, models=ctx.models.fingerprints(), **output.results)
     run.write_results(results)
     run.write_report(output.report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")

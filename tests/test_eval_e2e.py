@@ -125,3 +125,22 @@ def test_figure_experiments_write_plots_and_json(eval_env: Path, command: str, p
         assert (run_dir / plot).stat().st_size > 1000
     report = (run_dir / "report.md").read_text()
     assert all(f"]({plot})" in report for plot in plots)
+
+
+def test_missing_model_is_a_clear_error(eval_env: Path, lastfm_dataset) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "table4",
+            "--dataset",
+            "lastfm",
+            "--rec-model",
+            "sasrec",
+            "--max-rows",
+            "2",
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "train it with `recloop train --dataset lastfm --model sasrec`" in result.output

@@ -33,20 +33,18 @@ class LoopOutcome:
 
 
 class ModelBank:
-    """Trained scorers loaded once per (dataset, model name), with their fingerprints."""
+    """Trained scorers loaded once per (dataset, model name), with their fingerprints.
 
-    def __init__(self, models_dir: Path, datasets: dict[str, Dataset] | None = None):
+    Loading goes through the dataset, so an artifact trained on other data is refused.
+    """
+
+    def __init__(self, models_dir: Path):
         self.models_dir = Path(models_dir)
-        self._scorers: dict[tuple[str, str], Scorer] = dict()
+        self._scorers: dict[tuple[str, str], Scorer] = {}
         self._lock = threading.Lock()
-        self._datasets = datasets or {}
 
-    def add(self, dataset: str, model_name: str, scorer: Scorer) -> None:
-        """Register an already loaded scorer (tests, or callers holding one)."""
-        self._scorers[(dataset, model_name)] = scorer
-
-    def get(self, dataset: str, model_name: str) -> Scorer:
-        key = (dataset, model_name)
+    def get(self, dataset: Dataset, model_name: str) -> Scorer:
+        key = (dataset.name, model_name)
         with self._lock:
             if key not in self._scorers:
                 from recmodels.artifacts import load_latest_scorer

@@ -55,8 +55,8 @@ class EvalContext:
                 self._deps[key] = make_loop_deps(
                     self.settings,
                     self.dataset,
-                    self.models.get(self.dataset.name, rec_model),
-                    self.models.get(self.dataset.name, self.settings.reward_model),
+                    self.models.get(self.dataset, rec_model),
+                    self.models.get(self.dataset, self.settings.reward_model),
                     self.agents,
                     **variant.knobs,
                 )
@@ -151,7 +151,7 @@ def _model_picks_by_job(ctx: EvalContext, jobs: Sequence[LoopJob]) -> dict[str, 
         mine = [job for job in jobs if job.rec_model == rec_model and job.key not in ctx.run.rows]
         if not mine:
             continue
-        scorer = ctx.models.get(ctx.dataset.name, rec_model)
+        scorer = ctx.models.get(ctx.dataset, rec_model)
         found = model_picks(scorer, [j.row.history for j in mine], [j.row.candidates for j in mine])
         picks.update({job.key: pick for job, pick in zip(mine, found, strict=True)})
     return picks

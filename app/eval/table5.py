@@ -180,7 +180,7 @@ def usersim_records(
 ) -> list[dict[str, Any]]:
     """Run (or resume) the loop per simulated user, then every method's verdicts per ratio."""
     deps = ctx.deps(rec_model, FLOW)
-    reward = ctx.models.get(ctx.dataset.name, ctx.settings.reward_model)
+    reward = ctx.models.get(ctx.dataset, ctx.settings.reward_model)
     share = ctx.settings.accept_top_k / ctx.settings.n_candidates
     by_key = {f"usersim/{rec_model}/r{max_rounds}/{case.case_id}": case for case in cases}
 
