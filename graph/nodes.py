@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langgraph.graph import END
-from langgraph.types import Overwrite, interrupt
+from langgraph.types import Overwrite, Send, interrupt
 
 from graph import describe
 from graph.agents.base import Judgement, Proposal, RecContext, UserContext
@@ -64,18 +64,23 @@ def validate_loop_input(
         raise LoopInputError("judge_mode", f"must be one of {JUDGE_MODES}, got {judge_mode!r}")
 
 
-def is_new_loop(state: LoopState) -> bool:
-    """Whether ``recommend`` runs at the start of a loop rather than after a rejected round.
+NEW_LOOP = "new_loop"
+"""Key the START route adds to the state it sends to ``recommend``: this run came with new input."""
 
-    A loop is open while it has no stop reason and no proposal is pending; a new
-    input arriving after a finished loop, on a fresh thread, or on a loop that
-    was abandoned mid-round (a proposal never judged) opens a new one.
+
+def route_start(state: LoopState) -> Send:
+    """Every new input enters ``recommend`` marked, so it always opens a new loop.
+
+    Continuations (``invoke(None)``, ``Command(resume=...)``) never pass START and so
+    continue the open loop; the marker is what tells the two apart exactly, whatever
+    state a previous loop was left in (finished, paused, abandoned mid-round).
     """
-    return (
-        not state.get("loop_index")
-        or state.get("stop_reason") is not None
-        or state.get("proposal") is not None
-    )
+    return Send("recommend", {**state, NEW_LOOP: True})
+
+
+def is_new_loop(state: LoopState) -> bool:
+    """Whether ``recommend`` runs at the start of a loop rather than after a rejected round."""
+    return bool(state.get(NEW_LOOP)) or not state.get("loop_index")
 
 
 def reward_rank(scores: list[float], index: int) -> int:

@@ -1,11 +1,15 @@
 """The one state of the feedback loop (AFL/FLOW, arXiv 2410.20027, Algorithm 1).
 
 A thread (one session) runs many loops over time: every invocation with a new
-:class:`LoopInput` starts a new loop. Per-loop fields (``rounds``, ``final_*``,
-``stop_reason``, the cached scores, the pending proposal) are reset by the
-``recommend`` node when it opens a loop; the agents' memories (``rec_memory``,
-``user_memory``) accumulate across loops on the thread, which is what lets a
-later loop remember what the user turned down before.
+:class:`LoopInput` starts a new loop (the START route marks it, see
+``graph.nodes.route_start``), while ``invoke(None)`` or ``Command(resume=...)``
+continue the open one. Per-loop fields (``rounds``, ``final_*``, ``stop_reason``,
+the cached scores, the pending proposal) are reset by the ``recommend`` node when
+it opens a loop; the agents' memories (``rec_memory``, ``user_memory``)
+accumulate across loops on the thread, which is what lets a later loop remember
+what the user turned down before. Input keys a caller omits keep their value
+from the thread's previous loop (LangGraph channels), so callers should pass
+every :class:`LoopInput` key (graph.runner.loop_input does).
 
 Everything here is plain data (ids, strings, numbers) so any checkpointer can
 serialise it; models and agents live in :class:`graph.deps.LoopDeps`.

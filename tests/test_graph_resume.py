@@ -70,3 +70,30 @@ def test_a_round_limit_then_a_new_loop_reuses_the_threads_memory(slow_to_please)
     first_items = {r["item"] for r in first["rounds"]}
     assert not first_items & {r["item"] for r in second["rounds"]}
     assert len(second["rec_memory"]) == 4
+
+
+def test_new_input_on_a_paused_loop_opens_a_new_loop(slow_to_please):
+    deps, loop_input = slow_to_please
+    saver = InMemorySaver()
+    config = loop_config("paused-thread", MAX_ROUNDS)
+    paused = build_graph(deps).compile(checkpointer=saver, interrupt_after=["memory_update"])
+    state = paused.invoke(loop_input, config)  # loop 1 paused after its first (rejected) round
+    assert state["loop_index"] == 1 and len(state["rounds"]) == 1 and state["stop_reason"] is None
+
+    graph = build_graph(deps).compile(checkpointer=saver)
+    fresh = graph.invoke({**loop_input, "max_rounds": 2}, config)
+    assert fresh["loop_index"] == 2
+    assert [(r["loop_index"], r["round"]) for r in fresh["rounds"]] == [(2, 1), (2, 2)]
+    assert fresh["user_memory"][0] == state["user_memory"][0]  # loop 1's rejection is remembered
+
+
+def test_new_input_while_a_human_answer_is_pending_opens_a_new_loop(slow_to_please):
+    deps, loop_input = slow_to_please
+    graph = build_graph(deps).compile(checkpointer=InMemorySaver())
+    config = loop_config("abandoned-thread", MAX_ROUNDS)
+    waiting = graph.invoke({**loop_input, "judge_mode": "human"}, config)
+    assert waiting["__interrupt__"]
+    fresh = graph.invoke({**loop_input, "judge_mode": "agent"}, config)
+    assert fresh["loop_index"] == 2 and fresh["rounds"][0]["round"] == 1
+    assert fresh["stop_reason"] in ("accepted", "max_rounds")
+    assert not graph.get_state(config).next
