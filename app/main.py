@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from app.api import catalog, health, recommendations, sessions
 from app.api.errors import install_error_handlers
-from app.services.metrics import REQUEST_LATENCY
+from app.api.metrics import RequestMetricsMiddleware
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
 
@@ -44,16 +43,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     for module in (sessions, recommendations, catalog, health):
         app.include_router(module.router)
 
-    @app.middleware("http")
-    async def observe_latency(request: Request, call_next) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        REQUEST_LATENCY.labels(
-            route=getattr(route, "path", "unmatched"), method=request.method, status=str(response.status_code)
-        ).observe(time.perf_counter() - started)
-        return response
-
+    app.add_middleware(RequestMetricsMiddleware)
     return app
 
 

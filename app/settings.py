@@ -71,21 +71,43 @@ class Settings(BaseSettings):
     checkpoint_durability: Literal["sync", "async", "exit"] = Field(
         "async", description="LangGraph durability: when each step's checkpoint is written."
     )
-    checkpoint_group_commit: bool = Field(
+    checkpoint_write_behind: bool = Field(
         True,
-        description="Commit mid-round checkpoints without waiting for the WAL flush; the checkpoint that "
-        "closes a round (and every loop's history) waits for it, which makes all earlier ones durable too.",
+        description="Keep a round's checkpoint writes in memory and commit them in one durable "
+        "transaction when the round closes (one fsync per round instead of about ten).",
     )
     max_history_items: int = Field(1000, ge=1, description="Longest history a session accepts.")
     max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
     db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")
     db_connect_timeout_s: float = Field(3.0, gt=0, description="Fail fast (503) instead of hanging.")
     lock_pool_size: int = Field(
-        40, ge=1, le=500, description="Connections per worker holding sessions' advisory locks (one per running loop)."
+        40, ge=1, le=500, description="Connections per worker holding advisory locks (one per running loop)."
     )
-    checkpointer: Literal["postgres", "memory"] = Field(
-        "postgres", description="memory: benchmark baseline only; sessions then do not survive a restart."
+    api_key_cache_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long a worker trusts a verified API key before asking the database again.",
     )
+    checkpointer: Literal["postgres", "postgres_stock", "memory"] = Field(
+        "postgres",
+        description="postgres: pooled saver with durable rounds (app/services/checkpoints.py); "
+        "postgres_stock: LangGraph's AsyncPostgresSaver as shipped, and memory: in-process only "
+        "(sessions do not survive a restart) — both for benchmark comparisons.",
+    )
+
+    # --- natural-language steering (RecBot) --------------------------------------------
+    steering_similarity: Literal["auto", "text", "collaborative"] = Field(
+        "auto",
+        description="Soft preferences: the bundled MiniLM sentence model (embeddings extra) when "
+        "installed, else the rec model's item embeddings; or force one.",
+    )
+    steering_semantic_weight: float = Field(
+        0.7, ge=0.0, le=1.0, description="Matcher: share of semantic similarity vs the rec model's score."
+    )
+    steering_attenuation: float = Field(
+        1.0, ge=0.0, description="Attenuator: penalty per standard deviation of similarity to rejected items."
+    )
+    steering_max_command_chars: int = Field(500, ge=1, le=10_000, description="Longest command accepted.")
 
     @field_validator("data_dir")
     @classmethod

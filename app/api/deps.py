@@ -30,7 +30,9 @@ async def get_caller(
     authorization: Annotated[str | None, Header(description="Bearer <API key>")] = None,
     x_api_key: Annotated[str | None, Header(description="Alternative to Authorization")] = None,
 ) -> Caller:
-    return await authenticate(res.sessionmaker, _bearer(authorization, x_api_key))
+    return await authenticate(
+        res.sessionmaker, _bearer(authorization, x_api_key), cache_s=res.settings.api_key_cache_s
+    )
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

@@ -33,16 +33,8 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
-def checkpoint_pool(url: str, settings: Settings, *, group_commit: bool) -> AsyncConnectionPool:
-    """A pool for LangGraph's saver, its connections pinned to the checkpoint schema.
-
-    ``group_commit`` sets ``synchronous_commit=off`` for the connection: commits return before
-    their WAL flush (about one fsync each here). A later synchronous commit flushes every earlier
-    one, which is how a round's last checkpoint makes the whole round durable (see checkpoints.py).
-    """
-    options = f"-c search_path={settings.checkpoint_schema}"
-    if group_commit:
-        options += " -c synchronous_commit=off"
+def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+    """A pool for LangGraph's saver, its connections pinned to the checkpoint schema."""
     return AsyncConnectionPool(
         libpq_url(url),
         min_size=1,
@@ -53,7 +45,7 @@ def checkpoint_pool(url: str, settings: Settings, *, group_commit: bool) -> Asyn
             "autocommit": True,
             "prepare_threshold": 0,
             "row_factory": dict_row,
-            "options": options,
+            "options": f"-c search_path={settings.checkpoint_schema}",
             "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
         },
         check=AsyncConnectionPool.check_connection,

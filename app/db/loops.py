@@ -26,31 +26,39 @@ ROUND_FIELDS = (
 )
 
 
-async def add_loop(
-    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str, params: dict[str, Any]
-) -> Loop:
-    loop = Loop(session_id=session_id, loop_index=loop_index, status=status, params=params)
-    db.add(loop)
-    await db.flush()
-    return loop
+def new_loop(*, session_id: uuid.UUID, loop_index: int, status: str, params: dict[str, Any]) -> Loop:
+    """A loop row to fill in and stage with :func:`stage_loop` (one INSERT with its rounds)."""
+    return Loop(
+        session_id=session_id,
+        loop_index=loop_index,
+        status=status,
+        params=params,
+        llm_calls=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+    )
 
 
-def add_rounds(db: AsyncSession, *, loop_id: int, rounds: Iterable[dict[str, Any]]) -> list[Round]:
-    """Stage rounds (graph RoundRecord dicts) for insertion; flushed with the caller's transaction."""
+def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
+    """Round rows from graph RoundRecord dicts."""
     rows = []
     for record in rounds:
         usage = record.get("llm_usage") or {}
         rows.append(
             Round(
-                loop_id=loop_id,
                 **{name: record.get(name) for name in ROUND_FIELDS},
                 llm_calls=int(usage.get("calls", 0)),
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),
             )
         )
-    db.add_all(rows)
     return rows
+
+
+def stage_loop(db: AsyncSession, *, loop: Loop, rounds: list[Round]) -> None:
+    """Stage the loop (new or loaded) and append ``rounds``; written when the caller's transaction flushes."""
+    loop.rounds.extend(rounds)
+    db.add(loop)
 
 
 async def get_loop(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int) -> Loop | None:

@@ -153,3 +153,8 @@ class Round(Base):
     created_at: Mapped[datetime] = _now_column()
 
     loop: Mapped[Loop] = relationship(back_populates="rounds")
+
+
+# Tables of other areas live on this Base too; importing them here keeps the metadata complete
+# for Alembic's autogenerate and the drift test (the import is last: it needs Base defined).
+from app.steering import store as _steering_store  # noqa: E402, F401

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Session
@@ -76,3 +76,12 @@ async def list_owned_sessions(
 async def delete_session(db: AsyncSession, *, session_id: uuid.UUID) -> None:
     """Deletes the session; its loops and rounds go with it (ON DELETE CASCADE)."""
     await db.execute(delete(Session).where(Session.id == session_id))
+
+
+async def set_loop_status(db: AsyncSession, *, session_id: uuid.UUID, status: str, n_loops: int) -> None:
+    """After a loop run: the session's status and loop count, without reading the row first."""
+    await db.execute(
+        update(Session)
+        .where(Session.id == session_id)
+        .values(status=status, n_loops=func.greatest(Session.n_loops, n_loops), updated_at=func.now())
+    )

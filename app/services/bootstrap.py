@@ -19,13 +19,15 @@ from app.settings import Settings
 Echo = Callable[[str], None]
 
 
-def prepare_database(settings: Settings, echo: Echo) -> str:
-    """Resolve (or start the embedded) PostgreSQL and migrate it; return its URL."""
+def prepare_database(settings: Settings, echo: Echo, *, migrate: bool = True) -> str:
+    """Resolve (or start the embedded) PostgreSQL and, unless told not to, migrate it; return its URL."""
     if not settings.database_url:
         echo(f"starting the embedded PostgreSQL in {settings.data_dir / 'pg'} ...")
     url = resolve_database_url(settings)
-    echo(f"database: {redact(url)}; applying migrations ...")
-    migrate_all(url, settings.checkpoint_schema)
+    echo(f"database: {redact(url)}")
+    if migrate:
+        echo("applying migrations (service tables, then LangGraph's checkpoint schema) ...")
+        migrate_all(url, settings.checkpoint_schema)
     return url
 
 

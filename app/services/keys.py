@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -50,14 +51,28 @@ async def create_first_key(sessionmaker: async_sessionmaker[AsyncSession], *, ow
     return await create_key(sessionmaker, owner=owner)
 
 
-async def authenticate(sessionmaker: async_sessionmaker[AsyncSession], secret: str | None) -> Caller:
+# Verified keys per worker: key hash -> (caller, monotonic expiry). Saves a query on every request;
+# only successes are cached, so a new key works at once and a wrong one is always re-checked.
+_verified: dict[str, tuple[Caller, float]] = {}
+
+
+async def authenticate(
+    sessionmaker: async_sessionmaker[AsyncSession], secret: str | None, *, cache_s: float = 0.0
+) -> Caller:
     if not secret:
         raise Unauthorized(
             "missing API key: send 'Authorization: Bearer <key>' (create one with `recloop keys create`)",
             field="Authorization",
         )
+    key_hash = hash_key(secret)
+    cached = _verified.get(key_hash)
+    if cached is not None and cached[1] > time.monotonic():
+        return cached[0]
     async with sessionmaker() as db:
-        row = await keys_repo.find_active_key(db, key_hash=hash_key(secret))
+        row = await keys_repo.find_active_key(db, key_hash=key_hash)
     if row is None:
         raise Unauthorized("invalid or revoked API key", field="Authorization")
-    return Caller(key_id=row.id, owner=row.owner)
+    caller = Caller(key_id=row.id, owner=row.owner)
+    if cache_s > 0:
+        _verified[key_hash] = (caller, time.monotonic() + cache_s)
+    return caller

@@ -21,10 +21,10 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
 from app.services import metrics
-from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, NotFound, Unavailable
+from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import AgentMode, ServiceResources
-from app.services.sessions import get_session
+from app.services.sessions import get_session, locked_session
 from app.services.validation import check_candidates
 
 JudgeMode = Literal["agent", "human"]
@@ -74,6 +74,7 @@ class LoopRun:
     def __init__(self, res: ServiceResources, session: Session, graph: Any, graph_input: Any, params: dict):
         self.res, self.session, self.graph = res, session, graph
         self.graph_input, self.params = graph_input, params
+        self.resumed = isinstance(graph_input, Command)
 
     async def run(self, on_update: UpdateSink | None = None) -> LoopOutcome:
         started = time.perf_counter()
@@ -101,6 +102,11 @@ class LoopRun:
             raise InvalidInput(exc.reason, field=exc.field) from exc
         except HumanFeedbackError as exc:
             raise InvalidInput(str(exc), field="reason") from exc
+        finally:
+            # Write-behind savers hold the last, unfinished round's writes (e.g. a pending interrupt).
+            flush = getattr(self.res.saver, "aflush", None)
+            if flush is not None:
+                await flush(self.session.thread_id)
         duration_ms = (time.perf_counter() - started) * 1000
         outcome = self._outcome(values, pending, duration_ms)
         await self._record(outcome)
@@ -124,29 +130,34 @@ class LoopRun:
         )
 
     async def _record(self, outcome: LoopOutcome) -> None:
-        """The loop's history and the session's status, in one (synchronously committed) transaction."""
+        """The loop's history and the session's status, in one (synchronously committed) transaction.
+
+        A new loop is one INSERT with its rounds; a resumed one (human judge) appends the rounds
+        that are not stored yet. (loop, round) is unique, so a fork could not be written anyway.
+        """
         async with self.res.sessionmaker.begin() as db:
-            loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=outcome.loop_index)
+            loop = None
+            if self.resumed:
+                loop = await loops_repo.get_loop(
+                    db, session_id=self.session.id, loop_index=outcome.loop_index
+                )
             if loop is None:
-                loop = await loops_repo.add_loop(
-                    db,
+                loop = loops_repo.new_loop(
                     session_id=self.session.id,
                     loop_index=outcome.loop_index,
                     status=outcome.status,
                     params=self.params,
                 )
-                stored_rounds = 0
-            else:
-                stored_rounds = len(loop.rounds)
-            new_rounds = [r for r in outcome.rounds if r["round"] > stored_rounds]
-            loops_repo.add_rounds(db, loop_id=loop.id, rounds=new_rounds)
+            stored = {r.round for r in loop.rounds} if self.resumed else set()
+            new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
             _finish_loop(loop, outcome)
-            session = await sessions_repo.get_owned_session(
-                db, session_id=self.session.id, owner_key_id=self.session.owner_key_id
+            loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
+            await sessions_repo.set_loop_status(
+                db,
+                session_id=self.session.id,
+                status="awaiting_feedback" if outcome.pending is not None else "idle",
+                n_loops=outcome.loop_index,
             )
-            if session is not None:
-                session.status = "awaiting_feedback" if outcome.pending is not None else "idle"
-                session.n_loops = max(session.n_loops, outcome.loop_index)
         metrics.observe_rounds(new_rounds)
         if outcome.status == "completed":
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
@@ -179,26 +190,15 @@ def _graph_for(res: ServiceResources, agents: AgentMode) -> Any:
     raise Unavailable("models are not loaded yet", field=None)
 
 
-async def _locked_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Session:
-    """Re-read the session once its lock is held: its status may have changed meanwhile."""
-    async with res.sessionmaker() as db:
-        session = await sessions_repo.get_owned_session(db, session_id=session_id, owner_key_id=caller.key_id)
-    if session is None:
-        raise NotFound(f"no session {session_id}", field="session_id")
-    return session
-
-
 @asynccontextmanager
 async def open_loop(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: LoopRequest
 ) -> AsyncIterator[LoopRun]:
     """Validate and lock; the caller runs the loop inside. Every 4xx is raised before anything runs."""
-    session = await get_session(res, caller, session_id)
     graph = _graph_for(res, request.agents)
     if request.candidates is not None:
         check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
-    async with res.locks.hold(session.thread_id):
-        session = await _locked_session(res, caller, session_id)
+    async with locked_session(res, caller, session_id) as session:
         if session.status == "awaiting_feedback":
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
@@ -233,9 +233,7 @@ async def open_feedback(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, decision: str, reason: str
 ) -> AsyncIterator[LoopRun]:
     """Resume a loop paused at the judge with a person's decision (the real user judges)."""
-    session = await get_session(res, caller, session_id)
-    async with res.locks.hold(session.thread_id):
-        session = await _locked_session(res, caller, session_id)
+    async with locked_session(res, caller, session_id) as session:
         if session.status != "awaiting_feedback":
             raise NotAwaitingFeedback(
                 "the session has no loop waiting for feedback: request a recommendation with "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -107,11 +108,11 @@ async def open_resources(
         saver: BaseCheckpointSaver
         if settings.checkpointer == "memory":
             saver = InMemorySaver()
+        elif settings.checkpointer == "postgres_stock":
+            saver = AsyncPostgresSaver(conn=await _open_pool(stack, checkpoint_pool(url, settings)))
         else:
-            pool = checkpoint_pool(url, settings, group_commit=settings.checkpoint_group_commit)
-            saver = PooledPostgresSaver(
-                await _open_pool(stack, pool), group_commit=settings.checkpoint_group_commit
-            )
+            pool = await _open_pool(stack, checkpoint_pool(url, settings))
+            saver = PooledPostgresSaver(pool, write_behind=settings.checkpoint_write_behind)
         resources = ServiceResources(
             settings=settings,
             database_url=url,

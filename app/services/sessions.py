@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from app.db import sessions as sessions_repo
 from app.db.models import Session
 from app.db.sessions import SessionFilter
-from app.services.errors import AwaitingFeedback, NotFound
+from app.services.errors import AwaitingFeedback, NotFound, SessionBusy
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history, check_item_ids
@@ -49,6 +51,29 @@ async def get_session(res: ServiceResources, caller: Caller, session_id: uuid.UU
     return session
 
 
+@asynccontextmanager
+async def locked_session(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID
+) -> AsyncIterator[Session]:
+    """The caller's session under its advisory lock (keyed by the thread id, which is the session id).
+
+    Locking first and reading once saves a round trip per request. A busy *foreign* session is
+    reported as 404, like any foreign session: 409 would reveal that it exists.
+    """
+    try:
+        async with res.locks.hold(str(session_id)):
+            async with res.sessionmaker() as db:
+                session = await sessions_repo.get_owned_session(
+                    db, session_id=session_id, owner_key_id=caller.key_id
+                )
+            if session is None:
+                raise _not_found(session_id)
+            yield session
+    except SessionBusy:
+        await get_session(res, caller, session_id)  # raises NotFound for a foreign session
+        raise
+
+
 async def get_session_state(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> SessionState:
     session = await get_session(res, caller, session_id)
     values: dict[str, Any] = {}
@@ -81,8 +106,7 @@ async def record_consumption(
 ) -> Session:
     """Append what the user actually consumed; the next loop recommends from the longer history."""
     check_item_ids(items, res.catalog, field="items")
-    session = await get_session(res, caller, session_id)
-    async with res.locks.hold(session.thread_id), res.sessionmaker.begin() as db:
+    async with locked_session(res, caller, session_id), res.sessionmaker.begin() as db:
         session = await sessions_repo.get_owned_session(
             db, session_id=session_id, owner_key_id=caller.key_id, for_update=True
         )
@@ -102,8 +126,7 @@ async def record_consumption(
 
 async def delete_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> None:
     """Delete the session, its loop history and its LangGraph checkpoints."""
-    session = await get_session(res, caller, session_id)
-    async with res.locks.hold(session.thread_id):
+    async with locked_session(res, caller, session_id) as session:
         await res.saver.adelete_thread(session.thread_id)
         async with res.sessionmaker.begin() as db:
             await sessions_repo.delete_session(db, session_id=session.id)

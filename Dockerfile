@@ -1,0 +1,33 @@
+# recloop API image: small (slim base, CPU-only torch wheel, no build tools left), runs as non-root.
+# Build: docker build -t recloop .   Run with docker compose (see docs/deploy.md).
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md alembic.ini ./
+COPY app ./app
+COPY graph ./graph
+COPY recmodels ./recmodels
+COPY migrations ./migrations
+COPY bench ./bench
+# The CPU wheel index keeps torch at ~200 MB instead of a multi-GB CUDA build.
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --extra-index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+ && /opt/venv/bin/pip install .
+
+FROM python:3.11-slim
+RUN useradd --create-home --uid 10001 recloop && mkdir /data && chown recloop /data
+COPY --from=build /opt/venv /opt/venv
+# alembic.ini sits next to the installed `migrations` package, where app/db/migrate.py looks for it.
+COPY --from=build /src/alembic.ini /opt/venv/lib/python3.11/site-packages/alembic.ini
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    RECLOOP_DATA_DIR=/data \
+    RECLOOP_HOST=0.0.0.0 \
+    RECLOOP_PORT=8000
+USER recloop
+WORKDIR /home/recloop
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)" || exit 1
+CMD ["recloop", "serve", "--no-migrate"]

@@ -1,0 +1,212 @@
+"""Natural-language steering of a session: commands, the preference memory, and what the loop uses.
+
+A command is parsed against the session's memory and the items on screen, consolidated into
+the memory, and stored (text, parse, new memory, new recommendations) in ``steering_commands``;
+the newest row *is* the memory. The loop then works on :func:`loop_candidates`, and both
+agents see the memory through the graph input's ``preferences``.
+
+Parsing (possibly an LLM call) and planning (model scoring) are blocking, so they run in a
+worker thread; the session's advisory lock keeps a command from racing a running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.data.dataset import Dataset
+from app.services.errors import InvalidInput, Unavailable
+from app.services.keys import Caller
+from app.services.runtime import ServiceResources
+from app.services.sessions import get_session, locked_session
+from app.settings import Settings
+from app.steering import store
+from app.steering.llm_parser import make_parser
+from app.steering.parser import CommandParser, ParseResult
+from app.steering.planner import PlanWeights, steer_candidates
+from app.steering.preferences import Preferences, PreferenceUpdate, consolidate
+from app.steering.similarity import Similarity, embedding_cache_path, load_similarity
+from app.steering.tools import filter_candidates
+from recmodels.scorer import Scorer
+
+# Built once per catalog / rec model and process (the text model takes seconds to load).
+# Keyed by the objects they are built from, then by the settings that shape them.
+_parsers: weakref.WeakKeyDictionary[Dataset, dict[tuple, CommandParser]] = weakref.WeakKeyDictionary()
+_similarities: weakref.WeakKeyDictionary[Scorer, dict[str, Similarity]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """A stored command: how it was parsed, the memory after it, the new candidate list."""
+
+    command: store.SteeringCommand
+    parse: ParseResult
+    preferences: Preferences
+    recommendations: list[int]
+
+
+async def send_command(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, text: str
+) -> CommandOutcome:
+    """Parse ``text``, update the session's memory, store both, return the steered recommendations."""
+    text = _check_text(text, res.settings)
+    async with locked_session(res, caller, session_id) as session:
+        memory = await _memory(res, session.id)
+        shown = await _current_recommendations(res, session.id)
+        parse, preferences, recommendations = await asyncio.to_thread(
+            _parse_and_plan, res, text, memory, shown, list(session.history)
+        )
+        async with res.sessionmaker.begin() as db:
+            row = await store.add_command(
+                db,
+                session_id=session.id,
+                kind="command",
+                text=text,
+                parser=parse.parser,
+                understood=parse.understood,
+                fallback=parse.fallback,
+                unparsed=parse.unparsed,
+                parsed=parse.update.model_dump(mode="json"),
+                preferences=preferences.model_dump(mode="json"),
+                recommendations=recommendations,
+            )
+    return CommandOutcome(row, parse, preferences, recommendations)
+
+
+async def get_preferences(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Preferences:
+    session = await get_session(res, caller, session_id)
+    return await _memory(res, session.id)
+
+
+async def reset_preferences(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Preferences:
+    """Forget the memory; recorded as a ``reset`` row, so the history shows when it happened."""
+    async with locked_session(res, caller, session_id) as session:
+        recommendations = await asyncio.to_thread(_plan, res, Preferences(), list(session.history))
+        async with res.sessionmaker.begin() as db:
+            await store.add_command(
+                db,
+                session_id=session.id,
+                kind="reset",
+                text=None,
+                parser=None,
+                understood=True,
+                fallback=False,
+                unparsed=[],
+                parsed=PreferenceUpdate(reset=True).model_dump(mode="json"),
+                preferences=Preferences().model_dump(mode="json"),
+                recommendations=recommendations,
+            )
+    return Preferences()
+
+
+async def command_history(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[store.SteeringCommand], int]:
+    session = await get_session(res, caller, session_id)
+    async with res.sessionmaker() as db:
+        return await store.list_commands(db, session_id=session.id, limit=limit, offset=offset)
+
+
+# --- what the feedback loop calls (the session is already looked up and locked) ---------------
+
+
+async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> Preferences | None:
+    """The memory the loop should show both agents, or None when the user never steered."""
+    memory = await _memory(res, session_id)
+    return None if memory.is_empty() else memory
+
+
+async def loop_candidates(
+    res: ServiceResources,
+    preferences: Preferences | None,
+    history: Sequence[int],
+    candidates: Sequence[int] | None = None,
+) -> list[int] | None:
+    """The candidate list under the memory: the steered top-n, or the caller's list without
+    violating items. None means "no steering: use the default candidates"."""
+    if preferences is None or preferences.is_empty():
+        return None if candidates is None else list(candidates)
+    if candidates is not None:
+        return filter_candidates(candidates, preferences, res.catalog)
+    return await asyncio.to_thread(_plan, res, preferences, list(history))
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _check_text(text: str, settings: Settings) -> str:
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput("text: the command is empty", field="text")
+    if len(stripped) > settings.steering_max_command_chars:
+        raise InvalidInput(
+            f"text: {len(stripped)} characters, at most {settings.steering_max_command_chars} allowed",
+            field="text",
+        )
+    return stripped
+
+
+async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
+    async with res.sessionmaker() as db:
+        row = await store.latest_command(db, session_id=session_id)
+    return Preferences() if row is None else Preferences.model_validate(row.preferences)
+
+
+async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID) -> list[int]:
+    async with res.sessionmaker() as db:
+        row = await store.latest_command(db, session_id=session_id)
+    return [] if row is None else list(row.recommendations)
+
+
+def _parse_and_plan(
+    res: ServiceResources, text: str, memory: Preferences, shown: list[int], history: list[int]
+) -> tuple[ParseResult, Preferences, list[int]]:
+    parse = _parser(res).parse(text, memory=memory, recommendations=shown or history[-10:])
+    preferences = consolidate(memory, parse.update)
+    return parse, preferences, _plan(res, preferences, history)
+
+
+def _plan(res: ServiceResources, preferences: Preferences, history: list[int]) -> list[int]:
+    scorer = _rec_scorer(res)
+    settings = res.settings
+    weights = PlanWeights(settings.steering_semantic_weight, settings.steering_attenuation)
+    similarity = _similarity(res, scorer) if preferences.positive.soft or preferences.negative.soft else None
+    return steer_candidates(
+        preferences,
+        history,
+        scorer,
+        res.catalog,
+        settings.n_candidates,
+        similarity=similarity,
+        weights=weights,
+    )
+
+
+def _rec_scorer(res: ServiceResources) -> Scorer:
+    deps = res.loop_deps.get("offline")
+    if deps is None:
+        raise Unavailable("models are not loaded yet")
+    return deps.rec_scorer
+
+
+def _parser(res: ServiceResources) -> CommandParser:
+    settings = res.settings
+    llm_fields = ("llm_base_url", "llm_model", "llm_structured_method", "llm_max_retries", "llm_timeout_s")
+    key = tuple(getattr(settings, name) for name in llm_fields)
+    by_settings = _parsers.setdefault(res.catalog, {})
+    if key not in by_settings:
+        by_settings[key] = make_parser(res.catalog, settings)
+    return by_settings[key]
+
+
+def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:
+    backend = res.settings.steering_similarity
+    by_backend = _similarities.setdefault(scorer, {})
+    if backend not in by_backend:
+        catalog = res.catalog
+        cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
+        by_backend[backend] = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
+    return by_backend[backend]

@@ -1,0 +1,201 @@
+"""Service benchmark: throughput and latency through real HTTP, PostgreSQL vs in-memory checkpoints.
+
+For each checkpointer variant a uvicorn server is started on 127.0.0.1 (its own process) against
+a fresh, migrated database; a load generator (another process, bench/service_loadgen.py) sends
+recommendation requests with offline agents and a 4-round limit at each concurrency level.
+
+    python -m bench.service                      # postgres vs memory, concurrency 1 and 32
+    python -m bench.service --variants postgres_stock postgres_nobatch postgres memory
+
+Variants: ``postgres`` (the service default: pooled saver, one durable commit per round),
+``postgres_nobatch`` (pooled saver, every checkpoint write its own commit), ``postgres_stock``
+(LangGraph's AsyncPostgresSaver as shipped), ``memory`` (InMemorySaver, nothing durable).
+Results: a markdown table on stdout and JSON in reports/bench_service.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+from psycopg import sql
+
+from app.db.migrate import migrate_all
+from app.db.urls import with_database
+from app.services.bootstrap import new_key
+from app.settings import Settings
+
+VARIANTS = {
+    "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},
+    "postgres_nobatch": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "false"},
+    "postgres_stock": {"RECLOOP_CHECKPOINTER": "postgres_stock"},
+    "memory": {"RECLOOP_CHECKPOINTER": "memory"},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _bench_data_dir(settings: Settings, model_names: tuple[str, ...], echo) -> Path:
+    """A data dir with the dataset and the models; trains tiny ones where none exist (latency only)."""
+    from app.data.dataset import Dataset
+    from recmodels.artifacts import artifact_path
+
+    dataset = Dataset.open(settings.datasets_dir, settings.dataset)
+    if all(artifact_path(settings.models_dir, dataset.name, name).is_file() for name in model_names):
+        return settings.data_dir
+    from recmodels.training import train
+
+    bench_dir = Path(tempfile.gettempdir()) / "recloop-bench-data"
+    (bench_dir / "models").mkdir(parents=True, exist_ok=True)
+    if not (bench_dir / "datasets").exists():
+        (bench_dir / "datasets").symlink_to(settings.datasets_dir)
+    for name in model_names:
+        if not artifact_path(bench_dir / "models", dataset.name, name).is_file():
+            echo(f"no trained {name}: training a tiny one (quality is irrelevant here)")
+            train(dataset, name, models_dir=bench_dir / "models", epochs=1, max_train_rows=3000)
+    return bench_dir
+
+
+def _create_database(server_url: str) -> str:
+    name = f"recloop_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return with_database(server_url, name)
+
+
+def _drop_database(server_url: str, url: str) -> None:
+    name = url.rsplit("/", 1)[1].split("?")[0]
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _start_server(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "uvicorn", "app.main:create_app_from_env", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, env={**os.environ, **env})
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise RuntimeError(f"server exited with {server.returncode}")
+        time.sleep(0.5)
+    server.terminate()
+    raise RuntimeError("server not ready after 120 s")
+
+
+def _load(port: int, key: str, concurrency: int, args: argparse.Namespace) -> dict:
+    command = [
+        sys.executable, "-m", "bench.service_loadgen", "--url", f"http://127.0.0.1:{port}", "--key", key,
+        "--concurrency", str(concurrency), "--duration", str(args.duration), "--warmup", str(args.warmup),
+        "--max-rounds", str(args.max_rounds),
+    ]  # fmt: skip
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_variant(name: str, server_url: str, data_dir: Path, args: argparse.Namespace, echo) -> list[dict]:
+    url = _create_database(server_url)
+    try:
+        settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
+        migrate_all(url, settings.checkpoint_schema)
+        key = new_key(url, settings, owner="bench").secret
+        port = _free_port()
+        env = {
+            "RECLOOP_DATA_DIR": str(data_dir),
+            "RECLOOP_DATABASE_URL": url,
+            "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
+            "RECLOOP_REWARD_MODEL": args.reward_model,
+            **VARIANTS[name],
+        }
+        server = _start_server(env, port, args.workers)
+        try:
+            results = []
+            for concurrency in args.concurrency:
+                result = {"variant": name, "workers": args.workers, **_load(port, key, concurrency, args)}
+                echo(json.dumps(result))
+                results.append(result)
+            return results
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    finally:
+        _drop_database(server_url, url)
+
+
+def markdown(results: list[dict]) -> str:
+    lines = [
+        "| checkpointer | concurrency | req/s | p50 ms | p99 ms | mean rounds | errors | vs memory |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    memory = {r["concurrency"]: r["throughput_rps"] for r in results if r["variant"] == "memory"}
+    for r in results:
+        ratio = (
+            r["throughput_rps"] / memory[r["concurrency"]] if memory.get(r["concurrency"]) else float("nan")
+        )
+        lines.append(
+            f"| {r['variant']} | {r['concurrency']} | {r['throughput_rps']:.1f} | {r['p50_ms']:.1f} | "
+            f"{r['p99_ms']:.1f} | {r['mean_rounds']:.2f} | {r['errors']} | {ratio:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+        help="A server where the benchmark may create and drop databases.",
+    )
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["postgres", "memory"])
+    parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])
+    parser.add_argument("--duration", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--max-rounds", type=int, default=4)
+    parser.add_argument(
+        "--accept-top-k", type=int, default=1, help="Offline user agent's acceptance bar (low: more rounds)."
+    )
+    parser.add_argument(
+        "--reward-model", default="gru4rec", help="A reward model other than the rec model disagrees more."
+    )
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("reports/bench_service.json"))
+    args = parser.parse_args()
+
+    def echo(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    settings = Settings()
+    data_dir = _bench_data_dir(settings, (settings.rec_model, args.reward_model), echo)
+    results = []
+    for name in args.variants:
+        echo(f"--- {name}")
+        results += run_variant(name, args.database_url, data_dir, args, echo)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2)
+    )
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()

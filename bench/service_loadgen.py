@@ -1,0 +1,114 @@
+"""Load generator for bench/service.py: a separate process driving the API over real HTTP.
+
+Each of ``concurrency`` clients owns one session and sends recommendation requests back to
+back for ``duration`` seconds (after a warm-up); prints one JSON line of results.
+
+    python -m bench.service_loadgen --url http://127.0.0.1:8766 --key rl_... --concurrency 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import time
+
+import httpx
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+N_ITEMS = 1682  # MovieLens-100k
+
+
+def _request_body(rng: random.Random, max_rounds: int, random_candidates: bool) -> dict:
+    """Random candidates (as in the LLaRA protocol) make the two models disagree, so loops take rounds."""
+    body: dict = {"max_rounds": max_rounds}
+    if random_candidates:
+        body["candidates"] = rng.sample(range(N_ITEMS), 20)
+    return body
+
+
+async def _client_loop(
+    client: httpx.AsyncClient, session_id: str, options: dict, stop_at: float, record: bool, out: dict
+) -> None:
+    url = f"/v1/sessions/{session_id}/recommendations"
+    rng = random.Random(session_id)
+    while time.perf_counter() < stop_at:
+        body = _request_body(rng, options["max_rounds"], options["random_candidates"])
+        started = time.perf_counter()
+        response = await client.post(url, json=body)
+        elapsed = time.perf_counter() - started
+        if not record:
+            continue
+        if response.status_code == 200:
+            out["latencies"].append(elapsed)
+            out["rounds"].append(len(response.json()["rounds"]))
+        else:
+            out["errors"].append(response.status_code)
+
+
+async def run(
+    url: str,
+    key: str,
+    concurrency: int,
+    duration: float,
+    warmup: float,
+    max_rounds: int,
+    random_candidates: bool,
+) -> dict:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as client:
+        sessions = []
+        for i in range(concurrency):
+            history = [(i * 37 + k * 11) % 1600 for k in range(8)]
+            created = await client.post("/v1/sessions", json={"user_id": f"bench-{i}", "history": history})
+            created.raise_for_status()
+            sessions.append(created.json()["id"])
+        body = {"max_rounds": max_rounds, "random_candidates": random_candidates}
+        warm: dict = {"latencies": [], "rounds": [], "errors": []}
+        stop = time.perf_counter() + warmup
+        await asyncio.gather(*(_client_loop(client, s, body, stop, False, warm) for s in sessions))
+        out: dict = {"latencies": [], "rounds": [], "errors": []}
+        started = time.perf_counter()
+        stop = started + duration
+        await asyncio.gather(*(_client_loop(client, s, body, stop, True, out) for s in sessions))
+        wall = time.perf_counter() - started
+    lat = sorted(out["latencies"])
+    return {
+        "concurrency": concurrency,
+        "requests": len(lat),
+        "errors": len(out["errors"]),
+        "seconds": round(wall, 2),
+        "throughput_rps": round(len(lat) / wall, 2),
+        "p50_ms": round(percentile(lat, 0.50) * 1000, 1),
+        "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
+        "mean_rounds": round(statistics.fmean(out["rounds"]), 2) if out["rounds"] else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--duration", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--max-rounds", type=int, default=4)
+    parser.add_argument("--default-candidates", action="store_true", help="Use the rec model's top-20.")
+    args = parser.parse_args()
+    options = (args.duration, args.warmup, args.max_rounds, not args.default_candidates)
+    result = asyncio.run(run(args.url, args.key, args.concurrency, *options))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
