@@ -16,7 +16,7 @@ from app.db.urls import sqlalchemy_url
 
 pytestmark = pytest.mark.integration
 
-SERVICE_TABLES = {"alembic_version", "api_keys", "sessions", "loops", "rounds"}
+SERVICE_TABLES = {"alembic_version", "api_keys", "sessions", "loops", "rounds", "steering_commands"}
 CHECKPOINT_TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
 
 

@@ -183,3 +183,11 @@ def test_steer_candidates_without_preferences_is_the_rec_models_top_k(scorer, ca
     comedies = Preferences(positive=Side(genres=["Comedy"]))
     steered = steer_candidates(comedies, history, scorer, catalog, k=3, exclude=[CLERKS])
     assert steered == [TOY_STORY, BABE]
+
+
+def test_hard_violations_accept_the_graph_states_plain_dict(catalog):
+    as_dict = Preferences(negative=Side(genres=["Horror"])).model_dump()
+    assert hard_violations(as_dict, catalog.item(SCREAM)) == ["genre Horror is excluded"]
+    assert hard_violations(None, catalog.item(SCREAM)) == []
+    with pytest.raises(ValueError, match="colour"):
+        hard_violations({"positive": {"colour": "red"}}, catalog.item(SCREAM))

@@ -14,6 +14,9 @@ specific items), and *soft* preferences, which only a similarity can score ("lig
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -166,6 +169,13 @@ def _same_soft(a: SoftPreference, b: SoftPreference) -> bool:
     if a.item is not None and b.item is not None:
         return a.item == b.item
     return a.text.strip().casefold() == b.text.strip().casefold()
+
+
+def as_preferences(value: Preferences | Mapping[str, Any] | None) -> Preferences | None:
+    """Preferences from the graph state's plain dict (or None when there are none)."""
+    if value is None or isinstance(value, Preferences):
+        return value
+    return Preferences.model_validate(value)
 
 
 def describe(preferences: Preferences) -> str:

@@ -13,12 +13,13 @@ cosine similarities live on unrelated scales, and only their order within one li
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.data.dataset import Item
 from app.steering.catalog_index import Catalog
-from app.steering.preferences import Preferences, SoftPreference
+from app.steering.preferences import Preferences, SoftPreference, as_preferences
 from app.steering.similarity import Similarity
 
 
@@ -33,12 +34,16 @@ class RankedItem:
     penalty: float = 0.0
 
 
-def hard_violations(preferences: Preferences, item: Item) -> list[str]:
+def hard_violations(preferences: Preferences | Mapping[str, Any] | None, item: Item) -> list[str]:
     """Why ``item`` breaks the hard constraints (empty when it satisfies all of them).
 
-    An unknown release year cannot satisfy a positive year range but does not break a
-    negative one: only what is known to be excluded is excluded.
+    ``preferences`` may be the plain dict the graph state carries. An unknown release year
+    cannot satisfy a positive year range but does not break a negative one: only what is
+    known to be excluded is excluded.
     """
+    preferences = as_preferences(preferences)
+    if preferences is None:
+        return []
     reasons: list[str] = []
     wanted, unwanted = preferences.positive, preferences.negative
     genres = {g.casefold() for g in item.genres}

@@ -1,0 +1,143 @@
+"""Steering over HTTP: command round trip, memory (merge, conflict, neutral, reset), history, isolation."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from app.api import steering as steering_api
+from app.steering.store import SteeringCommand
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [49, 180, 257, 293, 0]
+TOY_STORY = 0
+
+
+@pytest.fixture
+async def steering_client(service_settings, service_resources, monkeypatch):
+    """The app with the steering router (added here until app/main.py includes it), offline parser,
+    collaborative similarity (the text model would add seconds of loading to every run)."""
+    from app.main import create_app
+    from app.services.keys import create_key
+
+    monkeypatch.setattr(service_resources.settings, "steering_similarity", "collaborative")
+    monkeypatch.setattr(service_resources.settings, "llm_base_url", None)
+    app = create_app(service_settings, resources=service_resources)
+    if not any(getattr(r, "path", "").endswith("/commands") for r in app.routes):
+        app.include_router(steering_api.router)
+    clients: list[httpx.AsyncClient] = []
+
+    async def make(owner: str) -> httpx.AsyncClient:
+        key = await create_key(service_resources.sessionmaker, owner=owner)
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://recloop.test",
+            headers={"Authorization": f"Bearer {key.secret}"},
+            timeout=30,
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+async def _session(client: httpx.AsyncClient) -> str:
+    created = await client.post("/v1/sessions", json={"user_id": "u1", "history": HISTORY})
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+async def test_command_round_trip_and_memory_consolidation(steering_client, ml_dataset):
+    api = await steering_client("steer-owner")
+    sid = await _session(api)
+    assert (await api.get(f"/v1/sessions/{sid}/preferences")).json() == {
+        "positive": {"genres": [], "year_range": None, "items": [], "soft": []},
+        "negative": {"genres": [], "year_range": None, "items": [], "soft": []},
+    }
+
+    first = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "No horror, from the 90s"})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["understood"] and body["unparsed"] == [] and body["parser"] == "offline"
+    assert body["preferences"]["negative"]["genres"] == ["Horror"]
+    assert body["preferences"]["positive"]["year_range"] == {"start": 1990, "end": 1999}
+    recs = body["recommendations"]
+    assert len(recs) == 20 and not {r["id"] for r in recs} & set(HISTORY)
+    for rec in recs:
+        item = ml_dataset.item(rec["id"])
+        assert rec["title"] == item.title and "Horror" not in item.genres and 1990 <= item.year <= 1999
+
+    # Conflict: lifting the exclusion replaces it; the year range (compatible) stays.
+    second = (await api.post(f"/v1/sessions/{sid}/commands", json={"text": "horror is fine again"})).json()
+    assert second["preferences"]["negative"]["genres"] == []
+    assert second["preferences"]["positive"]["year_range"] == {"start": 1990, "end": 1999}
+
+    # Merge a soft preference; it steers but never breaks the hard constraint.
+    third = (await api.post(f"/v1/sessions/{sid}/commands", json={"text": "more like Toy Story"})).json()
+    assert third["preferences"]["positive"]["soft"] == [{"text": "Toy Story", "item": TOY_STORY}]
+    assert TOY_STORY not in {r["id"] for r in third["recommendations"]}
+    assert all(1990 <= ml_dataset.item(r["id"]).year <= 1999 for r in third["recommendations"])
+
+    # Neutral: not understood, nothing guessed, memory unchanged.
+    fourth = (await api.post(f"/v1/sessions/{sid}/commands", json={"text": "make it snappier"})).json()
+    assert not fourth["understood"] and "not a known genre" in fourth["unparsed"][0]
+    assert fourth["preferences"] == third["preferences"]
+    assert (await api.get(f"/v1/sessions/{sid}/preferences")).json() == third["preferences"]
+
+    history = (await api.get(f"/v1/sessions/{sid}/commands")).json()
+    assert history["count"] == 4
+    assert [c["text"] for c in history["data"]] == [
+        "No horror, from the 90s", "horror is fine again", "more like Toy Story", "make it snappier",
+    ]  # fmt: skip
+    assert history["data"][0]["recommendations"] == [r["id"] for r in recs]
+    assert history["data"][2]["parsed"]["positive"]["soft"] == [{"text": "Toy Story", "item": TOY_STORY}]
+
+    reset = await api.delete(f"/v1/sessions/{sid}/preferences")
+    assert (
+        reset.status_code == 200 and reset.json() == (await api.get(f"/v1/sessions/{sid}/preferences")).json()
+    )
+    assert reset.json()["positive"]["soft"] == [] and reset.json()["positive"]["year_range"] is None
+    page = (await api.get(f"/v1/sessions/{sid}/commands", params={"offset": 4})).json()
+    assert page["count"] == 5 and [c["kind"] for c in page["data"]] == ["reset"]
+
+
+async def test_bad_commands_and_foreign_sessions_are_refused(steering_client, service_resources):
+    owner, stranger = await steering_client("steer-a"), await steering_client("steer-b")
+    sid = await _session(owner)
+    empty = await owner.post(f"/v1/sessions/{sid}/commands", json={"text": "   "})
+    assert empty.status_code == 422 and empty.json() == {
+        "detail": "text: the command is empty",
+        "field": "text",
+    }
+    too_long = await owner.post(f"/v1/sessions/{sid}/commands", json={"text": "no horror " * 100})
+    assert too_long.status_code == 422 and too_long.json()["field"] == "text"
+    missing = await owner.post(f"/v1/sessions/{sid}/commands", json={})
+    assert missing.status_code == 422 and missing.json()["field"] == "text"
+
+    for response in (
+        await stranger.post(f"/v1/sessions/{sid}/commands", json={"text": "no horror"}),
+        await stranger.get(f"/v1/sessions/{sid}/preferences"),
+        await stranger.delete(f"/v1/sessions/{sid}/preferences"),
+        await stranger.get(f"/v1/sessions/{sid}/commands"),
+    ):
+        assert response.status_code == 404 and response.json()["field"] == "session_id"
+    assert (await owner.get(f"/v1/sessions/{sid}/commands")).json() == {"data": [], "count": 0}
+
+
+async def test_commands_are_deleted_with_their_session(steering_client, service_resources):
+    api = await steering_client("steer-del")
+    sid = await _session(api)
+    assert (await api.post(f"/v1/sessions/{sid}/commands", json={"text": "no war"})).status_code == 200
+
+    async def count() -> int:
+        async with service_resources.sessionmaker() as db:
+            stmt = select(func.count()).select_from(SteeringCommand).where(SteeringCommand.session_id == sid)
+            return int((await db.execute(stmt)).scalar_one())
+
+    assert await count() == 1
+    assert (await api.delete(f"/v1/sessions/{sid}")).status_code == 204
+    assert await count() == 0
