@@ -141,3 +141,35 @@ async def test_commands_are_deleted_with_their_session(steering_client, service_
     assert await count() == 1
     assert (await api.delete(f"/v1/sessions/{sid}")).status_code == 204
     assert await count() == 0
+
+
+async def test_loop_candidates_follow_the_memory(steering_client, service_resources, ml_dataset):
+    """What the recommendation service uses: steered candidates, filtered caller lists, clear errors."""
+    from app.services import steering as service
+    from app.services.errors import InvalidInput
+    from app.services.steering import PreferencesUnsatisfiable
+    from app.steering.preferences import Preferences, Side, YearRange
+
+    api = await steering_client("steer-loop")
+    sid = await _session(api)
+    assert await service.session_preferences(service_resources, sid) is None
+    assert await service.loop_candidates(service_resources, None, HISTORY) is None
+    assert await service.loop_candidates(service_resources, None, HISTORY, [1, 2]) == [1, 2]
+
+    await api.post(f"/v1/sessions/{sid}/commands", json={"text": "only comedies"})
+    memory = await service.session_preferences(service_resources, sid)
+    assert memory == Preferences(positive=Side(genres=["Comedy"]))
+    steered = await service.loop_candidates(service_resources, memory, HISTORY)
+    assert len(steered) == service_resources.settings.n_candidates
+    assert all("Comedy" in ml_dataset.item(i).genres for i in steered)
+    given = [0, 1, 2, 3, 4]  # Toy Story and Get Shorty are comedies; GoldenEye (1) is not
+    kept = await service.loop_candidates(service_resources, memory, HISTORY, given)
+    assert kept == [i for i in given if "Comedy" in ml_dataset.item(i).genres] and 1 not in kept
+
+    with pytest.raises(InvalidInput, match="every candidate violates") as bad:
+        await service.loop_candidates(service_resources, memory, HISTORY, [1])
+    assert bad.value.field == "candidates"
+    impossible = Preferences(positive=Side(genres=["Western"], year_range=YearRange(start=2100)))
+    with pytest.raises(PreferencesUnsatisfiable, match="no unseen item satisfies") as none_left:
+        await service.loop_candidates(service_resources, impossible, HISTORY)
+    assert none_left.value.status == 409

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.data.dataset import Dataset
-from app.services.errors import InvalidInput, Unavailable
+from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
@@ -27,7 +27,7 @@ from app.steering import store
 from app.steering.llm_parser import make_parser
 from app.steering.parser import CommandParser, ParseResult
 from app.steering.planner import PlanWeights, steer_candidates
-from app.steering.preferences import Preferences, PreferenceUpdate, consolidate
+from app.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
 from app.steering.similarity import Similarity, embedding_cache_path, load_similarity
 from app.steering.tools import filter_candidates
 from recmodels.scorer import Scorer
@@ -36,6 +36,10 @@ from recmodels.scorer import Scorer
 # Keyed by the objects they are built from, then by the settings that shape them.
 _parsers: weakref.WeakKeyDictionary[Dataset, dict[tuple, CommandParser]] = weakref.WeakKeyDictionary()
 _similarities: weakref.WeakKeyDictionary[Scorer, dict[str, Similarity]] = weakref.WeakKeyDictionary()
+
+
+class PreferencesUnsatisfiable(Conflict):
+    """The session's hard constraints exclude every unseen item: a loop has nothing to propose."""
 
 
 @dataclass(frozen=True)
@@ -126,12 +130,29 @@ async def loop_candidates(
     candidates: Sequence[int] | None = None,
 ) -> list[int] | None:
     """The candidate list under the memory: the steered top-n, or the caller's list without
-    violating items. None means "no steering: use the default candidates"."""
+    violating items. None means "no steering: use the default candidates".
+
+    Raises InvalidInput (422, field candidates) when every given candidate violates the memory,
+    and PreferencesUnsatisfiable (409) when no unseen catalog item satisfies it.
+    """
     if preferences is None or preferences.is_empty():
         return None if candidates is None else list(candidates)
     if candidates is not None:
-        return filter_candidates(candidates, preferences, res.catalog)
-    return await asyncio.to_thread(_plan, res, preferences, list(history))
+        kept = filter_candidates(candidates, preferences, res.catalog)
+        if not kept:
+            raise InvalidInput(
+                f"candidates: every candidate violates the session's preferences ({describe(preferences)})",
+                field="candidates",
+            )
+        return kept
+    steered = await asyncio.to_thread(_plan, res, preferences, list(history))
+    if not steered:
+        raise PreferencesUnsatisfiable(
+            f"no unseen item satisfies the session's preferences ({describe(preferences)}): "
+            "change them with a command or DELETE .../preferences",
+            field="preferences",
+        )
+    return steered
 
 
 # --- helpers ----------------------------------------------------------------------------------
