@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 import typer
 
 from app.data.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
@@ -110,6 +111,8 @@ def execute(
     """Open the dataset and run dir, run ``body``, write results.json + report.md, print."""
     settings = settings or get_settings()
     kind = _check_agents(settings, agents)
+    # Batch-of-one inference: extra intra-op threads only contend on a shared machine.
+    torch.set_num_threads(settings.torch_threads)
     try:
         dataset = Dataset.open(settings.datasets_dir, dataset_name)
         config = base_config(settings, dataset, experiment, kind, candidates) | extra_config
