@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
     db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")
     db_connect_timeout_s: float = Field(3.0, gt=0, description="Fail fast (503) instead of hanging.")
+    db_pool_timeout_s: float = Field(
+        15.0, gt=0, description="Longest wait for a pooled connection under load before answering 503."
+    )
     lock_pool_size: int = Field(
         40, ge=1, le=500, description="Connections per worker holding advisory locks (one per running loop)."
     )

@@ -19,11 +19,13 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -34,6 +36,7 @@ from app.db.migrate import migrate_all
 from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.service_loadgen import percentile
 
 VARIANTS = {
     "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},
@@ -103,43 +106,81 @@ def _start_server(env: dict[str, str], port: int, workers: int) -> subprocess.Po
     raise RuntimeError("server not ready after 120 s")
 
 
-def _load(port: int, key: str, concurrency: int, args: argparse.Namespace) -> dict:
+def _load(port: int, key: str, concurrency: int, duration: float, args: argparse.Namespace) -> dict:
     command = [
         sys.executable, "-m", "bench.service_loadgen", "--url", f"http://127.0.0.1:{port}", "--key", key,
-        "--concurrency", str(concurrency), "--duration", str(args.duration), "--warmup", str(args.warmup),
+        "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(args.warmup),
         "--max-rounds", str(args.max_rounds),
     ]  # fmt: skip
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run_variant(name: str, server_url: str, data_dir: Path, args: argparse.Namespace, echo) -> list[dict]:
+@dataclass
+class VariantServer:
+    name: str
+    database_url: str
+    key: str
+    port: int
+    process: subprocess.Popen
+
+
+def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Namespace) -> VariantServer:
     url = _create_database(server_url)
-    try:
-        settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
-        migrate_all(url, settings.checkpoint_schema)
-        key = new_key(url, settings, owner="bench").secret
-        port = _free_port()
-        env = {
-            "RECLOOP_DATA_DIR": str(data_dir),
-            "RECLOOP_DATABASE_URL": url,
-            "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
-            "RECLOOP_REWARD_MODEL": args.reward_model,
-            **VARIANTS[name],
-        }
-        server = _start_server(env, port, args.workers)
-        try:
-            results = []
-            for concurrency in args.concurrency:
-                result = {"variant": name, "workers": args.workers, **_load(port, key, concurrency, args)}
-                echo(json.dumps(result))
-                results.append(result)
-            return results
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-    finally:
-        _drop_database(server_url, url)
+    settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
+    migrate_all(url, settings.checkpoint_schema)
+    key = new_key(url, settings, owner="bench").secret
+    port = _free_port()
+    env = {
+        "RECLOOP_DATA_DIR": str(data_dir),
+        "RECLOOP_DATABASE_URL": url,
+        "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
+        "RECLOOP_REWARD_MODEL": args.reward_model,
+        **VARIANTS[name],
+    }
+    return VariantServer(name, url, key, port, _start_server(env, port, args.workers))
+
+
+def stop_variant(server: VariantServer, server_url: str) -> None:
+    server.process.terminate()
+    server.process.wait(timeout=30)
+    _drop_database(server_url, server.database_url)
+
+
+def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> dict:
+    latencies = sorted(x for s in slices for x in s["latencies_ms"])
+    rounds = [r for s in slices for r in s["rounds"]]
+    seconds = sum(s["seconds"] for s in slices)
+    return {
+        "variant": name,
+        "concurrency": concurrency,
+        "workers": workers,
+        "requests": len(latencies),
+        "errors": sum(s["errors"] for s in slices),
+        "seconds": round(seconds, 2),
+        "throughput_rps": round(len(latencies) / seconds, 2) if seconds else 0.0,
+        "p50_ms": round(percentile(latencies, 0.50), 1),
+        "p99_ms": round(percentile(latencies, 0.99), 1),
+        "mean_rounds": round(statistics.fmean(rounds), 2) if rounds else 0.0,
+    }
+
+
+def measure(servers: list[VariantServer], args: argparse.Namespace, echo) -> list[dict]:
+    """Variants take turns in short slices, so a load change on a shared machine hits them all alike."""
+    results = []
+    for concurrency in args.concurrency:
+        slices: dict[str, list[dict]] = {s.name: [] for s in servers}
+        for turn in range(args.slices):
+            order = servers[turn % len(servers) :] + servers[: turn % len(servers)]
+            for server in order:
+                piece = _load(server.port, server.key, concurrency, args.duration / args.slices, args)
+                slices[server.name].append(piece)
+                echo(f"{server.name} c={concurrency} slice {turn + 1}: {piece['throughput_rps']} req/s")
+        for server in servers:
+            result = aggregate(server.name, concurrency, args.workers, slices[server.name])
+            echo(json.dumps(result))
+            results.append(result)
+    return results
 
 
 def markdown(results: list[dict]) -> str:
@@ -168,8 +209,11 @@ def main() -> None:
     )
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["postgres", "memory"])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])
-    parser.add_argument("--duration", type=float, default=15.0)
-    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--duration", type=float, default=30.0, help="Seconds per variant and concurrency.")
+    parser.add_argument("--slices", type=int, default=3, help="Turns the variants take within the duration.")
+    parser.add_argument(
+        "--warmup", type=float, default=2.0, help="Seconds of unrecorded requests before each slice."
+    )
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument(
         "--accept-top-k", type=int, default=1, help="Offline user agent's acceptance bar (low: more rounds)."
@@ -186,10 +230,15 @@ def main() -> None:
 
     settings = Settings()
     data_dir = _bench_data_dir(settings, (settings.rec_model, args.reward_model), echo)
-    results = []
-    for name in args.variants:
-        echo(f"--- {name}")
-        results += run_variant(name, args.database_url, data_dir, args, echo)
+    servers: list[VariantServer] = []
+    try:
+        for name in args.variants:
+            echo(f"starting {name} ...")
+            servers.append(start_variant(name, args.database_url, data_dir, args))
+        results = measure(servers, args, echo)
+    finally:
+        for server in servers:
+            stop_variant(server, args.database_url)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2)

@@ -92,6 +92,8 @@ async def run(
         "p50_ms": round(percentile(lat, 0.50) * 1000, 1),
         "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
         "mean_rounds": round(statistics.fmean(out["rounds"]), 2) if out["rounds"] else 0.0,
+        "latencies_ms": [round(x * 1000, 2) for x in out["latencies"]],
+        "rounds": out["rounds"],
     }
 
 

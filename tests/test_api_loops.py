@@ -259,3 +259,35 @@ async def test_malformed_json_for_a_recommendation_is_refused(api):
         headers={"Content-Type": "application/json"},
     )
     assert response.status_code == 422 and response.json()["field"] == "body"
+
+
+async def test_two_workers_on_one_database_share_sessions_but_never_run_one_twice(
+    slow_api, service_settings, service_db_url, ml_dataset, service_loop_deps
+):
+    """Two app instances with their own pools and savers, as two uvicorn workers would have."""
+    import httpx
+
+    from app.main import create_app
+    from app.services.runtime import open_resources
+
+    worker_a, _ = slow_api
+    session_id = await _new_session(worker_a)
+    url = f"/v1/sessions/{session_id}/recommendations"
+    body = {"candidates": [5, 10, 15, 20, 25], "max_rounds": 2}
+    async with open_resources(
+        service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
+    ) as resources_b:
+        transport = httpx.ASGITransport(app=create_app(service_settings, resources=resources_b))
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://t", headers=dict(worker_a.headers)
+        ) as worker_b:
+            running = asyncio.create_task(worker_a.post(url, json=body))
+            await asyncio.sleep(0.1)  # worker A holds the session's lock now (its agent is slow)
+            refused = await worker_b.post(url, json=body)
+            assert refused.status_code == 409
+            assert (await running).status_code == 200
+
+            second = await worker_b.post(url, json=body)
+            assert second.status_code == 200 and second.json()["loop_index"] == 2
+            state = (await worker_a.get(f"/v1/sessions/{session_id}")).json()
+            assert state["n_loops"] == 2

@@ -24,7 +24,7 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_pool_size,
         pool_pre_ping=True,  # a connection that died with the server is replaced, not handed out
-        pool_timeout=settings.db_connect_timeout_s,
+        pool_timeout=settings.db_pool_timeout_s,
         connect_args={"connect_timeout": max(1, int(settings.db_connect_timeout_s))},
     )
 
@@ -40,7 +40,7 @@ def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
         min_size=1,
         max_size=settings.checkpoint_pool_size,
         open=False,
-        timeout=settings.db_connect_timeout_s,
+        timeout=settings.db_pool_timeout_s,
         kwargs={
             "autocommit": True,
             "prepare_threshold": 0,

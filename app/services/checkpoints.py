@@ -20,13 +20,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any
 
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_serializable_checkpoint_metadata,
+)
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 # The graph appends one record to ``rounds`` per finished round (and resets it when a loop opens).
@@ -35,8 +43,6 @@ ROUND_CHANNELS = frozenset({"rounds"})
 Statement = tuple[str, Any, bool]
 """(SQL, parameters, executemany?) as the stock saver would have executed it."""
 
-_recording_thread: ContextVar[str | None] = ContextVar("recloop_recording_thread", default=None)
-
 
 class _NoLock:
     async def __aenter__(self) -> None:
@@ -44,19 +50,6 @@ class _NoLock:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
-
-
-class _RecordingCursor:
-    """Stands in for a cursor while the stock aput/aput_writes build their statements."""
-
-    def __init__(self, pending: dict[str, list[Statement]], thread_id: str):
-        self.pending, self.thread_id = pending, thread_id
-
-    async def execute(self, query: str, params: Any = None) -> None:
-        self.pending.setdefault(self.thread_id, []).append((query, params, False))
-
-    async def executemany(self, query: str, params_seq: Any) -> None:
-        self.pending.setdefault(self.thread_id, []).append((query, list(params_seq), True))
 
 
 class PooledPostgresSaver(AsyncPostgresSaver):
@@ -80,24 +73,84 @@ class PooledPostgresSaver(AsyncPostgresSaver):
     async def aput(
         self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> Any:
+        if not self.write_behind:
+            return await super().aput(config, checkpoint, metadata, new_versions)
         thread_id = str(config["configurable"]["thread_id"])
-        token = _recording_thread.set(thread_id if self.write_behind else None)
-        try:
-            next_config = await super().aput(config, checkpoint, metadata, new_versions)
-        finally:
-            _recording_thread.reset(token)
-        if self.write_behind and not self.round_channels.isdisjoint(new_versions):
+        statements, next_config = self._checkpoint_statements(config, checkpoint, metadata, new_versions)
+        self._pending.setdefault(thread_id, []).extend(statements)
+        if self._closes_round(checkpoint, new_versions):
             await self.aflush(thread_id)
         return next_config
 
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        token = _recording_thread.set(str(config["configurable"]["thread_id"]) if self.write_behind else None)
-        try:
-            await super().aput_writes(config, writes, task_id, task_path)
-        finally:
-            _recording_thread.reset(token)
+        if not self.write_behind:
+            return await super().aput_writes(config, writes, task_id, task_path)
+        configurable = config["configurable"]
+        # As the stock saver; the payloads are small, so they are dumped inline instead of in a
+        # worker thread (a thread hop per write cost more than the dump under load).
+        query = (
+            self.UPSERT_CHECKPOINT_WRITES_SQL
+            if all(w[0] in WRITES_IDX_MAP for w in writes)
+            else self.INSERT_CHECKPOINT_WRITES_SQL
+        )
+        params = self._dump_writes(
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            writes,
+        )
+        self._pending.setdefault(str(configurable["thread_id"]), []).append((query, params, True))
+
+    def _closes_round(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
+        # A loop's opening resets ``rounds`` to []: no finished round to make durable yet.
+        touched = not self.round_channels.isdisjoint(new_versions)
+        return touched and any(checkpoint["channel_values"].get(name) for name in self.round_channels)
+
+    def _checkpoint_statements(
+        self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> tuple[list[Statement], dict[str, Any]]:
+        """The statements the stock ``aput`` executes (same SQL, same rows), and its return value."""
+        configurable = config["configurable"].copy()
+        thread_id = configurable.pop("thread_id")
+        checkpoint_ns = configurable.pop("checkpoint_ns")
+        parent_id = configurable.pop("checkpoint_id", None)
+        copy = checkpoint.copy()
+        copy["channel_values"] = copy["channel_values"].copy()
+        next_config = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+        # Primitive values stay inline in the checkpoint row; the others go to the blobs table.
+        blob_values = {}
+        for key, value in checkpoint["channel_values"].items():
+            if isinstance(value, _DeltaSnapshot):
+                blob_values[key] = copy["channel_values"].pop(key)
+                copy["channel_values"][key] = True
+            elif value is None or isinstance(value, (str, int, float, bool)):
+                pass
+            else:
+                blob_values[key] = copy["channel_values"].pop(key)
+        statements: list[Statement] = []
+        if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
+            rows = self._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
+            statements.append((self.UPSERT_CHECKPOINT_BLOBS_SQL, rows, True))
+        row = (
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            parent_id,
+            Jsonb(copy),
+            Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+        )
+        statements.append((self.UPSERT_CHECKPOINTS_SQL, row, False))
+        return statements, next_config
 
     async def aflush(self, thread_id: str) -> None:
         """Write the thread's pending statements in one transaction (one durable commit)."""
@@ -105,7 +158,13 @@ class PooledPostgresSaver(AsyncPostgresSaver):
         if not statements:
             return
         pool: AsyncConnectionPool = self.conn  # type: ignore[assignment]
-        async with pool.connection() as conn, conn.transaction(), conn.cursor(binary=True) as cur:
+        # Pipeline mode: every statement is sent at once, one network round trip and one commit.
+        async with (
+            pool.connection() as conn,
+            conn.pipeline(),
+            conn.transaction(),
+            conn.cursor(binary=True) as cur,
+        ):
             for query, params, many in statements:
                 if many:
                     await cur.executemany(query, params)
@@ -130,12 +189,10 @@ class PooledPostgresSaver(AsyncPostgresSaver):
 
     # --- one pooled connection per query, or a recorder while buffering ---------------------------
 
+    # --- one pooled connection per query (the stock saver's reads and its non-buffered writes) ------
+
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        recording = _recording_thread.get()
-        if recording is not None:
-            yield _RecordingCursor(self._pending, recording)  # type: ignore[misc]
-            return
         assert isinstance(self.conn, AsyncConnectionPool), "PooledPostgresSaver needs a pool"
         async with self.conn.connection() as conn:
             if pipeline:

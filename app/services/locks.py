@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from psycopg_pool import AsyncConnectionPool
 
 from app.services.errors import SessionBusy
+from app.services.metrics import BUSY_REJECTIONS
 
 # hashtextextended maps the thread id to the bigint key space of advisory locks.
 _TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
@@ -28,6 +29,7 @@ class SessionLocks:
         async with self.pool.connection() as conn:
             row = await (await conn.execute(_TRY_LOCK, (thread_id,))).fetchone()
             if not row or not row[0]:
+                BUSY_REJECTIONS.inc()
                 raise SessionBusy(
                     "another recommendation or update is running on this session; retry when it finishes"
                 )

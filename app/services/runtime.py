@@ -100,7 +100,7 @@ async def open_resources(
             min_size=1,
             max_size=settings.lock_pool_size,
             open=False,
-            timeout=settings.db_connect_timeout_s,
+            timeout=settings.db_pool_timeout_s,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s))},
             check=AsyncConnectionPool.check_connection,
         )

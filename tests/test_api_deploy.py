@@ -1,0 +1,52 @@
+"""Deploy files, checked without a Docker engine: compose structure, image user and entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_runs_db_then_one_shot_migration_then_the_api(compose):
+    services = compose["services"]
+    assert set(services) == {"db", "migrate", "api"}
+    assert services["migrate"]["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert services["migrate"]["restart"] == "no"
+    assert services["api"]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+    assert services["api"]["command"] == ["recloop", "serve", "--no-migrate"]
+    assert services["migrate"]["command"] == ["recloop", "db", "migrate"]
+    for name in ("db", "api"):
+        assert services[name]["healthcheck"]["test"], name
+    assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
+    env = services["api"]["environment"]
+    assert env["DATABASE_URL"].startswith("postgresql://") and "@db:5432/" in env["DATABASE_URL"]
+
+
+def test_the_compose_commands_exist_in_the_cli():
+    runner = CliRunner()
+    for command in (["serve", "--help"], ["db", "migrate", "--help"], ["keys", "create", "--help"]):
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 0, (command, result.output)
+    assert "--no-migrate" in runner.invoke(cli, ["serve", "--help"]).output
+
+
+def test_the_image_runs_as_an_unprivileged_user_with_data_in_a_volume():
+    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()]
+    final_stage = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")) :]
+    users = [line.split()[1] for line in final_stage if line.startswith("USER ")]
+    assert users == ["recloop"]
+    assert 'CMD ["recloop", "serve", "--no-migrate"]' in final_stage
+    assert any(line.startswith("HEALTHCHECK") for line in final_stage)
+    assert 'VOLUME ["/data"]' in final_stage
+    assert any('"torch==2.13.0"' in line for line in lines)  # pinned, CPU wheel index
