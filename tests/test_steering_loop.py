@@ -1,0 +1,44 @@
+"""Steering composes with the feedback loop: the loop works on the steered candidates and every
+proposal it makes satisfies the hard constraints."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.settings import Settings
+from app.steering.parser import OfflineParser
+from app.steering.planner import hard_violations, steer_candidates
+from app.steering.preferences import Preferences, consolidate
+from graph.deps import make_deps
+from graph.runner import run_loop
+
+
+@pytest.fixture(scope="module")
+def deps(ml_dataset, ml_scorers):
+    settings = Settings(_env_file=None, max_rounds=4)
+    return make_deps(settings, ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline")
+
+
+def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps, ml_dataset):
+    parser = OfflineParser(ml_dataset)
+    memory = Preferences()
+    for command in ("no drama", "only comedies from the 90s"):
+        memory = consolidate(memory, parser.parse(command, memory=memory).update)
+    rows, _ = ml_dataset.eval_rows("test")
+    for row in rows[:5]:
+        history = list(row.history)
+        candidates = steer_candidates(memory, history, deps.rec_scorer, ml_dataset, k=20)
+        assert len(candidates) == 20
+        result = run_loop(deps, history, candidates, preferences=memory.model_dump(mode="json"))
+        proposed = [r["item"] for r in result.rounds]
+        assert result.final_item in candidates and set(proposed) <= set(candidates)
+        assert all(hard_violations(memory, ml_dataset.item(i)) == [] for i in proposed)
+
+
+def test_unsteered_candidates_are_the_loops_default(deps, ml_dataset):
+    from graph.runner import default_candidates
+
+    history = list(ml_dataset.eval_rows("test")[0][0].history)
+    assert steer_candidates(None, history, deps.rec_scorer, ml_dataset, k=20) == default_candidates(
+        deps, history, 20
+    )
