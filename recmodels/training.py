@@ -23,7 +23,7 @@ from recmodels.artifacts import artifact_path, save_artifact
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import full_softmax_ce
-from recmodels.registry import build_model
+from recmodels.registry import ModelConfig, build_model, model_config
 
 SELECTION_METRIC = "val_hr1_expected"
 DEFAULT_PATIENCE = 6
@@ -66,7 +66,7 @@ def train(
     """
     torch.manual_seed(seed)
     model = build_model(model_name, dataset.n_items, **(config_overrides or {}))
-    config = model.config
+    config = model_config(model)
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")
@@ -120,7 +120,7 @@ def _train_epoch(
     optimizer: torch.optim.Optimizer,
     seqs: torch.Tensor,
     targets: torch.Tensor,
-    config: Any,
+    config: ModelConfig,
     generator: torch.Generator,
     progress: bool,
     epoch: int,
