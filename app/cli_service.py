@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from app.settings import Settings, get_settings
 
 keys_cli = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 db_cli = typer.Typer(help="Database set-up.", no_args_is_help=True)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _echo(message: str) -> None:
@@ -32,6 +38,10 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         workers: int = typer.Option(
             None, min=1, help="uvicorn worker processes (default RECLOOP_WORKERS, 1)."
         ),
+        migrate: bool = typer.Option(
+            True,
+            help="Apply migrations first; --no-migrate when a one-shot `recloop db migrate` ran (compose).",
+        ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
         import uvicorn
@@ -39,7 +49,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         from app.services import bootstrap
 
         settings = _settings(host=host, port=port, workers=workers)
-        url = bootstrap.prepare_database(settings, _echo)
+        url = bootstrap.prepare_database(settings, _echo, migrate=migrate)
         dataset = bootstrap.ensure_dataset(settings, _echo)
         bootstrap.ensure_models(settings, dataset, _echo)
         key = bootstrap.first_key(url, settings)
@@ -50,6 +60,10 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         if key is not None:
             typer.echo(f"API key (shown once, store it now): {key.secret}")
             typer.echo(f"  try: curl -H 'Authorization: Bearer {key.secret}' '{base}/v1/items?q=toy'")
+        # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turning them into SystemExit
+        # lets atexit handlers run, which stops the embedded PostgreSQL cleanly.
+        for stop_signal in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(stop_signal, _exit_on_signal)
         uvicorn.run(
             "app.main:create_app_from_env",
             factory=True,

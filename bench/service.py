@@ -147,6 +147,14 @@ def stop_variant(server: VariantServer, server_url: str) -> None:
     _drop_database(server_url, server.database_url)
 
 
+def _merge_counts(counts) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for count in counts:
+        for key, value in count.items():
+            merged[key] = merged.get(key, 0) + value
+    return merged
+
+
 def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> dict:
     latencies = sorted(x for s in slices for x in s["latencies_ms"])
     rounds = [r for s in slices for r in s["rounds"]]
@@ -157,6 +165,7 @@ def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> 
         "workers": workers,
         "requests": len(latencies),
         "errors": sum(s["errors"] for s in slices),
+        "error_statuses": _merge_counts(s.get("error_statuses", {}) for s in slices),
         "seconds": round(seconds, 2),
         "throughput_rps": round(len(latencies) / seconds, 2) if seconds else 0.0,
         "p50_ms": round(percentile(latencies, 0.50), 1),

@@ -87,6 +87,7 @@ async def run(
         "concurrency": concurrency,
         "requests": len(lat),
         "errors": len(out["errors"]),
+        "error_statuses": {str(code): out["errors"].count(code) for code in sorted(set(out["errors"]))},
         "seconds": round(wall, 2),
         "throughput_rps": round(len(lat) / wall, 2),
         "p50_ms": round(percentile(lat, 0.50) * 1000, 1),

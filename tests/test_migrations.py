@@ -42,6 +42,7 @@ def test_upgrade_downgrade_upgrade_from_an_empty_database(make_database):
     url = make_database()
     upgrade(url)
     assert _tables(url, "public") == SERVICE_TABLES
+    assert {"api_keys", "sessions", "loops", "rounds"} <= SERVICE_TABLES
     downgrade(url, "base")
     assert _tables(url, "public") == {"alembic_version"}
     upgrade(url)

@@ -26,6 +26,8 @@ from app.services.keys import Caller
 from app.services.runtime import AgentMode, ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.services.validation import check_candidates
+from graph.nodes import HumanFeedbackError, LoopInputError
+from graph.runner import default_candidates, loop_config
 
 JudgeMode = Literal["agent", "human"]
 UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -55,8 +57,6 @@ class LoopOutcome:
 
 
 def _config(session: Session, max_rounds: int) -> dict[str, Any]:
-    from graph.runner import loop_config
-
     return dict(loop_config(session.thread_id, max_rounds))
 
 
@@ -86,8 +86,6 @@ class LoopRun:
             stream_mode=["updates", "values"],
             durability=self.res.settings.checkpoint_durability,
         )
-        from graph.nodes import HumanFeedbackError, LoopInputError
-
         try:
             async for mode, chunk in stream:
                 if mode == "values":
@@ -223,8 +221,6 @@ async def open_loop(
 
 
 async def _default_candidates(res: ServiceResources, agents: AgentMode, history: list[int]) -> list[int]:
-    from graph.runner import default_candidates
-
     return list(default_candidates(res.loop_deps[agents], history, res.settings.n_candidates))
 
 
