@@ -14,6 +14,7 @@ from typing import Any, Literal
 from langgraph.graph import END
 from langgraph.types import Overwrite, Send, interrupt
 
+from app.steering.tools import hard_violations
 from graph import describe
 from graph.agents.base import Judgement, Proposal, RecContext, UserContext
 from graph.deps import LoopDeps
@@ -180,12 +181,31 @@ class LoopNodes:
     def judge(self, state: LoopState) -> dict[str, Any]:
         if state.get("judge_mode") == "human":
             return {"judgement": self._ask_human(state)}
+        ruled_out = self._constraint_rejection(state)
+        if ruled_out is not None:
+            return {"judgement": _record(ruled_out)}
         return {"judgement": _record(self.deps.user_agent.judge(self._user_context(state)))}
 
     async def ajudge(self, state: LoopState) -> dict[str, Any]:
         if state.get("judge_mode") == "human":
             return {"judgement": self._ask_human(state)}
+        ruled_out = self._constraint_rejection(state)
+        if ruled_out is not None:
+            return {"judgement": _record(ruled_out)}
         return {"judgement": _record(await self.deps.user_agent.ajudge(self._user_context(state)))}
+
+    def _constraint_rejection(self, state: LoopState) -> Judgement | None:
+        """A proposal that breaks the user's hard steering constraints is rejected whatever the agent
+        would say: the constraints are the user's own words, checkable without a model."""
+        preferences = state.get("preferences")
+        if not preferences:
+            return None
+        item = _required(state, "proposal")["item"]
+        violations = hard_violations(preferences, self.deps.catalog.item(item))
+        if not violations:
+            return None
+        name = describe.quoted(self.deps.catalog, item)
+        return Judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
 
     def _user_context(self, state: LoopState) -> UserContext:
         proposal, verdict = _required(state, "proposal"), _required(state, "verdict")

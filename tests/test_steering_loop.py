@@ -10,7 +10,7 @@ from app.steering.parser import OfflineParser
 from app.steering.planner import hard_violations, steer_candidates
 from app.steering.preferences import Preferences, consolidate
 from graph.deps import make_deps
-from graph.runner import run_loop
+from graph.runner import default_candidates, run_loop
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,22 @@ def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps,
 
 
 def test_unsteered_candidates_are_the_loops_default(deps, ml_dataset):
-    from graph.runner import default_candidates
-
     history = list(ml_dataset.eval_rows("test")[0][0].history)
     assert steer_candidates(None, history, deps.rec_scorer, ml_dataset, k=20) == default_candidates(
         deps, history, 20
     )
+
+
+def test_the_user_agent_rejects_a_proposal_that_breaks_a_hard_constraint(deps, ml_dataset):
+    """Unsteered candidates may hold excluded items: the judge turns them down, naming the rule."""
+    history = list(ml_dataset.eval_rows("test")[0][0].history)
+    candidates = default_candidates(deps, history, 20)
+    prior = deps.rec_scorer.rank(history, candidates)[0]
+    memory = Preferences.model_validate({"negative": {"items": [prior]}})
+    result = run_loop(deps, history, candidates, max_rounds=3, preferences=memory.model_dump(mode="json"))
+    first = result.rounds[0]
+    assert first["item"] == prior
+    assert first["decision"] == "reject"
+    assert "this item is excluded" in first["user_reason"]
+    assert result.final_item != prior
+    assert len(result.user_memory) >= 1
