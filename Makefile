@@ -5,7 +5,6 @@ BIN := $(VENV)/bin
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,embeddings]'
 	touch $@
 
