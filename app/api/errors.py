@@ -63,12 +63,16 @@ def install_error_handlers(app: FastAPI) -> None:
             503, "the database is unreachable; retry shortly", None, **{"Retry-After": retry}
         )
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        _log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, f"internal error ({type(exc).__name__}); see the server log", None)
+
     for exc_type in (
         OperationalError,
         InterfaceError,
         SQLAlchemyPoolTimeout,
         PsycopgOperationalError,
         PoolTimeout,
-        OSError,
     ):
         app.add_exception_handler(exc_type, _database_down)
