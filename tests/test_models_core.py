@@ -170,3 +170,12 @@ def test_loss_matches_torch_and_masks_history_but_never_the_target() -> None:
     masked = full_softmax_ce(model, seqs, targets, mask_history=True)
     torch.testing.assert_close(masked, expected)
     assert torch.isfinite(full_softmax_ce(model, seqs, targets, 0.1, mask_history=True))
+
+
+def test_caser_with_tied_weights_scores_with_its_input_embeddings() -> None:
+    model = build_model("caser", N_ITEMS, tie_weights=True).eval()
+    weight, bias = model.output_embeddings()
+    assert weight.data_ptr() == model.item_emb.weight.data_ptr() and weight.shape == (N_ITEMS, 64)
+    seqs = pad_histories(HISTORIES, model.max_len, model.pad_id)
+    candidates = torch.tensor([[0, 1, 59]] * len(HISTORIES))
+    torch.testing.assert_close(model.score_candidates(seqs, candidates), model.score_all(seqs)[:, [0, 1, 59]])
