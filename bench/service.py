@@ -136,6 +136,11 @@ def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Nam
         "RECLOOP_DATABASE_URL": url,
         "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
         "RECLOOP_REWARD_MODEL": args.reward_model,
+        # Every server keeps its grown pools while the others take their turn: size them so that
+        # all of them fit in PostgreSQL's max_connections (100 by default).
+        "RECLOOP_LOCK_POOL_SIZE": str(max(args.concurrency) // args.workers + 2),
+        "RECLOOP_DB_POOL_SIZE": "3",
+        "RECLOOP_CHECKPOINT_POOL_SIZE": "4",
         **VARIANTS[name],
     }
     return VariantServer(name, url, key, port, _start_server(env, port, args.workers))
