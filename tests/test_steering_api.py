@@ -173,3 +173,29 @@ async def test_loop_candidates_follow_the_memory(steering_client, service_resour
     with pytest.raises(PreferencesUnsatisfiable, match="no unseen item satisfies") as none_left:
         await service.loop_candidates(service_resources, impossible, HISTORY)
     assert none_left.value.status == 409
+
+
+async def test_a_command_steers_the_next_recommendation(steering_client, ml_dataset):
+    """Command -> memory -> the loop's candidates and every proposal obey it; the agents see it."""
+    api = await steering_client("steer-recommend")
+    sid = await _session(api)
+    sent = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "only comedies"})
+    assert sent.status_code == 200, sent.text
+
+    response = await api.post(f"/v1/sessions/{sid}/recommendations", json={"max_rounds": 3})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "Comedy" in ml_dataset.item(body["item"]["id"]).genres
+    assert all("Comedy" in ml_dataset.item(r["item"]).genres for r in body["rounds"])
+
+    stored = (await api.get(f"/v1/sessions/{sid}/loops")).json()["data"][0]
+    candidates = stored["params"]["candidates"]
+    assert len(candidates) == 20 and all("Comedy" in ml_dataset.item(i).genres for i in candidates)
+
+    # Candidates given by the caller are filtered by the memory, not trusted blindly.
+    given = [1, 3, 4]  # GoldenEye (action), Get Shorty (comedy), Copycat (crime)
+    filtered = await api.post(f"/v1/sessions/{sid}/recommendations", json={"candidates": given})
+    assert filtered.status_code == 200, filtered.text
+    assert filtered.json()["item"]["id"] == 3
+    refused = await api.post(f"/v1/sessions/{sid}/recommendations", json={"candidates": [1]})
+    assert refused.status_code == 422 and refused.json()["field"] == "candidates"

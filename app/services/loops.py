@@ -20,7 +20,7 @@ from langgraph.types import Command
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
-from app.services import metrics
+from app.services import metrics, steering
 from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import AgentMode, ServiceResources
@@ -201,14 +201,17 @@ async def open_loop(
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
             )
-        candidates = request.candidates or await _default_candidates(res, request.agents, session.history)
+        # The session's steering memory shapes the candidates and is shown to both agents.
+        preferences = await steering.session_preferences(res, session.id)
+        steered = await steering.loop_candidates(res, preferences, session.history, request.candidates)
+        candidates = steered or await _default_candidates(res, request.agents, session.history)
         max_rounds = request.max_rounds or res.settings.max_rounds
         graph_input = {
             "history": list(session.history),
             "candidates": candidates,
             "max_rounds": max_rounds,
             "judge_mode": request.judge_mode,
-            "preferences": None,
+            "preferences": preferences.model_dump(mode="json") if preferences else None,
         }
         params = {
             "candidates": candidates,
