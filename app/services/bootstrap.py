@@ -54,7 +54,7 @@ def ensure_models(settings: Settings, dataset: Dataset, echo: Echo) -> None:
             continue
         echo(f"training {model_name} on {dataset.name} (first start only) ...")
         result = train(dataset, model_name, models_dir=settings.models_dir, progress=True)
-        echo(f"  saved {getattr(result, 'path', path)}")
+        echo(f"  saved {result.artifact_path}")
 
 
 async def _first_key(url: str, settings: Settings, owner: str) -> NewKey | None:
