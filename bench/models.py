@@ -7,7 +7,7 @@ seconds per epoch and peak resident memory. Existing artifacts are reused unless
     python -m bench.models [--json] [--retrain] [--datasets lastfm movielens steam] [--models ...]
 
 Datasets come from the data dir (RECLOOP_DATA_DIR, default ./data): import them first with
-`recloop data import /work/shared/data/<name> --name <name>`. Steam has only a 1,000-row
+`recloop data import ../shared/data/<name> --name <name>`. Steam has only a 1,000-row
 training sample, so its numbers say little about the models.
 """
 

@@ -27,10 +27,10 @@ from app.settings import Settings
 
 GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
 GROUPLENS_TIMEOUT_S = 10.0
-# GroupLens u.data (100,000 ratings). Equal to /work/shared/data/movielens/raw/u.data and to
+# GroupLens u.data (100,000 ratings). Equal to ../shared/data/movielens/raw/u.data and to
 # RecBole's ml-100k.inter without its header line.
 U_DATA_SHA256 = "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490"
-# The u.item LLaRA ships (/work/shared/data/movielens/raw/u.item); recorded, not enforced,
+# The u.item LLaRA ships (../shared/data/movielens/raw/u.item); recorded, not enforced,
 # because the GroupLens archive could not be downloaded here to confirm it is the same file.
 U_ITEM_SHA256 = "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701"
 

@@ -1,4 +1,4 @@
-"""Import a directory of LLaRA-protocol files (as in /work/shared/data/<name>) as a dataset.
+"""Import a directory of LLaRA-protocol files (as in ../shared/data/<name>) as a dataset.
 
 Split files are copied byte for byte after validation, so the imported rows are exactly
 the published ones; ``items.csv`` becomes ``items.jsonl`` (MovieLens items gain ``genres``

@@ -9,14 +9,14 @@ from typing import Any
 
 from app.data.dataset import SPLITS, DatasetError, sha256_file
 
-# SHA-256 of /work/shared/data/movielens/train.jsonl (68,388 rows). That file was rebuilt from
+# SHA-256 of ../shared/data/movielens/train.jsonl (68,388 rows). That file was rebuilt from
 # the public MovieLens-100k ratings and shown to be LLaRA's upstream `train_data.df` row for row
 # (its pickled form reproduces the SHA-256 recorded in public LLaRA Git LFS pointers; see the
 # shared data README, movielens/raw section). A train.jsonl with this digest is the exact
 # training set of the LLaRA/AFL MovieLens protocol.
 VERIFIED_TRAIN_SHA256 = "39ccedfde04085d106bf760807a0080dd3120da3e981f3277e84de89b45ef90d"
 # SHA-256 of LLaRA's released MovieLens validation/test rows as converted to JSONL in
-# /work/shared/data/movielens (94 and 95 rows).
+# ../shared/data/movielens (94 and 95 rows).
 VERIFIED_SPLIT_SHA256 = {
     "train": VERIFIED_TRAIN_SHA256,
     "val": "02a2100bb58522b5609265ce3f2784efb08d7f455807abbf404bdcd49d0f97c9",
