@@ -42,3 +42,25 @@ def _mask_history_except_target(
     seen = seen[:, :N]
     seen[torch.arange(B), targets] = False
     return logits.masked_fill(seen, float("-inf"))
+
+
+def all_positions_ce(
+    model: SequentialRecommender, seqs: torch.Tensor, targets: torch.Tensor, pad_id: int
+) -> torch.Tensor:
+    """Next-item cross-entropy over the whole catalog at every position. seqs, targets [B, T] -> scalar.
+
+    ``targets[b, t]`` is the item following ``seqs[b, t]``; positions whose target is ``pad_id``
+    (left padding) carry no loss. Needs a model with ``encode_positions`` (SASRec): one forward
+    pass trains T next-item predictions instead of one.
+    """
+    encode_positions = getattr(model, "encode_positions", None)
+    if encode_positions is None:
+        raise TypeError(f"{type(model).__name__} has no encode_positions; all-position training needs it")
+    assert seqs.shape == targets.shape, "seqs and targets must both be [B, T]"
+    keep = targets != pad_id  # [B, T]
+    states = encode_positions(seqs)[keep]  # [P, H], P = positions with a target
+    weight, bias = model.output_embeddings()  # [N, H], [N] | None
+    logits = states @ weight.T  # [P, N]
+    if bias is not None:
+        logits = logits + bias
+    return F.cross_entropy(logits, targets[keep])

@@ -93,6 +93,14 @@ class SASRec(SequentialRecommender):
                 module.weight.data[module.padding_idx].zero_()
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
+        return self.encode_positions(seqs)[:, -1]  # [B, H]: the newest position
+
+    def encode_positions(self, seqs: torch.Tensor) -> torch.Tensor:
+        """seqs [B, T] left-padded -> states at every position [B, T, H].
+
+        The state at position t has seen only items up to t (causal), so it predicts item t + 1:
+        all-position training. States at padding positions are meaningless; leave them out.
+        """
         B, T = seqs.shape  # batch, time (T <= max_len, left-padded)
         assert self.max_len >= T, f"sequence length {T} exceeds max_len {self.max_len}"
         real = seqs != self.pad_id  # [B, T]
@@ -107,7 +115,7 @@ class SASRec(SequentialRecommender):
         mask = mask.unsqueeze(1)  # [B, 1, T, T]
         for block in self.blocks:
             x = block(x, mask) * real.unsqueeze(-1)
-        return self.final_norm(x[:, -1])  # [B, H]: the newest position
+        return self.final_norm(x)  # [B, T, H]
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.item_emb.weight[: self.n_items], None
