@@ -12,6 +12,7 @@ from them; scoring, masking and gathering live here, written once.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -27,6 +28,19 @@ def pad_histories(histories: Sequence[Sequence[int]], max_len: int, pad_id: int)
         if tail:
             out[i, max_len - len(tail) :] = torch.as_tensor(tail, dtype=torch.long)
     return out
+
+
+def init_weights(module: nn.Module) -> None:
+    """The initialisation every model shares, applied once with ``model.apply``: Xavier-uniform
+    linear/conv weights with zero bias; embeddings N(0, 1/sqrt(d)) with a zero padding row."""
+    if isinstance(module, nn.Linear | nn.Conv2d):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=1.0 / math.sqrt(module.embedding_dim))
+        if module.padding_idx is not None:
+            module.weight.data[module.padding_idx].zero_()
 
 
 class SequentialRecommender(nn.Module, ABC):

@@ -17,14 +17,13 @@ Deviations from the paper:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from recmodels.base import SequentialRecommender
+from recmodels.base import SequentialRecommender, init_weights
 
 
 @dataclass
@@ -63,16 +62,10 @@ class Caser(SequentialRecommender):
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear | nn.Conv2d):
-            nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            if module.embedding_dim == 1:
-                nn.init.zeros_(module.weight)  # the output bias
-            else:
-                nn.init.normal_(module.weight, std=1.0 / math.sqrt(module.embedding_dim))
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
+        if isinstance(module, nn.Embedding) and module.embedding_dim == 1:
+            nn.init.zeros_(module.weight)  # the output bias starts neutral
+        else:
+            init_weights(module)
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         B, T = seqs.shape  # batch, time (left-padded, T <= L)

@@ -15,14 +15,13 @@ Deviations from the paper:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from recmodels.base import SequentialRecommender
+from recmodels.base import SequentialRecommender, init_weights
 
 
 @dataclass
@@ -52,14 +51,7 @@ class GRU4Rec(SequentialRecommender):
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=1.0 / math.sqrt(module.embedding_dim))
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
-        elif isinstance(module, nn.GRU):
+        if isinstance(module, nn.GRU):
             for name, param in module.named_parameters():
                 if "weight_hh" in name:
                     nn.init.orthogonal_(param)
@@ -67,6 +59,8 @@ class GRU4Rec(SequentialRecommender):
                     nn.init.xavier_uniform_(param)
                 else:
                     nn.init.zeros_(param)
+        else:
+            init_weights(module)
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         B, T = seqs.shape  # batch, time (left-padded)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from recmodels.base import SequentialRecommender
+from recmodels.base import SequentialRecommender, init_weights
 
 
 @dataclass
@@ -80,17 +80,7 @@ class SASRec(SequentialRecommender):
             _Block(config.hidden, config.n_heads, config.dropout) for _ in range(config.n_blocks)
         )
         self.final_norm = nn.LayerNorm(config.hidden)
-        self.apply(self._init_weights)
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=1.0 / math.sqrt(module.embedding_dim))
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
+        self.apply(init_weights)
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         return self.encode_positions(seqs)[:, -1]  # [B, H]: the newest position
