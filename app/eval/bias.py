@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.common import ExperimentOutput, bar_plot, markdown_table
-from app.eval.loops import EvalContext, LoopJob, eval_candidate_rows, run_loop_jobs, total_usage
+from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs, total_usage
 from app.eval.metrics import mean_popularity_percentile, popularity_percentiles, recommendation_gini
 
 PICK_KINDS = (("target", "target"), ("model", "model_pick"), ("agent", "agent_pick"), ("flow", "flow_pick"))
@@ -33,12 +33,7 @@ def run_bias(ctx: EvalContext, options: BiasOptions) -> ExperimentOutput:
     sources = eval_candidate_rows(
         ctx.dataset, options.seeds, options.candidates_file, options.max_rows, ctx.settings.n_candidates
     )
-    jobs = [
-        LoopJob(rec_model, source, row, ctx.settings.max_rounds)
-        for rec_model in options.rec_models
-        for source, rows in sources.items()
-        for row in rows
-    ]
+    jobs = flow_jobs(options.rec_models, sources, ctx.settings.max_rounds)
     records = run_loop_jobs(ctx, jobs, desc=f"bias {ctx.dataset.name}")
     percentiles = popularity_percentiles(train_popularity(ctx), ctx.dataset.n_items)
     rows: list[dict[str, Any]] = []

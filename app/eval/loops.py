@@ -108,6 +108,18 @@ def eval_candidate_rows(
     return {source: rows_[:max_rows] if max_rows else rows_ for source, rows_ in sets.items()}
 
 
+def flow_jobs(
+    rec_models: Sequence[str], sources: Mapping[str, Sequence[CandidateRow]], max_rounds: int
+) -> list[LoopJob]:
+    """One full-loop job per rec model x candidate source x row (Table 4 and the bias study)."""
+    return [
+        LoopJob(rec_model, source, row, max_rounds)
+        for rec_model in rec_models
+        for source, rows in sources.items()
+        for row in rows
+    ]
+
+
 def run_loop_jobs(ctx: EvalContext, jobs: Sequence[LoopJob], desc: str) -> list[dict[str, Any]]:
     """Run (or resume) the loops; each record has the target, the model's, agent's and FLOW's picks."""
     model_pick = _model_picks_by_job(ctx, jobs)

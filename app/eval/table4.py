@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.common import ExperimentOutput, bar_plot, markdown_table
-from app.eval.loops import EvalContext, LoopJob, eval_candidate_rows, hr, run_loop_jobs, total_usage
+from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, hr, run_loop_jobs, total_usage
 from app.eval.metrics import mean_std
 from app.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
 
@@ -31,12 +31,7 @@ def run_table4(ctx: EvalContext, options: Table4Options) -> ExperimentOutput:
     sources = eval_candidate_rows(
         ctx.dataset, options.seeds, options.candidates_file, options.max_rows, ctx.settings.n_candidates
     )
-    jobs = [
-        LoopJob(rec_model, source, row, ctx.settings.max_rounds)
-        for rec_model in options.rec_models
-        for source, rows in sources.items()
-        for row in rows
-    ]
+    jobs = flow_jobs(options.rec_models, sources, ctx.settings.max_rounds)
     records = run_loop_jobs(ctx, jobs, desc=f"table4 {ctx.dataset.name}")
     rows = [
         summarise(ctx.dataset.name, m, [r for r in records if r["rec_model"] == m])
