@@ -6,7 +6,6 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.api import steering as steering_api
 from app.steering.store import SteeringCommand
 
 pytestmark = pytest.mark.integration
@@ -16,33 +15,12 @@ TOY_STORY = 0
 
 
 @pytest.fixture
-async def steering_client(service_settings, service_resources, monkeypatch):
-    """The app with the steering router (added here until app/main.py includes it), offline parser,
-    collaborative similarity (the text model would add seconds of loading to every run)."""
-    from app.main import create_app
-    from app.services.keys import create_key
-
+async def steering_client(service_resources, make_api_client, monkeypatch):
+    """Authenticated clients on the app with the offline parser and collaborative similarity
+    (the text model would add seconds of loading to every run)."""
     monkeypatch.setattr(service_resources.settings, "steering_similarity", "collaborative")
     monkeypatch.setattr(service_resources.settings, "llm_base_url", None)
-    app = create_app(service_settings, resources=service_resources)
-    if not any(getattr(r, "path", "").endswith("/commands") for r in app.routes):
-        app.include_router(steering_api.router)
-    clients: list[httpx.AsyncClient] = []
-
-    async def make(owner: str) -> httpx.AsyncClient:
-        key = await create_key(service_resources.sessionmaker, owner=owner)
-        client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app),
-            base_url="http://recloop.test",
-            headers={"Authorization": f"Bearer {key.secret}"},
-            timeout=30,
-        )
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        await client.aclose()
+    return make_api_client
 
 
 async def _session(client: httpx.AsyncClient) -> str:
