@@ -210,3 +210,23 @@ def fake_openai():
 
     with FakeOpenAI() as server:
         yield server
+
+
+# --- CLI runs on the session's datasets and tiny models ---------------------------------------
+
+
+@pytest.fixture
+def cli_data_dir(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
+    """RECLOOP_DATA_DIR for CLI tests: datasets/ and models/ are the session fixtures' (symlinks),
+    no LLM endpoint; runs and other outputs go under it."""
+    from app.settings import get_settings
+
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "datasets").symlink_to(datasets_dir)
+    (root / "models").symlink_to(ml_models_dir)
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(root))
+    monkeypatch.delenv("RECLOOP_LLM_BASE_URL", raising=False)
+    get_settings.cache_clear()
+    yield root
+    get_settings.cache_clear()

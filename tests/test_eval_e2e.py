@@ -11,21 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.settings import get_settings
-
-
-@pytest.fixture
-def eval_env(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
-    """A data dir whose datasets/ and models/ are the session fixtures'; runs go under it."""
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    (data_dir / "datasets").symlink_to(datasets_dir)
-    (data_dir / "models").symlink_to(ml_models_dir)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
-    monkeypatch.delenv("RECLOOP_LLM_BASE_URL", raising=False)
-    get_settings.cache_clear()
-    yield data_dir
-    get_settings.cache_clear()
 
 
 def invoke_json(*args: str) -> dict:
@@ -35,9 +20,9 @@ def invoke_json(*args: str) -> dict:
 
 
 def test_table4_matches_the_models_and_resumes_after_interruption(
-    eval_env: Path, ml_dataset, ml_scorers
+    cli_data_dir: Path, ml_dataset, ml_scorers
 ) -> None:
-    run_dir = eval_env / "runs" / "t4"
+    run_dir = cli_data_dir / "runs" / "t4"
     args = ("table4", "--dataset", "movielens", "--seeds", "2", "--max-rows", "5", "--run-dir", str(run_dir))
     first = invoke_json(*args)
 
@@ -78,8 +63,8 @@ def test_table4_matches_the_models_and_resumes_after_interruption(
     assert other.exit_code == 2 and "cannot resume with different settings" in other.output
 
 
-def test_table5_reports_every_ratio_and_method(eval_env: Path) -> None:
-    run_dir = eval_env / "runs" / "t5"
+def test_table5_reports_every_ratio_and_method(cli_data_dir: Path) -> None:
+    run_dir = cli_data_dir / "runs" / "t5"
     out = invoke_json("table5", "--dataset", "movielens", "--max-rows", "4", "--run-dir", str(run_dir))
     assert [(r["ratio"], r["method"]) for r in out["rows"]] == [
         (f"1:{m}", method) for m in (1, 3, 9) for method in ("reward_model", "agent", "flow")
@@ -103,8 +88,8 @@ def test_table5_reports_every_ratio_and_method(eval_env: Path) -> None:
         ("bias", ["bias_popularity.png"]),
     ],
 )
-def test_figure_experiments_write_plots_and_json(eval_env: Path, command: str, plots: list[str]) -> None:
-    run_dir = eval_env / "runs" / command
+def test_figure_experiments_write_plots_and_json(cli_data_dir: Path, command: str, plots: list[str]) -> None:
+    run_dir = cli_data_dir / "runs" / command
     extra = ["--round-limit", "2"] if command in ("rounds", "position") else []
     model = ["--rec-model", "sasrec"]
     out = invoke_json(
@@ -127,7 +112,7 @@ def test_figure_experiments_write_plots_and_json(eval_env: Path, command: str, p
     assert all(f"]({plot})" in report for plot in plots)
 
 
-def test_missing_model_is_a_clear_error(eval_env: Path, lastfm_dataset) -> None:
+def test_missing_model_is_a_clear_error(cli_data_dir: Path, lastfm_dataset) -> None:
     result = CliRunner().invoke(
         cli,
         [

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.settings import get_settings
 
 
-@pytest.fixture
-def data_dir(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
-    """A data dir whose datasets/ and models/ are the session fixtures' (via symlinks)."""
-    root = tmp_path / "data"
-    root.mkdir()
-    (root / "datasets").symlink_to(datasets_dir)
-    (root / "models").symlink_to(ml_models_dir)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(root))
-    monkeypatch.delenv("RECLOOP_LLM_BASE_URL", raising=False)
-    get_settings.cache_clear()
-    yield root
-    get_settings.cache_clear()
-
-
-def test_simulate_prints_a_transcript_and_json(data_dir, ml_dataset):
+def test_simulate_prints_a_transcript_and_json(cli_data_dir, ml_dataset):
     args = ["simulate", "--dataset", "movielens", "--user-row", "2", "--rec-model", "caser", "--json"]
     out = CliRunner().invoke(cli, args)
     assert out.exit_code == 0, out.output
@@ -44,7 +27,7 @@ def test_simulate_prints_a_transcript_and_json(data_dir, ml_dataset):
     assert f"Final: {ml_dataset.title(result['final_item'])}" in transcript
 
 
-def test_simulate_rejects_bad_arguments(data_dir):
+def test_simulate_rejects_bad_arguments(cli_data_dir):
     runner = CliRunner()
     out = runner.invoke(cli, ["simulate", "--dataset", "movielens", "--user-row", "100000"])
     assert out.exit_code == 2 and "--user-row" in out.output

@@ -12,26 +12,12 @@ from typer.testing import CliRunner
 
 from app import cli_steering
 from app.eval.common import sampled_candidate_rows
-from app.settings import get_settings
 from app.steering.evaluation import CommandEvalError, evaluation_rows, simulate_commands
 
 JSON_KEYS = {
     "csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",
     "parser_failure_rate", "n_commands",
 }  # fmt: skip
-
-
-@pytest.fixture
-def steering_env(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    (data_dir / "datasets").symlink_to(datasets_dir)
-    (data_dir / "models").symlink_to(ml_models_dir)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
-    monkeypatch.delenv("RECLOOP_LLM_BASE_URL", raising=False)
-    get_settings.cache_clear()
-    yield data_dir
-    get_settings.cache_clear()
 
 
 def _cli() -> typer.Typer:
@@ -65,8 +51,8 @@ def test_title_only_datasets_are_refused(lastfm_dataset):
         evaluation_rows(lastfm_dataset, "test", 0, 20, None)
 
 
-def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(steering_env: Path):
-    run_dir = steering_env / "runs" / "cmd"
+def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(cli_data_dir: Path):
+    run_dir = cli_data_dir / "runs" / "cmd"
     args = ["eval", "commands", "--dataset", "movielens", "--max-rows", "6", "--similarity", "collaborative"]
     result = CliRunner().invoke(_cli(), [*args, "--run-dir", str(run_dir), "--json", "--no-progress"])
     assert result.exit_code == 0, result.output
@@ -82,6 +68,6 @@ def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(steering
         assert kind_summary["recall10_after"] >= kind_summary["recall10_before"]
 
 
-def test_cli_names_a_missing_dataset(steering_env: Path):
+def test_cli_names_a_missing_dataset(cli_data_dir: Path):
     result = CliRunner().invoke(_cli(), ["eval", "commands", "--dataset", "nope", "--no-progress"])
     assert result.exit_code == 2 and "no dataset at" in result.output
