@@ -123,8 +123,7 @@ class LoopRunner:
         thread_id: str | None = None,
         preferences: dict[str, Any] | None = None,
     ) -> LoopResult:
-        payload = loop_input(self.deps, history, candidates, max_rounds, preferences)
-        config = loop_config(self._thread(thread_id), payload["max_rounds"])
+        payload, config = self._prepare(history, candidates, max_rounds, thread_id, preferences)
         return LoopResult.from_state(self.graph.invoke(payload, config))
 
     async def arun(
@@ -137,9 +136,20 @@ class LoopRunner:
         preferences: dict[str, Any] | None = None,
     ) -> LoopResult:
         """The same loop through the agents' async methods (concurrent LLM evaluations)."""
-        payload = loop_input(self.deps, history, candidates, max_rounds, preferences)
-        config = loop_config(self._thread(thread_id), payload["max_rounds"])
+        payload, config = self._prepare(history, candidates, max_rounds, thread_id, preferences)
         return LoopResult.from_state(await self.graph.ainvoke(payload, config))
+
+    def _prepare(
+        self,
+        history: Sequence[int],
+        candidates: Sequence[int] | None,
+        max_rounds: int | None,
+        thread_id: str | None,
+        preferences: dict[str, Any] | None,
+    ) -> tuple[LoopInput, RunnableConfig]:
+        """The loop's input and run config, shared by :meth:`run` and :meth:`arun`."""
+        payload = loop_input(self.deps, history, candidates, max_rounds, preferences)
+        return payload, loop_config(self._thread(thread_id), payload["max_rounds"])
 
     def _thread(self, thread_id: str | None) -> str | None:
         if self.checkpointer is None:
