@@ -29,16 +29,27 @@ def train_command(
     dataset: str = typer.Option(..., "--dataset", help="Dataset name under the data dir's datasets/."),
     model: str = typer.Option(..., "--model", help=_MODEL_HELP),
     epochs: int | None = typer.Option(None, "--epochs", min=1, help="Default: the model config's epochs."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Training seed (of the first member)."),
+    members: int = typer.Option(
+        1, "--members", min=1, help="Train K models (seeds SEED..SEED+K-1) saved as one seed ensemble."
+    ),
     max_train_rows: int | None = typer.Option(
         None, "--max-train-rows", min=1, help="Train on the first N training rows."
     ),
     overrides: list[str] = typer.Option(
         [], "--set", help="Config override KEY=VALUE (e.g. --set weight_decay=1e-5); repeatable."
     ),
+    use_preset: bool = typer.Option(
+        True,
+        "--preset/--no-preset",
+        help="Apply the dataset's validation-selected config preset (recmodels/presets.py).",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Train a model (selected on validation) and save it; the last line is a JSON object of metrics."""
+    """Train a model (selected on validation) and save it; the last line is a JSON object of metrics.
+
+    With --members K the artifact is a seed ensemble scored by the mean of the members' log-softmax.
+    """
     settings = get_settings()
     torch.set_num_threads(settings.torch_threads)
     data = _open_dataset(dataset)
@@ -49,13 +60,17 @@ def train_command(
         models_dir=settings.models_dir,
         epochs=epochs,
         seed=seed,
+        members=members,
         max_train_rows=max_train_rows,
         config_overrides=config_overrides,
+        use_preset=use_preset,
         progress=progress,
     )
     summary = {"model": model, "dataset": dataset, "artifact": str(result.artifact_path), **result.metrics}
     summary.pop("config", None)
-    typer.echo(f"saved {result.artifact_path} (best epoch {result.best_epoch} of {result.epochs_run})")
+    epochs = ", ".join(f"{m.best_epoch} of {m.epochs_run}" for m in result.members)
+    kind = f"ensemble of {members}, best epochs" if members > 1 else "best epoch"
+    typer.echo(f"saved {result.artifact_path} ({kind} {epochs})")
     typer.echo(json.dumps(summary))
 
 

@@ -5,6 +5,11 @@ The file holds only plain Python types and tensors so it loads with
 
     {format_version, model_name, config, n_items, dataset, dataset_fingerprint,
      state_dict, metrics, created_at, code_version}
+
+Format 1 holds one model (``state_dict``). Format 2 holds a seed ensemble
+(:class:`recmodels.ensemble.SeedEnsemble`): ``state_dicts``, one per member, all of the one
+``config``. A single model is still written as format 1, so older readers keep loading it; both
+formats load here.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ import torch
 
 from app.data.dataset import Dataset, sha256_file
 from recmodels.base import SequentialRecommender
+from recmodels.ensemble import SeedEnsemble
 from recmodels.registry import MODEL_NAMES, build_model, model_config
 from recmodels.scorer import Scorer, ScorerInfo
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # one model
+ENSEMBLE_FORMAT_VERSION = 2  # a seed ensemble: one state dict per member
+_WEIGHTS_KEY = {FORMAT_VERSION: "state_dict", ENSEMBLE_FORMAT_VERSION: "state_dicts"}
 _REQUIRED_KEYS = ("format_version", "model_name", "config", "n_items", "dataset", "dataset_fingerprint")
 
 
@@ -45,15 +53,24 @@ def save_artifact(
     dataset: Dataset,
     metrics: dict[str, Any],
 ) -> Path:
-    """Write the artifact atomically (temp file + rename) so readers never see half a file."""
+    """Write the artifact atomically (temp file + rename) so readers never see half a file.
+    A :class:`SeedEnsemble` is written as format 2 (one state dict per member), a model as format 1."""
+    weights: dict[str, Any]
+    if isinstance(model, SeedEnsemble):
+        weights = {
+            "format_version": ENSEMBLE_FORMAT_VERSION,
+            "state_dicts": [_plain_state(m) for m in model.members],
+        }
+    else:
+        weights = {"format_version": FORMAT_VERSION, "state_dict": _plain_state(model)}
     payload = {
-        "format_version": FORMAT_VERSION,
+        "format_version": weights.pop("format_version"),
         "model_name": model_name,
         "config": dataclasses.asdict(model_config(model)),
         "n_items": model.n_items,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
-        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        **weights,
         "metrics": metrics,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "code_version": code_version(),
@@ -77,12 +94,13 @@ def read_artifact(path: Path) -> dict[str, Any]:
         raise ArtifactError(f"{path}: not a loadable recloop artifact ({exc})") from exc
     if not isinstance(payload, dict):
         raise ArtifactError(f"{path}: expected a dict payload, got {type(payload).__name__}")
-    if payload.get("format_version") != FORMAT_VERSION:
+    version = payload.get("format_version")
+    if version not in _WEIGHTS_KEY:
         raise ArtifactError(
-            f"{path}: format_version {payload.get('format_version')!r} is not the supported "
-            f"{FORMAT_VERSION}; retrain the model"
+            f"{path}: format_version {version!r} is not one of the supported "
+            f"{sorted(_WEIGHTS_KEY)}; retrain the model"
         )
-    missing = [k for k in (*_REQUIRED_KEYS, "state_dict") if k not in payload]
+    missing = [k for k in (*_REQUIRED_KEYS, _WEIGHTS_KEY[version]) if k not in payload]
     if missing:
         raise ArtifactError(f"{path}: missing key(s) {missing}")
     if payload["model_name"] not in MODEL_NAMES:
@@ -97,11 +115,13 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
     payload = read_artifact(path)
     if dataset is not None:
         _check_same_data(path, payload, dataset)
-    model = build_model(payload["model_name"], int(payload["n_items"]), **payload["config"])
-    try:
-        model.load_state_dict(payload["state_dict"])
-    except RuntimeError as exc:
-        raise ArtifactError(f"{path}: weights do not fit the model config ({exc})") from exc
+    if payload["format_version"] == FORMAT_VERSION:
+        model: SequentialRecommender = _rebuild(path, payload, payload["state_dict"])
+    else:
+        states = payload["state_dicts"]
+        if not isinstance(states, list) or len(states) < 2:
+            raise ArtifactError(f"{path}: an ensemble artifact needs a list of at least 2 state dicts")
+        model = SeedEnsemble([_rebuild(path, payload, state) for state in states])
     info = ScorerInfo(
         model_name=payload["model_name"],
         dataset=payload["dataset"],
@@ -110,12 +130,27 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
         artifact_sha256=sha256_file(path),
         extra={
             "path": str(path),
+            "members": len(model) if isinstance(model, SeedEnsemble) else 1,
             "created_at": payload.get("created_at"),
             "code_version": payload.get("code_version"),
             "metrics": payload.get("metrics", {}),
         },
     )
     return Scorer(model, info)
+
+
+def _plain_state(model: SequentialRecommender) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
+def _rebuild(path: Path, payload: dict[str, Any], state: dict[str, torch.Tensor]) -> SequentialRecommender:
+    """One model from the artifact's config and one state dict."""
+    model = build_model(payload["model_name"], int(payload["n_items"]), **payload["config"])
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise ArtifactError(f"{path}: weights do not fit the model config ({exc})") from exc
+    return model
 
 
 def load_latest_scorer(models_dir: Path, dataset: str | Dataset, model_name: str) -> Scorer:

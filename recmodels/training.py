@@ -1,4 +1,4 @@
-"""Train one sequential recommender on a dataset's training windows.
+"""Train one sequential recommender (or a seed ensemble of them) on a dataset's training windows.
 
 Full-softmax cross-entropy on the next item, AdamW, and checkpoint selection on
 the *validation* split only: the exact expected HR@1-of-20 (see
@@ -21,8 +21,10 @@ from tqdm import tqdm
 from app.data.dataset import Dataset, Row
 from recmodels.artifacts import artifact_path, save_artifact
 from recmodels.base import SequentialRecommender, pad_histories
+from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import full_softmax_ce
+from recmodels.presets import preset_overrides
 from recmodels.registry import ModelConfig, build_model, model_config
 
 SELECTION_METRIC = "val_hr1_expected"
@@ -30,14 +32,36 @@ DEFAULT_PATIENCE = 6
 
 
 @dataclass
+class MemberResult:
+    """One trained model: its seed, its best validation epoch and its own validation metrics."""
+
+    seed: int
+    best_epoch: int  # 1-based epoch whose weights were kept
+    epochs_run: int
+    epoch_losses: list[float]
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class TrainResult:
     artifact_path: Path
     model_name: str
     dataset: str
-    best_epoch: int  # 1-based epoch whose weights were saved
-    epochs_run: int
-    epoch_losses: list[float]
-    metrics: dict[str, Any] = field(default_factory=dict)
+    members: list[MemberResult]  # one per training seed; a single model has one
+    metrics: dict[str, Any] = field(default_factory=dict)  # of the saved model or ensemble
+
+    @property
+    def best_epoch(self) -> int:
+        """The first member's (the only one unless an ensemble was trained)."""
+        return self.members[0].best_epoch
+
+    @property
+    def epochs_run(self) -> int:
+        return self.members[0].epochs_run
+
+    @property
+    def epoch_losses(self) -> list[float]:
+        return self.members[0].epoch_losses
 
 
 def training_tensors(rows: list[Row], max_len: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,27 +78,112 @@ def train(
     models_dir: Path,
     epochs: int | None = None,
     seed: int = 0,
+    members: int = 1,
     max_train_rows: int | None = None,
     config_overrides: dict[str, Any] | None = None,
+    use_preset: bool = True,
     progress: bool = True,
     patience: int = DEFAULT_PATIENCE,
     output_path: Path | None = None,
 ) -> TrainResult:
     """Train, keep the best validation epoch, save the artifact (default: ``artifact_path``).
 
+    ``members`` > 1 trains that many models with seeds ``seed, seed + 1, ...`` (each selected on
+    validation on its own) and saves them as one :class:`SeedEnsemble` artifact; the first member
+    is the model ``members=1`` trains. The config is the model's defaults, then the dataset's
+    preset (:mod:`recmodels.presets`, unless ``use_preset`` is false), then ``config_overrides``.
     ``max_train_rows`` keeps the first rows of the training split (a quick, deterministic slice).
     """
-    torch.manual_seed(seed)
-    model = build_model(model_name, dataset.n_items, **(config_overrides or {}))
-    config = model_config(model)
-    n_epochs = epochs if epochs is not None else config.epochs
-    if n_epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {n_epochs}")
-
+    if members < 1:
+        raise ValueError(f"members must be >= 1, got {members}")
+    overrides = {
+        **(preset_overrides(dataset.name, model_name) if use_preset else {}),
+        **(config_overrides or {}),
+    }
     train_rows = dataset.rows("train")[:max_train_rows]
     if not train_rows:
         raise ValueError(f"{dataset.root}: the training split is empty")
     val_rows, _ = dataset.eval_rows("val")
+
+    fitted: list[tuple[SequentialRecommender, MemberResult]] = []
+    epoch_seconds: list[float] = []
+    for i in range(members):
+        label = f"member {i + 1}/{members} " if members > 1 else ""
+        model, result, seconds = _fit_one(
+            model_name, dataset.n_items, train_rows, val_rows, overrides,
+            seed=seed + i, epochs=epochs, patience=patience, progress=progress, label=label,
+        )  # fmt: skip
+        fitted.append((model, result))
+        epoch_seconds += seconds
+
+    config = model_config(fitted[0][0])
+    common = {
+        "selection_metric": SELECTION_METRIC,
+        "train_rows": len(train_rows),
+        "seconds_per_epoch": sum(epoch_seconds) / len(epoch_seconds),
+        "peak_rss_mb": peak_rss_mb(),
+        "seed": seed,
+        "config": asdict(config),
+    }
+    saved: SequentialRecommender
+    if members == 1:
+        saved, first = fitted[0]
+        metrics: dict[str, Any] = {
+            **first.metrics,
+            **common,
+            "best_epoch": first.best_epoch,
+            "epochs_run": first.epochs_run,
+            "final_train_loss": first.epoch_losses[-1],
+        }
+    else:
+        models = [m for m, _ in fitted]
+        saved = SeedEnsemble(models)
+        # The ensemble of the first k members for k = 1..K: how much each member adds on validation.
+        by_size = [fitted[0][1].metrics[SELECTION_METRIC]] + [
+            _validate(SeedEnsemble(models[:k]), val_rows)[SELECTION_METRIC] for k in range(2, members)
+        ]
+        metrics = {**_validate(saved, val_rows), **common, "members": members}
+        metrics[f"{SELECTION_METRIC}_by_size"] = [*by_size, metrics[SELECTION_METRIC]]
+        metrics["member_metrics"] = [
+            {
+                "seed": r.seed,
+                **r.metrics,
+                "best_epoch": r.best_epoch,
+                "epochs_run": r.epochs_run,
+                "final_train_loss": r.epoch_losses[-1],
+            }
+            for _, r in fitted
+        ]
+    path = output_path or artifact_path(models_dir, dataset.name, model_name)
+    save_artifact(path, saved, model_name=model_name, dataset=dataset, metrics=metrics)
+    return TrainResult(path, model_name, dataset.name, [r for _, r in fitted], metrics)
+
+
+def _validate(model: SequentialRecommender, val_rows: list[Row]) -> dict[str, float]:
+    return {f"val_{k}": v for k, v in ranking_summary(full_ranking_stats(model, val_rows)).items()}
+
+
+def _fit_one(
+    model_name: str,
+    n_items: int,
+    train_rows: list[Row],
+    val_rows: list[Row],
+    overrides: dict[str, Any],
+    *,
+    seed: int,
+    epochs: int | None,
+    patience: int,
+    progress: bool,
+    label: str,
+) -> tuple[SequentialRecommender, MemberResult, list[float]]:
+    """Train one model with ``seed``; returns it with its best validation weights loaded, its
+    result and the seconds of each epoch."""
+    torch.manual_seed(seed)
+    model = build_model(model_name, n_items, **overrides)
+    config = model_config(model)
+    n_epochs = epochs if epochs is not None else config.epochs
+    if n_epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {n_epochs}")
     seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator().manual_seed(seed)
@@ -85,34 +194,23 @@ def train(
     epoch_seconds: list[float] = []
     for epoch in range(1, n_epochs + 1):
         started = time.perf_counter()
-        loss = _train_epoch(model, optimizer, seqs, targets, config, generator, progress, epoch, n_epochs)
+        desc = f"{label}epoch {epoch}/{n_epochs}"
+        loss = _train_epoch(model, optimizer, seqs, targets, config, generator, progress, desc)
         epoch_seconds.append(time.perf_counter() - started)
         epoch_losses.append(loss)
-        val = {f"val_{k}": v for k, v in ranking_summary(full_ranking_stats(model, val_rows)).items()}
+        val = _validate(model, val_rows)
         if progress:
-            tqdm.write(f"epoch {epoch}: loss {loss:.4f} " + " ".join(f"{k} {v:.4f}" for k, v in val.items()))
+            tqdm.write(
+                f"{label}epoch {epoch}: loss {loss:.4f} " + " ".join(f"{k} {v:.4f}" for k, v in val.items())
+            )
         if val[SELECTION_METRIC] > best_score:
             best_score, best_epoch, best_val = val[SELECTION_METRIC], epoch, val
             best_state = copy.deepcopy(model.state_dict())
         elif epoch - best_epoch >= patience:
             break
-
     model.load_state_dict(best_state)
-    metrics: dict[str, Any] = {
-        **best_val,
-        "selection_metric": SELECTION_METRIC,
-        "best_epoch": best_epoch,
-        "epochs_run": len(epoch_losses),
-        "train_rows": len(train_rows),
-        "seconds_per_epoch": sum(epoch_seconds) / len(epoch_seconds),
-        "peak_rss_mb": peak_rss_mb(),
-        "final_train_loss": epoch_losses[-1],
-        "seed": seed,
-        "config": asdict(config),
-    }
-    path = output_path or artifact_path(models_dir, dataset.name, model_name)
-    save_artifact(path, model, model_name=model_name, dataset=dataset, metrics=metrics)
-    return TrainResult(path, model_name, dataset.name, best_epoch, len(epoch_losses), epoch_losses, metrics)
+    model.eval()
+    return model, MemberResult(seed, best_epoch, len(epoch_losses), epoch_losses, best_val), epoch_seconds
 
 
 def _train_epoch(
@@ -123,15 +221,14 @@ def _train_epoch(
     config: ModelConfig,
     generator: torch.Generator,
     progress: bool,
-    epoch: int,
-    n_epochs: int,
+    desc: str,
 ) -> float:
     """One pass over shuffled mini-batches; returns the mean training loss."""
     model.train()
     order = torch.randperm(len(targets), generator=generator)
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
-    for idx in tqdm(batches, desc=f"epoch {epoch}/{n_epochs}", disable=not progress, leave=False):
+    for idx in tqdm(batches, desc=desc, disable=not progress, leave=False):
         loss = full_softmax_ce(
             model, seqs[idx], targets[idx], config.label_smoothing, mask_history=config.mask_history
         )

@@ -1,0 +1,68 @@
+"""Per-dataset config presets: the validation-selected overrides of the released artifacts.
+
+``recloop train --dataset D --model M`` starts from the model's config defaults, applies the
+preset of (M, D) if there is one, then any ``--set KEY=VALUE`` (which wins). Every preset was
+chosen on the *validation* split (expected HR@1-of-20, one training seed); the selection runs
+are listed in bench/README.md, "## Models". Datasets without a preset use the defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from recmodels.registry import MODEL_NAMES, make_config
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Config overrides of one model on one dataset, with the validation evidence for them."""
+
+    model: str
+    dataset: str
+    overrides: MappingProxyType[str, Any]
+    reason: str  # the validation numbers that chose it
+
+
+def _preset(model: str, dataset: str, reason: str, **overrides: Any) -> Preset:
+    return Preset(model, dataset, MappingProxyType(overrides), reason)
+
+
+PRESETS: tuple[Preset, ...] = (
+    _preset(
+        "caser", "lastfm",
+        "val HR@1 exp. 0.313 vs default 0.204 (tied 0.294, weight decay 1.0 alone 0.277)",
+        tie_weights=True, weight_decay=1.0,
+    ),
+    _preset("sasrec", "movielens", "val HR@1 exp. 0.497 vs default 0.489", label_smoothing=0.1),
+    _preset("gru4rec", "movielens", "val HR@1 exp. 0.490 vs default 0.483", dropout=0.5),
+)  # fmt: skip
+
+_BY_KEY = {(p.model, p.dataset): p for p in PRESETS}
+
+
+def preset_for(dataset: str, model: str) -> Preset | None:
+    return _BY_KEY.get((model, dataset))
+
+
+def preset_overrides(dataset: str, model: str) -> dict[str, Any]:
+    """The preset's overrides for ``model`` on the dataset named ``dataset`` ({} without one)."""
+    preset = preset_for(dataset, model)
+    return dict(preset.overrides) if preset else {}
+
+
+def _check(presets: tuple[Preset, ...]) -> None:
+    """Every preset names a known model and only fields of its config, with values of their type."""
+    for p in presets:
+        if p.model not in MODEL_NAMES:
+            raise ValueError(f"preset for unknown model {p.model!r}")
+        defaults = make_config(p.model)
+        make_config(p.model, **p.overrides)  # unknown fields raise here
+        for f in dataclasses.fields(defaults):
+            if f.name in p.overrides and type(p.overrides[f.name]) is not type(getattr(defaults, f.name)):
+                raise TypeError(f"preset {p.model}/{p.dataset}: {f.name} must be a {f.type}")
+
+
+_check(PRESETS)
