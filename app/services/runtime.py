@@ -52,9 +52,14 @@ class ServiceResources:
 
 def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, LoopDeps]:
     """The trained rec and reward models (loaded once) and the agents built on them."""
+    import torch
+
     from graph.deps import make_deps
     from recmodels.artifacts import load_latest_scorer
 
+    # Intra-op threads spin at barriers: beside other busy processes (workers, PostgreSQL) two
+    # threads on two cores turned 5 ms scorings into 200-300 ms stalls.
+    torch.set_num_threads(settings.torch_threads)
     rec = load_latest_scorer(settings.models_dir, catalog, settings.rec_model)
     reward = (
         rec
@@ -112,7 +117,11 @@ async def open_resources(
             saver = AsyncPostgresSaver(conn=await _open_pool(stack, checkpoint_pool(url, settings)))
         else:
             pool = await _open_pool(stack, checkpoint_pool(url, settings))
-            saver = PooledPostgresSaver(pool, write_behind=settings.checkpoint_write_behind)
+            saver = PooledPostgresSaver(
+                pool,
+                write_behind=settings.checkpoint_write_behind,
+                commit_delay_s=settings.checkpoint_commit_delay_ms / 1000,
+            )
         resources = ServiceResources(
             settings=settings,
             database_url=url,
