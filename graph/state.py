@@ -106,6 +106,17 @@ class JudgementRecord(TypedDict):
     usage: LLMUsage
 
 
+MEMORY_WINDOW = 100
+"""Rejected rounds an agent remembers. A session lives for many loops: an unbounded memory would
+make every step's state copy and checkpoint grow with the session's age (measured: +40 ms per
+request after 400 loops), and the LLM prompt shows only the newest entries anyway."""
+
+
+def remember(memory: list[MemoryEntry], new: list[MemoryEntry]) -> list[MemoryEntry]:
+    """Reducer of ``rec_memory`` / ``user_memory``: append, keep the newest ``MEMORY_WINDOW``."""
+    return (memory + new)[-MEMORY_WINDOW:]
+
+
 class LoopInput(TypedDict):
     """What a caller passes to start one loop on a thread (the graph's input schema)."""
 
@@ -151,9 +162,9 @@ class LoopState(TypedDict):
     """The user's answer to the current proposal; None between rounds."""
     rounds: NotRequired[Annotated[list[RoundRecord], operator.add]]
     """Rounds of the current loop (reset with ``Overwrite([])`` when a loop opens)."""
-    rec_memory: NotRequired[Annotated[list[MemoryEntry], operator.add]]
+    rec_memory: NotRequired[Annotated[list[MemoryEntry], remember]]
     """Mr: the recommendation agent's memory of rejected rounds, across loops of the thread."""
-    user_memory: NotRequired[Annotated[list[MemoryEntry], operator.add]]
+    user_memory: NotRequired[Annotated[list[MemoryEntry], remember]]
     """Mu: the user agent's memory of rejected rounds, across loops of the thread."""
     final_item: NotRequired[int | None]
     """The loop's answer: the accepted item, or the last proposal when the round limit is hit."""

@@ -201,3 +201,14 @@ def test_judge_items_uses_reward_model_and_memory(ml_dataset, ml_scorers):
     ]
     after = judge_items(deps, history, candidates, memory)
     assert not after[candidates.index(best[0])] and sum(after) == 4
+
+
+def test_memory_keeps_only_the_newest_window():
+    from graph.state import MEMORY_WINDOW, remember
+
+    old = [{"item": i, "item_title": "", "rec_reason": "", "user_reason": ""} for i in range(MEMORY_WINDOW)]
+    new = [{"item": -1, "item_title": "", "rec_reason": "", "user_reason": ""}]
+    kept = remember(old, new)
+    assert len(kept) == MEMORY_WINDOW
+    assert kept[0]["item"] == 1 and kept[-1]["item"] == -1
+    assert remember([], new) == new
