@@ -76,6 +76,14 @@ class Settings(BaseSettings):
         description="Keep a round's checkpoint writes in memory and commit them in one durable "
         "transaction when the round closes (one fsync per round instead of about ten).",
     )
+    checkpoint_commit_delay_ms: float = Field(
+        20.0,
+        ge=0,
+        le=1000,
+        description="Longest a finished round waits for its background commit, so that rounds closing "
+        "together share one fsync; a run that ends sooner commits everything with its loop history. "
+        "Nothing is acknowledged before it is committed. 0: commit each round at once.",
+    )
     max_history_items: int = Field(1000, ge=1, description="Longest history a session accepts.")
     max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
     db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")

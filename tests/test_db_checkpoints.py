@@ -39,6 +39,7 @@ def _committed_rounds(checkpoint) -> int:
 
 async def test_a_round_is_committed_when_it_closes_and_not_before(savers, service_loop_deps):
     saver, reader = savers
+    saver.background_commits = False  # each round's commit finishes before the graph goes on
     graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
     thread = "write-behind-rounds"
     config = loop_config(thread, 4)
@@ -53,7 +54,7 @@ async def test_a_round_is_committed_when_it_closes_and_not_before(savers, servic
     ):
         node = next(iter(update))
         committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
-        pending = bool(saver._pending.get(thread))
+        pending = saver.has_pending(thread)
         seen_during_round_2.append((node, _committed_rounds(committed), pending))
 
     # Each step's checkpoint is written before the next step starts (durability "sync"), but only
@@ -67,7 +68,7 @@ async def test_a_round_is_committed_when_it_closes_and_not_before(savers, servic
         ("__interrupt__", 1, True),
     ]
     await saver.aflush(thread)
-    assert not saver._pending.get(thread)
+    assert not saver.has_pending(thread)
 
     # The stock saver reads the flushed state, including the pending interrupt of round 2.
     state = await build_graph(service_loop_deps["offline"]).compile(checkpointer=reader).aget_state(config)
@@ -90,7 +91,7 @@ async def test_concurrent_threads_do_not_wait_for_each_other(savers, service_loo
         committed = await reader.aget_tuple({"configurable": {"thread_id": f"parallel-{i}"}})
         assert _committed_rounds(committed) == len(result["rounds"])
         assert committed.checkpoint["channel_values"]["final_item"] == result["final_item"]
-    assert not any(saver._pending.values())
+    assert not any(saver.has_pending(f"parallel-{i}") for i in range(8))
 
 
 async def test_reads_flush_pending_writes_first(savers, service_loop_deps):
@@ -99,7 +100,112 @@ async def test_reads_flush_pending_writes_first(savers, service_loop_deps):
     thread = "read-your-writes"
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2, "judge_mode": "human"}
     await graph.ainvoke(loop_input, loop_config(thread, 2))
-    assert saver._pending.get(thread)  # the pause's writes are not committed yet...
+    assert saver.has_pending(thread)  # the pause's writes are not committed yet...
     state = await graph.aget_state(loop_config(thread, 2))  # ...but a read sees them
-    assert not saver._pending.get(thread)
+    assert not saver.has_pending(thread)
     assert [i.value["round"] for task in state.tasks for i in task.interrupts] == [1]
+
+
+async def _stored(pool, thread: str) -> list[tuple[str, str | None]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = %s "
+            "ORDER BY checkpoint_id",
+            (thread,),
+        )
+        return [(row["checkpoint_id"], row["parent_checkpoint_id"]) for row in await cur.fetchall()]
+
+
+async def test_background_commits_store_the_newest_checkpoint_of_each_round(savers, service_loop_deps):
+    saver, reader = savers
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    thread = "group-commit"
+    loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
+    results = []
+    for _ in range(3):  # three loops on one thread, each resuming from what the last one committed
+        results.append(await graph.ainvoke(loop_input, loop_config(thread, 4)))
+        await saver.aflush(thread)
+        assert not saver.has_pending(thread)
+
+    committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
+    values = committed.checkpoint["channel_values"]
+    assert values["loop_index"] == 3 and values["final_item"] == results[-1]["final_item"]
+    assert _committed_rounds(committed) == len(results[-1]["rounds"])
+    n_rejected = sum(r["decision"] == "reject" for result in results for r in result["rounds"])
+    assert len(values.get("rec_memory") or []) == n_rejected
+
+    # Steps superseded within a commit are not stored: at most one checkpoint per round plus the
+    # input checkpoint of each loop, and every stored checkpoint follows a stored one.
+    rows = await _stored(saver.conn, thread)
+    n_rounds = sum(len(result["rounds"]) for result in results)
+    assert len(rows) <= n_rounds + 2 * len(results)
+    ids = {checkpoint_id for checkpoint_id, _ in rows}
+    assert [parent for _, parent in rows if parent not in ids] == [None]
+
+
+async def test_a_failed_commit_is_retried_and_nothing_is_lost(savers, service_loop_deps, monkeypatch):
+    saver, reader = savers
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    thread = "failed-commit"
+    real_execute = saver._execute
+    failures = []
+
+    async def fail_first(statements):
+        if not failures:
+            failures.append(len(statements))
+            raise OSError("connection lost")
+        await real_execute(statements)
+
+    monkeypatch.setattr(saver, "_execute", fail_first)
+    result = await graph.ainvoke(
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4)
+    )
+    await saver.aflush(thread)
+    assert failures and not saver.has_pending(thread)
+    committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
+    assert _committed_rounds(committed) == len(result["rounds"])
+    assert committed.checkpoint["channel_values"]["final_item"] == result["final_item"]
+
+
+async def test_aflush_raises_when_the_database_stays_away(savers, service_loop_deps, monkeypatch):
+    saver, _ = savers
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+
+    async def always_fail(statements):
+        raise OSError("connection lost")
+
+    monkeypatch.setattr(saver, "_execute", always_fail)
+    thread = "database-gone"
+    await graph.ainvoke(
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2}, loop_config(thread, 2)
+    )
+    with pytest.raises(OSError):
+        await saver.aflush(thread)
+    assert saver.has_pending(thread)  # kept: a later flush can still write them
+
+
+async def test_commit_delay_lets_a_run_commit_once_and_a_failed_handover_keeps_the_writes(
+    savers, service_loop_deps
+):
+    saver, reader = savers
+    saver.commit_delay_s = 30.0  # far longer than the run: its rounds wait for the final commit
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    thread = "delayed-commit"
+    result = await graph.ainvoke(
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4)
+    )
+    assert saver.has_pending(thread)
+    assert await reader.aget_tuple({"configurable": {"thread_id": thread}}) is None
+
+    # The caller's transaction fails: the writes go back to the buffer, nothing is committed.
+    with pytest.raises(RuntimeError):
+        async with saver.commit_with(thread) as statements:
+            assert statements
+            raise RuntimeError("history write failed")
+    assert saver.has_pending(thread)
+    assert await reader.aget_tuple({"configurable": {"thread_id": thread}}) is None
+
+    await saver.aflush(thread)  # does not wait out the delay
+    committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
+    assert _committed_rounds(committed) == len(result["rounds"])
+    assert len(await _stored(saver.conn, thread)) == 1  # superseded steps were never written

@@ -1,25 +1,36 @@
 """LangGraph's PostgreSQL saver, made to scale with a pool and to commit once per round.
 
-Two changes to the stock ``AsyncPostgresSaver`` (measured in bench/README.md):
+Three changes to the stock ``AsyncPostgresSaver`` (measured in bench/README.md):
 
 1. No instance-wide lock. The stock saver serialises every query of every thread behind one
    ``asyncio.Lock`` (langgraph issue 7259), which a single shared connection needs but a pool
    does not: here each query checks out its own pooled connection.
 2. Write-behind per round. A loop round is four graph steps, and the stock saver writes each
-   step's checkpoint and task writes in their own autocommit statements: about ten commits,
-   each waiting for a WAL fsync (~4 ms here). This saver keeps a thread's writes in memory
-   until a checkpoint records a finished round (it updates one of ``round_channels``), then
-   writes them all in one transaction: one durable commit per round. The service flushes the
-   rest when a run ends (:meth:`aflush`), before it answers. A crash therefore loses at most
-   the round in progress, never a completed one, which is what the loop history promises.
+   step's checkpoint and task writes in their own autocommit statements: about ten commits per
+   round, each waiting for a WAL fsync. This saver keeps a thread's writes in memory until a
+   checkpoint records a finished round (it updates one of ``round_channels``), then commits
+   them in one transaction: one durable commit per round. Only what the newest checkpoint needs
+   is written — its row (its parent is the thread's last committed checkpoint), the blobs of the
+   channel versions it references that are not stored yet, and its own pending task writes;
+   the steps in between were superseded by it and are never resumed from. The service flushes
+   the rest when a run ends (:meth:`aflush`), before it answers.
+3. Group commit per thread. A round's commit runs in the background while the graph goes on;
+   rounds that close while it is in flight are committed together right after it. ``aflush``
+   waits for all of it, so nothing is acknowledged before it is durable; a crash loses at most
+   the rounds of the run in progress whose commit had not landed, never a completed run's.
+   A commit that fails keeps its writes and is retried by the next one; ``aflush`` raises if
+   the last attempt fails, so the run fails instead of answering.
 
 Reads of a thread flush its pending writes first, so nothing ever reads around the buffer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -32,16 +43,74 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from psycopg import AsyncCursor
+from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+
+_log = logging.getLogger(__name__)
 
 # The graph appends one record to ``rounds`` per finished round (and resets it when a loop opens).
 ROUND_CHANNELS = frozenset({"rounds"})
 
 Statement = tuple[str, Any, bool]
 """(SQL, parameters, executemany?) as the stock saver would have executed it."""
+
+
+@dataclass
+class _Namespace:
+    """What one checkpoint namespace of a thread has not committed yet."""
+
+    parent_id: str | None
+    """The checkpoint the first buffered one follows: the last committed (or the run's start)."""
+    checkpoint_id: str | None = None
+    checkpoint_row: tuple | None = None
+    blob_channels: frozenset[str] = frozenset()
+    """Channels the newest checkpoint keeps in the blobs table (the others are inline)."""
+    versions: dict[str, Any] = field(default_factory=dict)
+    """The newest checkpoint's channel versions."""
+    blobs: dict[str, tuple] = field(default_factory=dict)
+    """Per channel, the newest blob row written by a buffered checkpoint."""
+    writes: dict[str, list[tuple[str, list[tuple]]]] = field(default_factory=dict)
+    """Task writes by the checkpoint they belong to: [(SQL, rows)]."""
+
+    def add_checkpoint(self, checkpoint_id: str, row: tuple, blob_channels, versions, blob_rows) -> None:
+        self.checkpoint_id, self.checkpoint_row = checkpoint_id, row
+        self.blob_channels, self.versions = frozenset(blob_channels), dict(versions)
+        for blob in blob_rows:
+            self.blobs[blob[2]] = blob  # (thread, ns, channel, version, type, bytes)
+
+    def statements(self, saver: AsyncPostgresSaver) -> list[Statement]:
+        """The newest checkpoint with what it needs; superseded steps are left out."""
+        statements: list[Statement] = []
+        if self.checkpoint_row is not None:
+            blobs = [
+                row
+                for channel, row in self.blobs.items()
+                if channel in self.blob_channels and self.versions.get(channel) == row[3]
+            ]
+            if blobs:
+                statements.append((saver.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, True))
+            thread, ns, checkpoint_id, _, *rest = self.checkpoint_row
+            statements.append(
+                (saver.UPSERT_CHECKPOINTS_SQL, (thread, ns, checkpoint_id, self.parent_id, *rest), False)
+            )
+        # Task writes matter for the newest checkpoint only: a resumed run starts from it. When it
+        # is committed already, the buffer started after it and holds its writes under parent_id.
+        newest = self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
+        for query, rows in self.writes.get(newest or "", []):
+            statements.append((query, rows, True))
+        return statements
+
+    def absorb_older(self, older: _Namespace) -> None:
+        """Take back a failed commit's content under what was buffered since (retried next time)."""
+        self.parent_id = older.parent_id
+        if self.checkpoint_row is None:
+            self.checkpoint_id, self.checkpoint_row = older.checkpoint_id, older.checkpoint_row
+            self.blob_channels, self.versions = older.blob_channels, older.versions
+        self.blobs = {**older.blobs, **self.blobs}
+        for checkpoint_id, writes in older.writes.items():
+            self.writes.setdefault(checkpoint_id, [])[:0] = writes
 
 
 class _NoLock:
@@ -60,27 +129,55 @@ class PooledPostgresSaver(AsyncPostgresSaver):
         pool: AsyncConnectionPool,
         *,
         write_behind: bool = True,
+        background_commits: bool = True,
+        commit_delay_s: float = 0.0,
         round_channels: frozenset[str] = ROUND_CHANNELS,
     ):
         super().__init__(conn=pool)
         self.lock = _NoLock()  # type: ignore[assignment]  # see the module docstring, point 1
         self.write_behind = write_behind
+        self.background_commits = background_commits
+        self.commit_delay_s = commit_delay_s
         self.round_channels = round_channels
-        self._pending: dict[str, list[Statement]] = {}
+        self._pending: dict[str, dict[str, _Namespace]] = {}
+        self._committing: dict[str, asyncio.Task[None]] = {}
+        self._commit_again: set[str] = set()
+        self._delaying: set[str] = set()
+
+    def has_pending(self, thread_id: str) -> bool:
+        """Whether the thread has writes that are not committed yet (buffered or in flight)."""
+        thread_id = str(thread_id)
+        return any(ns.statements(self) for ns in self._pending.get(thread_id, {}).values()) or (
+            thread_id in self._committing
+        )
 
     # --- writes -----------------------------------------------------------------------------
+
+    def _namespace(self, thread_id: str, checkpoint_ns: str, parent_id: str | None) -> _Namespace:
+        return self._pending.setdefault(thread_id, {}).setdefault(checkpoint_ns, _Namespace(parent_id))
 
     async def aput(
         self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> Any:
         if not self.write_behind:
             return await super().aput(config, checkpoint, metadata, new_versions)
-        thread_id = str(config["configurable"]["thread_id"])
-        statements, next_config = self._checkpoint_statements(config, checkpoint, metadata, new_versions)
-        self._pending.setdefault(thread_id, []).extend(statements)
+        configurable = config["configurable"]
+        thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable["checkpoint_ns"]
+        buffer = self._namespace(thread_id, checkpoint_ns, configurable.get("checkpoint_id"))
+        row, blob_channels, blob_rows = self._checkpoint_row(config, checkpoint, metadata, new_versions)
+        buffer.add_checkpoint(checkpoint["id"], row, blob_channels, checkpoint["channel_versions"], blob_rows)
         if self._closes_round(checkpoint, new_versions):
-            await self.aflush(thread_id)
-        return next_config
+            if self.background_commits:
+                self._start_commit(thread_id)
+            else:
+                await self.aflush(thread_id)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
 
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -88,45 +185,32 @@ class PooledPostgresSaver(AsyncPostgresSaver):
         if not self.write_behind:
             return await super().aput_writes(config, writes, task_id, task_path)
         configurable = config["configurable"]
-        # As the stock saver; the payloads are small, so they are dumped inline instead of in a
-        # worker thread (a thread hop per write cost more than the dump under load).
+        thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable["checkpoint_ns"]
         query = (
             self.UPSERT_CHECKPOINT_WRITES_SQL
             if all(w[0] in WRITES_IDX_MAP for w in writes)
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
-        params = self._dump_writes(
-            configurable["thread_id"],
-            configurable["checkpoint_ns"],
-            configurable["checkpoint_id"],
-            task_id,
-            task_path,
-            writes,
+        # The payloads are small: dumped inline, not in a worker thread (a thread hop per write cost
+        # more than the dump under load).
+        rows = self._dump_writes(
+            thread_id, checkpoint_ns, configurable["checkpoint_id"], task_id, task_path, writes
         )
-        self._pending.setdefault(str(configurable["thread_id"]), []).append((query, params, True))
+        buffer = self._namespace(thread_id, checkpoint_ns, configurable["checkpoint_id"])
+        buffer.writes.setdefault(configurable["checkpoint_id"], []).append((query, rows))
 
     def _closes_round(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
         # A loop's opening resets ``rounds`` to []: no finished round to make durable yet.
         touched = not self.round_channels.isdisjoint(new_versions)
         return touched and any(checkpoint["channel_values"].get(name) for name in self.round_channels)
 
-    def _checkpoint_statements(
+    def _checkpoint_row(
         self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
-    ) -> tuple[list[Statement], dict[str, Any]]:
-        """The statements the stock ``aput`` executes (same SQL, same rows), and its return value."""
-        configurable = config["configurable"].copy()
-        thread_id = configurable.pop("thread_id")
-        checkpoint_ns = configurable.pop("checkpoint_ns")
-        parent_id = configurable.pop("checkpoint_id", None)
+    ) -> tuple[tuple, set[str], list[tuple]]:
+        """The stock ``aput``'s checkpoint row and blob rows (same SQL, same format)."""
+        configurable = config["configurable"]
         copy = checkpoint.copy()
         copy["channel_values"] = copy["channel_values"].copy()
-        next_config = {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
         # Primitive values stay inline in the checkpoint row; the others go to the blobs table.
         blob_values = {}
         for key, value in checkpoint["channel_values"].items():
@@ -137,26 +221,85 @@ class PooledPostgresSaver(AsyncPostgresSaver):
                 pass
             else:
                 blob_values[key] = copy["channel_values"].pop(key)
-        statements: list[Statement] = []
-        if blob_versions := {k: v for k, v in new_versions.items() if k in blob_values}:
-            rows = self._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
-            statements.append((self.UPSERT_CHECKPOINT_BLOBS_SQL, rows, True))
+        blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
+        blob_rows = self._dump_blobs(
+            configurable["thread_id"], configurable["checkpoint_ns"], blob_values, blob_versions
+        )
         row = (
-            thread_id,
-            checkpoint_ns,
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
             checkpoint["id"],
-            parent_id,
+            configurable.get("checkpoint_id"),
             Jsonb(copy),
             Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
         )
-        statements.append((self.UPSERT_CHECKPOINTS_SQL, row, False))
-        return statements, next_config
+        return row, set(blob_values), blob_rows
 
-    async def aflush(self, thread_id: str) -> None:
-        """Write the thread's pending statements in one transaction (one durable commit)."""
-        statements = self._pending.pop(str(thread_id), None)
-        if not statements:
+    # --- commits ----------------------------------------------------------------------------
+
+    def _start_commit(self, thread_id: str) -> None:
+        if thread_id in self._committing:
+            self._commit_again.add(thread_id)  # group commit: taken along right after the one in flight
             return
+        self._committing[thread_id] = asyncio.create_task(self._commit_rounds(thread_id))
+
+    async def _commit_rounds(self, thread_id: str) -> None:
+        try:
+            if self.commit_delay_s:
+                # Like PostgreSQL's commit_delay: rounds that close within the delay share a commit,
+                # and a run that ends within it commits everything once, with its loop history.
+                self._delaying.add(thread_id)
+                try:
+                    await asyncio.sleep(self.commit_delay_s)
+                except asyncio.CancelledError:
+                    return  # the run ended first (see _settle): its final commit takes these writes
+                finally:
+                    self._delaying.discard(thread_id)
+            while True:
+                self._commit_again.discard(thread_id)
+                try:
+                    await self._commit(thread_id)
+                except Exception as exc:  # the writes stay buffered: aflush retries them and raises
+                    _log.warning("background checkpoint commit of thread %s failed: %s", thread_id, exc)
+                    return
+                if thread_id not in self._commit_again:
+                    return
+        finally:
+            self._committing.pop(thread_id, None)
+
+    async def _settle(self, thread_id: str) -> None:
+        """Stop a commit that is still waiting out its delay; wait for one that is running."""
+        task = self._committing.get(thread_id)
+        if task is not None and thread_id in self._delaying:
+            task.cancel()
+        while (task := self._committing.get(thread_id)) is not None:
+            await asyncio.shield(task)
+
+    async def _commit(self, thread_id: str) -> None:
+        """Commit what the thread has buffered, in one pipelined transaction (one durable commit)."""
+        async with self.commit_with(thread_id, settle=False) as statements:
+            if statements:
+                await self._execute(statements)
+
+    @asynccontextmanager
+    async def commit_with(self, thread_id: str, *, settle: bool = True) -> AsyncIterator[list[Statement]]:
+        """Hand the thread's uncommitted writes to the caller's transaction (one commit for both).
+
+        The service commits a run's last writes together with its loop history. If the caller's
+        block fails, the writes go back to the buffer, to be committed by the next flush.
+        """
+        thread_id = str(thread_id)
+        if settle:
+            await self._settle(thread_id)
+        taken = self._pending.pop(thread_id, None) or {}
+        try:
+            yield [statement for ns in taken.values() for statement in ns.statements(self)]
+        except BaseException:
+            for checkpoint_ns, older in taken.items():
+                self._namespace(thread_id, checkpoint_ns, older.parent_id).absorb_older(older)
+            raise
+
+    async def _execute(self, statements: list[Statement]) -> None:
         pool: AsyncConnectionPool = self.conn  # type: ignore[assignment]
         # Pipeline mode: every statement is sent at once, one network round trip and one commit.
         async with (
@@ -171,6 +314,12 @@ class PooledPostgresSaver(AsyncPostgresSaver):
                 else:
                     await cur.execute(query, params)
 
+    async def aflush(self, thread_id: str) -> None:
+        """Make everything the thread wrote durable: wait for the commit in flight, commit the rest."""
+        thread_id = str(thread_id)
+        await self._settle(thread_id)
+        await self._commit(thread_id)
+
     # --- reads see everything written ----------------------------------------------------------
 
     async def aget_tuple(self, config: Any) -> CheckpointTuple | None:
@@ -184,10 +333,10 @@ class PooledPostgresSaver(AsyncPostgresSaver):
             yield item
 
     async def adelete_thread(self, thread_id: str) -> None:
-        self._pending.pop(str(thread_id), None)
+        thread_id = str(thread_id)
+        await self._settle(thread_id)
+        self._pending.pop(thread_id, None)
         await super().adelete_thread(thread_id)
-
-    # --- one pooled connection per query, or a recorder while buffering ---------------------------
 
     # --- one pooled connection per query (the stock saver's reads and its non-buffered writes) ------
 
@@ -201,3 +350,15 @@ class PooledPostgresSaver(AsyncPostgresSaver):
             else:
                 async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
+
+
+async def execute_in_transaction(conn: AsyncConnection, statements: list[Statement], schema: str) -> None:
+    """Run a saver's statements inside another open transaction on ``conn`` (a psycopg connection)."""
+    async with conn.cursor(binary=True) as cur:
+        # The saver's SQL names its tables unqualified; they live in their own schema.
+        await cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
+        for query, params, many in statements:
+            if many:
+                await cur.executemany(query, params)
+            else:
+                await cur.execute(query, params)

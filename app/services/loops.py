@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -21,6 +21,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
 from app.services import metrics, steering
+from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import AgentMode, ServiceResources
@@ -86,6 +87,7 @@ class LoopRun:
             stream_mode=["updates", "values"],
             durability=self.res.settings.checkpoint_durability,
         )
+        finished = False
         try:
             async for mode, chunk in stream:
                 if mode == "values":
@@ -96,15 +98,15 @@ class LoopRun:
                         pending = update[0].value if update else None
                     if on_update is not None:
                         await on_update(node, update)
+            finished = True
         except LoopInputError as exc:  # a backstop: requests are validated before the lock
             raise InvalidInput(exc.reason, field=exc.field) from exc
         except HumanFeedbackError as exc:
             raise InvalidInput(str(exc), field="reason") from exc
         finally:
-            # Write-behind savers hold the last, unfinished round's writes (e.g. a pending interrupt).
-            flush = getattr(self.res.saver, "aflush", None)
-            if flush is not None:
-                await flush(self.session.thread_id)
+            if not finished and isinstance(self.res.saver, PooledPostgresSaver):
+                # What the failed run wrote is kept (a finished run commits it with its history).
+                await self.res.saver.aflush(self.session.thread_id)
         duration_ms = (time.perf_counter() - started) * 1000
         outcome = self._outcome(values, pending, duration_ms)
         await self._record(outcome)
@@ -133,7 +135,15 @@ class LoopRun:
         A new loop is one INSERT with its rounds; a resumed one (human judge) appends the rounds
         that are not stored yet. (loop, round) is unique, so a fork could not be written anyway.
         """
-        async with self.res.sessionmaker.begin() as db:
+        saver = self.res.saver
+        # A write-behind saver's last writes (the final round, a pending interrupt) are committed
+        # in the history's transaction: one durable commit, and both or neither.
+        handover = (
+            saver.commit_with(self.session.thread_id)
+            if isinstance(saver, PooledPostgresSaver)
+            else nullcontext([])
+        )
+        async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
             loop = None
             if self.resumed:
                 loop = await loops_repo.get_loop(
@@ -156,6 +166,12 @@ class LoopRun:
                 status="awaiting_feedback" if outcome.pending is not None else "idle",
                 n_loops=outcome.loop_index,
             )
+            if checkpoint_statements:
+                await db.flush()
+                raw = await (await db.connection()).get_raw_connection()
+                await execute_in_transaction(
+                    raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
+                )
         metrics.observe_rounds(new_rounds)
         if outcome.status == "completed":
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
