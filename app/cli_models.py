@@ -98,9 +98,10 @@ def eval_model_command(
 
 def _table(result: dict[str, Any]) -> str:
     seeds = ", ".join(f"{v:.3f}" for v in result["hr1_per_seed"].values())
+    members = f" (ensemble of {result['members']})" if result.get("members", 1) > 1 else ""
     return "\n".join(
         [
-            f"{result['model']} on {result['dataset']} / {result['split']}: {result['n_rows']} rows "
+            f"{result['model']}{members} on {result['dataset']} / {result['split']}: {result['n_rows']} rows "
             f"({result['n_dropped']} dropped: {result['note']})",
             f"  HR@1 of 20    {result['hr1_mean']:.4f} ± {result['hr1_std']:.4f}  (seeds: {seeds})",
             f"  HR@1 expected {result['hr1_expected']:.4f}  (exact mean over all candidate draws)",

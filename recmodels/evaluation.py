@@ -94,6 +94,7 @@ def evaluate_model(
     summary = ranking_summary(full_ranking_stats(scorer.model, rows))
     return {
         "model": scorer.info.model_name,
+        "members": scorer.info.extra.get("members", 1),  # > 1: a seed ensemble
         "dataset": dataset.name,
         "split": split,
         "hr1_mean": metrics.mean(per_seed),

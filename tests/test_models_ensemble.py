@@ -168,6 +168,8 @@ def test_cli_train_members_and_presets(cli_env: Path) -> None:
         cli, ["eval", "model", "--dataset", "movielens", "--model", "gru4rec", "--json"]
     )
     assert evaluated.exit_code == 0, evaluated.output
+    assert "gru4rec (ensemble of 2) on movielens" in evaluated.stdout
+    assert json.loads(evaluated.stdout.strip().splitlines()[-1])["members"] == 2
 
     assert read_artifact(Path(_train("--set", "dropout=0.1")["artifact"]))["config"]["dropout"] == 0.1
     assert read_artifact(Path(_train("--no-preset")["artifact"]))["config"]["dropout"] == 0.3
