@@ -59,8 +59,14 @@ Statement = tuple[str, Any, bool]
 
 @dataclass
 class _Namespace:
-    """What one checkpoint namespace of a thread has not committed yet."""
+    """What one checkpoint namespace of a thread has not committed yet.
 
+    Values are kept as they are and dumped when committed: most buffered steps are superseded
+    by a newer one before then, and their values are never serialised.
+    """
+
+    thread_id: str
+    checkpoint_ns: str
     parent_id: str | None
     """The checkpoint the first buffered one follows: the last committed (or the run's start)."""
     checkpoint_id: str | None = None
@@ -69,36 +75,53 @@ class _Namespace:
     """Channels the newest checkpoint keeps in the blobs table (the others are inline)."""
     versions: dict[str, Any] = field(default_factory=dict)
     """The newest checkpoint's channel versions."""
-    blobs: dict[str, tuple] = field(default_factory=dict)
-    """Per channel, the newest blob row written by a buffered checkpoint."""
-    writes: dict[str, list[tuple[str, list[tuple]]]] = field(default_factory=dict)
-    """Task writes by the checkpoint they belong to: [(SQL, rows)]."""
+    blobs: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Per channel, the newest (version, value) a buffered checkpoint stores as a blob."""
+    writes: dict[str, list[tuple[str, str, str, Sequence[tuple[str, Any]]]]] = field(default_factory=dict)
+    """Task writes by the checkpoint they belong to: [(SQL, task id, task path, writes)]."""
 
-    def add_checkpoint(self, checkpoint_id: str, row: tuple, blob_channels, versions, blob_rows) -> None:
+    def add_checkpoint(
+        self, checkpoint_id: str, row: tuple, blob_values: dict, versions, new_versions
+    ) -> None:
         self.checkpoint_id, self.checkpoint_row = checkpoint_id, row
-        self.blob_channels, self.versions = frozenset(blob_channels), dict(versions)
-        for blob in blob_rows:
-            self.blobs[blob[2]] = blob  # (thread, ns, channel, version, type, bytes)
+        self.blob_channels, self.versions = frozenset(blob_values), dict(versions)
+        for channel, value in blob_values.items():
+            if channel in new_versions:
+                self.blobs[channel] = (new_versions[channel], value)
+
+    def _newest_writes(self) -> list[tuple[str, str, str, Sequence[tuple[str, Any]]]]:
+        # Task writes matter for the newest checkpoint only: a resumed run starts from it. When it
+        # is committed already, the buffer started after it and holds its writes under parent_id.
+        newest = self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
+        return self.writes.get(newest or "", [])
+
+    def is_empty(self) -> bool:
+        return self.checkpoint_row is None and not self._newest_writes()
 
     def statements(self, saver: AsyncPostgresSaver) -> list[Statement]:
         """The newest checkpoint with what it needs; superseded steps are left out."""
         statements: list[Statement] = []
         if self.checkpoint_row is not None:
-            blobs = [
-                row
-                for channel, row in self.blobs.items()
-                if channel in self.blob_channels and self.versions.get(channel) == row[3]
-            ]
-            if blobs:
-                statements.append((saver.UPSERT_CHECKPOINT_BLOBS_SQL, blobs, True))
+            stored = {
+                channel: (version, value)
+                for channel, (version, value) in self.blobs.items()
+                if channel in self.blob_channels and self.versions.get(channel) == version
+            }
+            if stored:
+                rows = saver._dump_blobs(
+                    self.thread_id,
+                    self.checkpoint_ns,
+                    {channel: value for channel, (_, value) in stored.items()},
+                    {channel: version for channel, (version, _) in stored.items()},
+                )
+                statements.append((saver.UPSERT_CHECKPOINT_BLOBS_SQL, rows, True))
             thread, ns, checkpoint_id, _, *rest = self.checkpoint_row
             statements.append(
                 (saver.UPSERT_CHECKPOINTS_SQL, (thread, ns, checkpoint_id, self.parent_id, *rest), False)
             )
-        # Task writes matter for the newest checkpoint only: a resumed run starts from it. When it
-        # is committed already, the buffer started after it and holds its writes under parent_id.
         newest = self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
-        for query, rows in self.writes.get(newest or "", []):
+        for query, task_id, task_path, writes in self._newest_writes():
+            rows = saver._dump_writes(self.thread_id, self.checkpoint_ns, newest, task_id, task_path, writes)
             statements.append((query, rows, True))
         return statements
 
@@ -147,14 +170,17 @@ class PooledPostgresSaver(AsyncPostgresSaver):
     def has_pending(self, thread_id: str) -> bool:
         """Whether the thread has writes that are not committed yet (buffered or in flight)."""
         thread_id = str(thread_id)
-        return any(ns.statements(self) for ns in self._pending.get(thread_id, {}).values()) or (
+        return any(not ns.is_empty() for ns in self._pending.get(thread_id, {}).values()) or (
             thread_id in self._committing
         )
 
     # --- writes -----------------------------------------------------------------------------
 
     def _namespace(self, thread_id: str, checkpoint_ns: str, parent_id: str | None) -> _Namespace:
-        return self._pending.setdefault(thread_id, {}).setdefault(checkpoint_ns, _Namespace(parent_id))
+        namespaces = self._pending.setdefault(thread_id, {})
+        if checkpoint_ns not in namespaces:
+            namespaces[checkpoint_ns] = _Namespace(thread_id, checkpoint_ns, parent_id)
+        return namespaces[checkpoint_ns]
 
     async def aput(
         self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
@@ -164,8 +190,10 @@ class PooledPostgresSaver(AsyncPostgresSaver):
         configurable = config["configurable"]
         thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable["checkpoint_ns"]
         buffer = self._namespace(thread_id, checkpoint_ns, configurable.get("checkpoint_id"))
-        row, blob_channels, blob_rows = self._checkpoint_row(config, checkpoint, metadata, new_versions)
-        buffer.add_checkpoint(checkpoint["id"], row, blob_channels, checkpoint["channel_versions"], blob_rows)
+        row, blob_values = self._checkpoint_row(config, checkpoint, metadata)
+        buffer.add_checkpoint(
+            checkpoint["id"], row, blob_values, checkpoint["channel_versions"], new_versions
+        )
         if self._closes_round(checkpoint, new_versions):
             if self.background_commits:
                 self._start_commit(thread_id)
@@ -191,13 +219,10 @@ class PooledPostgresSaver(AsyncPostgresSaver):
             if all(w[0] in WRITES_IDX_MAP for w in writes)
             else self.INSERT_CHECKPOINT_WRITES_SQL
         )
-        # The payloads are small: dumped inline, not in a worker thread (a thread hop per write cost
-        # more than the dump under load).
-        rows = self._dump_writes(
-            thread_id, checkpoint_ns, configurable["checkpoint_id"], task_id, task_path, writes
-        )
         buffer = self._namespace(thread_id, checkpoint_ns, configurable["checkpoint_id"])
-        buffer.writes.setdefault(configurable["checkpoint_id"], []).append((query, rows))
+        buffer.writes.setdefault(configurable["checkpoint_id"], []).append(
+            (query, task_id, task_path, tuple(writes))
+        )
 
     def _closes_round(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
         # A loop's opening resets ``rounds`` to []: no finished round to make durable yet.
@@ -205,9 +230,9 @@ class PooledPostgresSaver(AsyncPostgresSaver):
         return touched and any(checkpoint["channel_values"].get(name) for name in self.round_channels)
 
     def _checkpoint_row(
-        self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
-    ) -> tuple[tuple, set[str], list[tuple]]:
-        """The stock ``aput``'s checkpoint row and blob rows (same SQL, same format)."""
+        self, config: Any, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> tuple[tuple, dict[str, Any]]:
+        """The stock ``aput``'s checkpoint row, and the values it stores as blobs (same format)."""
         configurable = config["configurable"]
         copy = checkpoint.copy()
         copy["channel_values"] = copy["channel_values"].copy()
@@ -221,10 +246,6 @@ class PooledPostgresSaver(AsyncPostgresSaver):
                 pass
             else:
                 blob_values[key] = copy["channel_values"].pop(key)
-        blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
-        blob_rows = self._dump_blobs(
-            configurable["thread_id"], configurable["checkpoint_ns"], blob_values, blob_versions
-        )
         row = (
             configurable["thread_id"],
             configurable["checkpoint_ns"],
@@ -233,7 +254,7 @@ class PooledPostgresSaver(AsyncPostgresSaver):
             Jsonb(copy),
             Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
         )
-        return row, set(blob_values), blob_rows
+        return row, blob_values
 
     # --- commits ----------------------------------------------------------------------------
 
