@@ -106,15 +106,27 @@ async def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack):
         finally:
             await events.put(None)
 
+    task = asyncio.create_task(produce())
+    # Closing waits for the loop: a client that goes away does not cut a loop short (which would
+    # leave a loop number without history); the loop finishes, is recorded, and only then is the
+    # session's lock released. Shielded, so the client's cancellation cannot interrupt it.
+    closing = asyncio.ensure_future(_close_after(task, stack))
+    _closing.add(closing)
+    closing.add_done_callback(_closing.discard)
+    try:
+        while (event := await events.get()) is not None:
+            yield event
+    finally:
+        await asyncio.shield(closing)
+
+
+_closing: set[asyncio.Future] = set()
+"""Streams whose client left while their loop still runs (referenced so they are not collected)."""
+
+
+async def _close_after(task: asyncio.Task, stack: AsyncExitStack) -> None:
     async with stack:
-        task = asyncio.create_task(produce())
-        try:
-            while (event := await events.get()) is not None:
-                yield event
-        finally:
-            if not task.done():
-                task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(task, return_exceptions=True)
 
 
 @router.post("/{session_id}/recommendations", response_model=RecommendationPublic, responses=STREAM_DOC)

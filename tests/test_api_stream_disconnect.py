@@ -1,0 +1,80 @@
+"""A client that leaves an event stream early does not cut its loop short (real HTTP, uvicorn)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import httpx
+import pytest
+import uvicorn
+
+from app.main import create_app
+from app.services.keys import create_key
+from graph.agents.offline import OfflineUserAgent
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+async def served(service_settings, service_resources):
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service_settings, resources=service_resources), port=port, log_level="warning"
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    key = await create_key(service_resources.sessionmaker, owner="leaver")
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
+    ) as client:
+        yield client
+    server.should_exit = True
+    await serving
+
+
+async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(served, monkeypatch):
+    judged = OfflineUserAgent.judge
+
+    def slow_judge(self, ctx):  # a user agent that takes its time (like an LLM would)
+        time.sleep(0.3)
+        return judged(self, ctx)
+
+    monkeypatch.setattr(OfflineUserAgent, "judge", slow_judge)
+    created = await served.post("/v1/sessions", json={"user_id": "leaver", "history": [49, 180, 257, 293]})
+    session_id = created.json()["id"]
+    url = f"/v1/sessions/{session_id}"
+
+    async with served.stream(
+        "POST",
+        f"{url}/recommendations",
+        json={"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 3},
+        headers={"Accept": "text/event-stream"},
+    ) as stream:
+        assert stream.status_code == 200
+        async for line in stream.aiter_lines():
+            if line.startswith("data:"):
+                break  # the first node update arrived: the client goes away mid-loop
+
+    deadline = time.monotonic() + 20
+    while not (loops := (await served.get(f"{url}/loops")).json()["data"]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert [loop["loop_index"] for loop in loops] == [1]
+    assert loops[0]["status"] == "completed" and loops[0]["rounds"]
+
+    body = {"candidates": [5, 10, 15], "max_rounds": 1}
+    # The lock is freed right after the history is written: a 409 can still answer for a moment.
+    while (again := await served.post(f"{url}/recommendations", json=body)).status_code == 409:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    assert again.status_code == 200 and again.json()["loop_index"] == 2
