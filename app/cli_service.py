@@ -1,7 +1,8 @@
-"""`recloop` commands of the service area: serve, keys create, db migrate."""
+"""`recloop` commands of the service area: serve, keys create|list|revoke, db migrate."""
 
 from __future__ import annotations
 
+import os
 import signal
 
 import typer
@@ -46,7 +47,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
         import uvicorn
 
-        from app.services import bootstrap
+        from app.services import bootstrap, metrics
 
         settings = _settings(host=host, port=port, workers=workers)
         url = bootstrap.prepare_database(settings, _echo, migrate=migrate)
@@ -54,6 +55,8 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         bootstrap.ensure_models(settings, dataset, _echo)
         key = bootstrap.first_key(url, settings)
         bootstrap.export_database_url(url)
+        if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
+            metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         get_settings.cache_clear()
         base = f"http://{settings.host}:{settings.port}"
         typer.echo(f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)")
@@ -84,6 +87,32 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         settings = _settings()
         key = bootstrap.new_key(resolve_database_url(settings), settings, owner)
         typer.echo(key.secret)
+
+    @keys_cli.command("list")
+    def keys_list() -> None:
+        """List API keys: id, owner, prefix, created, revoked (secrets are never stored)."""
+        from app.db.engine import resolve_database_url
+        from app.services import bootstrap
+
+        settings = _settings()
+        for key in bootstrap.all_keys(resolve_database_url(settings), settings):
+            revoked = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
+            typer.echo(f"{key.id}\t{key.owner}\t{key.prefix}...\t{key.created_at:%Y-%m-%d %H:%M}\t{revoked}")
+
+    @keys_cli.command("revoke")
+    def keys_revoke(
+        key_id: int = typer.Argument(..., help="The key's id (see `recloop keys list`)."),
+    ) -> None:
+        """Revoke an API key. Running workers stop accepting it within RECLOOP_API_KEY_CACHE_S (30 s)."""
+        from app.db.engine import resolve_database_url
+        from app.services import bootstrap
+
+        settings = _settings()
+        if not bootstrap.revoke(resolve_database_url(settings), settings, key_id):
+            typer.echo(f"error: no active key with id {key_id}", err=True)
+            raise typer.Exit(2)
+        cache = settings.api_key_cache_s
+        typer.echo(f"revoked key {key_id}; running workers stop accepting it within {cache:g} s")
 
     @db_cli.command("migrate")
     def db_migrate() -> None:

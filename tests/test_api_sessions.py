@@ -85,6 +85,23 @@ async def test_requests_without_a_valid_key_are_refused(api):
     assert wrong.status_code == 401 and wrong.json()["detail"] == "invalid or revoked API key"
 
 
+async def test_a_revoked_key_is_refused_at_once_by_the_worker_that_revoked_it(
+    make_api_client, service_resources
+):
+    from app.services.keys import list_keys, revoke_key
+
+    client = await make_api_client("soon-revoked")
+    assert (await client.get("/v1/sessions")).status_code == 200  # verified, so now cached
+    key_id = max(k.id for k in await list_keys(service_resources.sessionmaker) if k.owner == "soon-revoked")
+
+    assert await revoke_key(service_resources.sessionmaker, key_id=key_id)
+    refused = await client.get("/v1/sessions")
+    assert refused.status_code == 401 and refused.json()["detail"] == "invalid or revoked API key"
+    assert not await revoke_key(service_resources.sessionmaker, key_id=key_id)  # already revoked
+    keys = {k.id: k for k in await list_keys(service_resources.sessionmaker)}
+    assert keys[key_id].revoked_at is not None
+
+
 async def test_consumption_appends_to_the_history(api):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     response = await api.post(f"/v1/sessions/{session_id}/consumed", json={"items": [7, 8]})

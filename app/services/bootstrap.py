@@ -13,7 +13,7 @@ from app.data.dataset import Dataset, DatasetNotFound
 from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
 from app.db.migrate import migrate_all
 from app.db.urls import redact
-from app.services.keys import NewKey, create_first_key, create_key
+from app.services.keys import NewKey, create_first_key, create_key, list_keys, revoke_key
 from app.settings import Settings
 
 Echo = Callable[[str], None]
@@ -57,28 +57,28 @@ def ensure_models(settings: Settings, dataset: Dataset, echo: Echo) -> None:
         echo(f"  saved {result.artifact_path}")
 
 
-async def _first_key(url: str, settings: Settings, owner: str) -> NewKey | None:
+async def _with_sessionmaker(url: str, settings: Settings, work):
     engine = create_engine(url, settings)
     try:
-        return await create_first_key(create_sessionmaker(engine), owner=owner)
-    finally:
-        await engine.dispose()
-
-
-async def _new_key(url: str, settings: Settings, owner: str) -> NewKey:
-    engine = create_engine(url, settings)
-    try:
-        return await create_key(create_sessionmaker(engine), owner=owner)
+        return await work(create_sessionmaker(engine))
     finally:
         await engine.dispose()
 
 
 def first_key(url: str, settings: Settings, owner: str = "admin") -> NewKey | None:
-    return asyncio.run(_first_key(url, settings, owner))
+    return asyncio.run(_with_sessionmaker(url, settings, lambda sm: create_first_key(sm, owner=owner)))
 
 
 def new_key(url: str, settings: Settings, owner: str) -> NewKey:
-    return asyncio.run(_new_key(url, settings, owner))
+    return asyncio.run(_with_sessionmaker(url, settings, lambda sm: create_key(sm, owner=owner)))
+
+
+def all_keys(url: str, settings: Settings) -> list:
+    return asyncio.run(_with_sessionmaker(url, settings, list_keys))
+
+
+def revoke(url: str, settings: Settings, key_id: int) -> bool:
+    return asyncio.run(_with_sessionmaker(url, settings, lambda sm: revoke_key(sm, key_id=key_id)))
 
 
 def export_database_url(url: str) -> None:

@@ -51,6 +51,22 @@ async def create_first_key(sessionmaker: async_sessionmaker[AsyncSession], *, ow
     return await create_key(sessionmaker, owner=owner)
 
 
+async def list_keys(sessionmaker: async_sessionmaker[AsyncSession]) -> list[keys_repo.ApiKey]:
+    async with sessionmaker() as db:
+        return await keys_repo.list_keys(db)
+
+
+async def revoke_key(sessionmaker: async_sessionmaker[AsyncSession], *, key_id: int) -> bool:
+    """Revoke a key. Workers that verified it recently keep trusting it for up to
+    ``Settings.api_key_cache_s`` (default 30 s); this process forgets it at once."""
+    async with sessionmaker.begin() as db:
+        revoked = await keys_repo.revoke_key(db, key_id=key_id)
+    for key_hash, (caller, _) in list(_verified.items()):
+        if caller.key_id == key_id:
+            _verified.pop(key_hash, None)
+    return revoked
+
+
 # Verified keys per worker: key hash -> (caller, monotonic expiry). Saves a query on every request;
 # only successes are cached, so a new key works at once and a wrong one is always re-checked.
 _verified: dict[str, tuple[Caller, float]] = {}
