@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from app.api.deps import ResourcesDep
+from app.services.metrics import exposition
 
 router = APIRouter(tags=["operations"])
 
@@ -35,5 +36,7 @@ async def readyz(res: ResourcesDep) -> JSONResponse:
 
 @router.get("/metrics", response_class=Response)
 async def metrics() -> Response:
-    """Prometheus text format: request latency, loops, rounds, LLM calls and tokens, fallbacks."""
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text format: request latency, loops, rounds, LLM calls and tokens, fallbacks.
+
+    Summed over all worker processes of a `recloop serve` with several workers."""
+    return Response(exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,8 +1,21 @@
-"""Prometheus metrics of the service (process-wide: registered once at import)."""
+"""Prometheus metrics of the service (process-wide: registered once at import).
+
+With several worker processes each would count only its own requests, and a scrape would see
+whichever worker answered. ``recloop serve`` therefore points ``PROMETHEUS_MULTIPROC_DIR`` at a
+fresh directory before it starts the workers (prometheus_client's multiprocess mode: each
+process writes its samples there, :func:`exposition` sums them). Counters and histograms only:
+they add up across processes.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+import os
+import shutil
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 REQUEST_LATENCY = Histogram(
     "recloop_http_request_duration_seconds",
@@ -34,3 +47,19 @@ def observe_rounds(rounds: list[dict]) -> None:
             FALLBACKS.labels(agent="rec").inc()
         if record.get("user_fallback"):
             FALLBACKS.labels(agent="user").inc()
+
+
+def share_between_workers(directory: Path) -> None:
+    """Before workers start (in the parent): make their metrics add up, from zero."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    os.environ[MULTIPROC_ENV] = str(directory)
+
+
+def exposition() -> bytes:
+    """The Prometheus text of this process, or of all workers in multiprocess mode."""
+    if os.environ.get(MULTIPROC_ENV):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest()
