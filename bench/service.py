@@ -6,6 +6,7 @@ recommendation requests with offline agents and a 4-round limit at each concurre
 
     python -m bench.service                      # postgres vs memory, concurrency 1 and 32
     python -m bench.service --variants postgres_stock postgres_nobatch postgres memory
+    python -m bench.service --fsync-delay-ms 4     # on a private server whose fsyncs take 4 ms more
 
 Variants: ``postgres`` (the service default: pooled saver, one durable commit per round),
 ``postgres_nobatch`` (pooled saver, every checkpoint write its own commit), ``postgres_stock``
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,7 @@ from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.service_loadgen import percentile
+from bench.slow_disk import commit_ms, slow_fsync_server
 
 VARIANTS = {
     "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},
@@ -221,6 +224,13 @@ def main() -> None:
         default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
         help="A server where the benchmark may create and drop databases.",
     )
+    parser.add_argument(
+        "--fsync-delay-ms",
+        type=float,
+        default=None,
+        help="Run against a private PostgreSQL whose fsyncs take this much longer (bench/slow_disk.py): "
+        "how the service fares where disk flushes are slow.",
+    )
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["postgres", "memory"])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 32])
     parser.add_argument("--duration", type=float, default=30.0, help="Seconds per variant and concurrency.")
@@ -244,19 +254,28 @@ def main() -> None:
 
     settings = Settings()
     data_dir = _bench_data_dir(settings, (settings.rec_model, args.reward_model), echo)
-    servers: list[VariantServer] = []
-    try:
-        for name in args.variants:
-            echo(f"starting {name} ...")
-            servers.append(start_variant(name, args.database_url, data_dir, args))
-        results = measure(servers, args, echo)
-    finally:
-        for server in servers:
-            stop_variant(server, args.database_url)
+    with ExitStack() as stack:
+        if args.fsync_delay_ms is not None:
+            args.database_url = stack.enter_context(slow_fsync_server(args.fsync_delay_ms))
+        commit = commit_ms(args.database_url)
+        echo(f"one durable commit on this server: {commit:.2f} ms")
+        servers: list[VariantServer] = []
+        try:
+            for name in args.variants:
+                echo(f"starting {name} ...")
+                servers.append(start_variant(name, args.database_url, data_dir, args))
+            results = measure(servers, args, echo)
+        finally:
+            for server in servers:
+                stop_variant(server, args.database_url)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2)
+        json.dumps(
+            {"args": {k: str(v) for k, v in vars(args).items()}, "commit_ms": commit, "results": results},
+            indent=2,
+        )
     )
+    print(f"one durable commit: {commit:.2f} ms")
     print(markdown(results))
 
 
