@@ -19,7 +19,13 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.data.dataset import Dataset
-from app.db.engine import checkpoint_pool, create_engine, create_sessionmaker, resolve_database_url
+from app.db.engine import (
+    check_alive,
+    checkpoint_pool,
+    create_engine,
+    create_sessionmaker,
+    resolve_database_url,
+)
 from app.db.urls import libpq_url
 from app.services.checkpoints import PooledPostgresSaver
 from app.services.locks import SessionLocks
@@ -107,7 +113,7 @@ async def open_resources(
             open=False,
             timeout=settings.db_pool_timeout_s,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s))},
-            check=AsyncConnectionPool.check_connection,
+            check=check_alive,
         )
         await _open_pool(stack, lock_pool)
         saver: BaseCheckpointSaver
