@@ -24,10 +24,10 @@ ENV PATH=/opt/venv/bin:$PATH \
     RECLOOP_DATA_DIR=/data \
     RECLOOP_HOST=0.0.0.0 \
     RECLOOP_PORT=8000
-USER recloop
+USER 10001
 WORKDIR /home/recloop
 VOLUME ["/data"]
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)" || exit 1
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 CMD ["recloop", "serve", "--no-migrate"]
