@@ -78,6 +78,8 @@ def slow_fsync_server(delay_ms: float) -> Iterator[str]:
                 str(pgdata),
                 "-c",
                 "listen_addresses=127.0.0.1",
+                "-c",
+                "max_connections=300",  # the benchmark keeps several servers' pools open at once
             ]
         ),  # fmt: skip
         env=env,
