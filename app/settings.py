@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RecModelName = Literal["sasrec", "gru4rec", "caser"]
@@ -119,6 +119,13 @@ class Settings(BaseSettings):
         1.0, ge=0.0, description="Attenuator: penalty per standard deviation of similarity to rejected items."
     )
     steering_max_command_chars: int = Field(500, ge=1, le=10_000, description="Longest command accepted.")
+
+    @model_validator(mode="after")
+    def _memory_checkpoints_stay_in_one_process(self) -> Settings:
+        # Each worker would keep its own threads: a session would fork between workers.
+        if self.checkpointer == "memory" and self.workers > 1:
+            raise ValueError("checkpointer 'memory' keeps sessions inside one process: use workers 1")
+        return self
 
     @field_validator("data_dir")
     @classmethod

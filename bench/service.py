@@ -248,6 +248,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("reports/bench_service.json"))
     args = parser.parse_args()
+    if args.workers > 1 and "memory" in args.variants:
+        # Each worker would have its own in-memory threads, and sessions would fork between them.
+        parser.error("the memory variant runs in one process only: use --workers 1 for it")
 
     def echo(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

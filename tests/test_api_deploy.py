@@ -78,3 +78,13 @@ def test_compose_itself_accepts_the_file():
 def test_the_dockerfile_passes_hadolint():
     done = subprocess.run(["hadolint", str(ROOT / "Dockerfile")], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_in_memory_checkpoints_refuse_several_workers():
+    from pydantic import ValidationError
+
+    from app.settings import Settings
+
+    with pytest.raises(ValidationError, match="checkpointer 'memory' keeps sessions inside one process"):
+        Settings(checkpointer="memory", workers=2, _env_file=None)
+    assert Settings(checkpointer="postgres", workers=2, _env_file=None).workers == 2
