@@ -216,6 +216,21 @@ def fake_openai():
 
 
 @pytest.fixture
+def cli_env(ml_dataset, tmp_path: Path, monkeypatch):
+    """RECLOOP_DATA_DIR for CLI training tests: datasets/movielens is the session dataset (a
+    symlink), models/ starts empty."""
+    from app.settings import get_settings
+
+    data_dir = tmp_path / "data"
+    (data_dir / "datasets").mkdir(parents=True)
+    (data_dir / "datasets" / "movielens").symlink_to(ml_dataset.root, target_is_directory=True)
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
+    get_settings.cache_clear()
+    yield data_dir
+    get_settings.cache_clear()
+
+
+@pytest.fixture
 def cli_data_dir(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dataset, monkeypatch) -> Path:
     """RECLOOP_DATA_DIR for CLI tests: datasets/ and models/ are the session fixtures' (symlinks),
     no LLM endpoint; runs and other outputs go under it."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.data.dataset import Dataset
-from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
 from recmodels.registry import MODEL_NAMES
 from recmodels.scorer import Scorer
@@ -87,18 +85,6 @@ def test_loading_refuses_a_different_dataset_fingerprint(
 def test_a_missing_model_says_how_to_train_it(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="train it with `recloop train --dataset lastfm --model caser`"):
         load_latest_scorer(tmp_path, "lastfm", "caser")
-
-
-@pytest.fixture
-def cli_env(ml_dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A data dir whose datasets/movielens is the session MovieLens dataset; settings re-read."""
-    data_dir = tmp_path / "data"
-    (data_dir / "datasets").mkdir(parents=True)
-    (data_dir / "datasets" / "movielens").symlink_to(ml_dataset.root, target_is_directory=True)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
-    get_settings.cache_clear()
-    yield data_dir
-    get_settings.cache_clear()
 
 
 def _last_json(output: str) -> dict:

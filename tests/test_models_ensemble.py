@@ -4,7 +4,6 @@ log-softmax, backward-compatible loading of single models, and the CLI."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.data.dataset import Dataset
-from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, artifact_path, load_scorer, read_artifact
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import evaluate_model
@@ -137,17 +135,6 @@ def test_presets_name_known_fields_and_apply_by_dataset_name() -> None:
     assert preset_overrides("lastfm", "caser") == {"tie_weights": True, "weight_decay": 1.0}
     assert preset_overrides("mine", "sasrec") == {} and preset_for("steam", "caser") is None
     assert all(p.reason for p in PRESETS)
-
-
-@pytest.fixture
-def cli_env(ml_dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    data_dir = tmp_path / "data"
-    (data_dir / "datasets").mkdir(parents=True)
-    (data_dir / "datasets" / "movielens").symlink_to(ml_dataset.root, target_is_directory=True)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
-    get_settings.cache_clear()
-    yield data_dir
-    get_settings.cache_clear()
 
 
 def _train(*extra: str) -> dict:
