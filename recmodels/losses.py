@@ -24,12 +24,18 @@ def full_softmax_ce(
     logits = model.score_all(seqs)  # [B, N]
     if mask_history:
         logits = _mask_history_except_target(logits, seqs, targets)
-    log_probs = F.log_softmax(logits, dim=1)  # [B, N]
-    nll = -log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)  # [B]
+    return _smoothed_ce(logits, targets, label_smoothing)
+
+
+def _smoothed_ce(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float) -> torch.Tensor:
+    """Mean cross-entropy of logits [P, N] (-inf = left out) against targets [P], label smoothing
+    spread over the items left in."""
+    log_probs = F.log_softmax(logits, dim=1)  # [P, N]
+    nll = -log_probs.gather(1, targets.unsqueeze(1)).squeeze(1)  # [P]
     if label_smoothing == 0.0:
         return nll.mean()
-    allowed = torch.isfinite(logits)  # [B, N]
-    uniform = -(log_probs.masked_fill(~allowed, 0.0).sum(1) / allowed.sum(1))  # [B]
+    allowed = torch.isfinite(logits)  # [P, N]
+    uniform = -(log_probs.masked_fill(~allowed, 0.0).sum(1) / allowed.sum(1))  # [P]
     return ((1.0 - label_smoothing) * nll + label_smoothing * uniform).mean()
 
 
@@ -45,13 +51,21 @@ def _mask_history_except_target(
 
 
 def all_positions_ce(
-    model: SequentialRecommender, seqs: torch.Tensor, targets: torch.Tensor, pad_id: int
+    model: SequentialRecommender,
+    seqs: torch.Tensor,
+    targets: torch.Tensor,
+    pad_id: int,
+    label_smoothing: float = 0.0,
+    mask_history: bool = False,
 ) -> torch.Tensor:
     """Next-item cross-entropy over the whole catalog at every position. seqs, targets [B, T] -> scalar.
 
     ``targets[b, t]`` is the item following ``seqs[b, t]``; positions whose target is ``pad_id``
     (left padding) carry no loss. Needs a model with ``encode_positions`` (SASRec): one forward
-    pass trains T next-item predictions instead of one.
+    pass trains T next-item predictions instead of one. ``mask_history`` leaves the items of each
+    position's own prefix ``seqs[b, :t + 1]`` out of its softmax (never its target); label
+    smoothing as in :func:`full_softmax_ce`. With targets only at the last position this equals
+    :func:`full_softmax_ce` of those targets.
     """
     encode_positions = getattr(model, "encode_positions", None)
     if encode_positions is None:
@@ -63,4 +77,15 @@ def all_positions_ce(
     logits = states @ weight.T  # [P, N]
     if bias is not None:
         logits = logits + bias
-    return F.cross_entropy(logits, targets[keep])
+    kept_targets = targets[keep]  # [P]
+    if mask_history:
+        B, T = seqs.shape
+        N = logits.shape[1]  # the padding id is N
+        seen = torch.zeros(B, T, N + 1, dtype=torch.bool, device=logits.device)  # column N: padding
+        seen.scatter_(2, seqs.unsqueeze(-1), True)  # [B, T, N + 1]: the item at each position
+        for t in range(1, T):  # prefix union: position t has seen every item up to t
+            seen[:, t] |= seen[:, t - 1]
+        seen = seen[keep][:, :N]  # [P, N]
+        seen[torch.arange(len(kept_targets)), kept_targets] = False
+        logits = logits.masked_fill(seen, float("-inf"))
+    return _smoothed_ce(logits, kept_targets, label_smoothing)

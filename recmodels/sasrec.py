@@ -7,7 +7,9 @@ Deviations from the paper:
 - Trained with full-softmax cross-entropy over all items on the newest position
   (the paper uses one sampled negative per position with binary cross-entropy).
   The LLaRA training windows already contain every prefix of a user's sequence,
-  so "every position" training is covered by the data.
+  so "every position" training is covered by the data; ``all_positions=True``
+  adds the loss at every position of each window anyway (each position's own
+  prefix left out of its softmax when ``mask_history``).
 - Pre-layer-norm blocks (as in pmixer/SASRec.pytorch) and GELU in the
   feed-forward layer.
 - Positions are counted from the newest item backwards, so a history gets the
@@ -39,6 +41,7 @@ class SASRecConfig:
     epochs: int = 40
     label_smoothing: float = 0.0
     mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
+    all_positions: bool = False  # loss at every position of each training window, not only the newest
 
 
 class _Block(nn.Module):

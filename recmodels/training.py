@@ -23,7 +23,7 @@ from recmodels.artifacts import artifact_path, save_artifact
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
-from recmodels.losses import full_softmax_ce
+from recmodels.losses import all_positions_ce, full_softmax_ce
 from recmodels.presets import preset_overrides
 from recmodels.registry import ModelConfig, build_model, model_config
 
@@ -64,9 +64,15 @@ class TrainResult:
         return self.members[0].epoch_losses
 
 
-def training_tensors(rows: list[Row], max_len: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Histories -> left-padded seqs [R, T], targets [R]."""
+def training_tensors(
+    rows: list[Row], max_len: int, pad_id: int, all_positions: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Histories -> left-padded seqs [R, T], targets [R]; with ``all_positions`` targets [R, T]:
+    ``targets[r, t]`` is the item after ``seqs[r, t]`` (the row's next item at the newest position),
+    ``pad_id`` under the padding."""
     seqs = pad_histories([r.history for r in rows], max_len, pad_id)
+    if all_positions:  # history[1:] + [next], left-padded alike, lines up one step ahead of seqs
+        return seqs, pad_histories([[*r.history[1:], r.next] for r in rows], max_len, pad_id)
     targets = torch.as_tensor([r.next for r in rows], dtype=torch.long)
     return seqs, targets
 
@@ -184,7 +190,7 @@ def _fit_one(
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")
-    seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id)
+    seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, _all_positions(config))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator().manual_seed(seed)
 
@@ -229,15 +235,25 @@ def _train_epoch(
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
     for idx in tqdm(batches, desc=desc, disable=not progress, leave=False):
-        loss = full_softmax_ce(
-            model, seqs[idx], targets[idx], config.label_smoothing, mask_history=config.mask_history
-        )
+        if _all_positions(config):
+            loss = all_positions_ce(
+                model, seqs[idx], targets[idx], model.pad_id, config.label_smoothing, config.mask_history
+            )
+        else:
+            loss = full_softmax_ce(
+                model, seqs[idx], targets[idx], config.label_smoothing, mask_history=config.mask_history
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         total += loss.item() * len(idx)
         count += len(idx)
     return total / count
+
+
+def _all_positions(config: ModelConfig) -> bool:
+    """Whether the config asks for the loss at every window position (only SASRec has the field)."""
+    return bool(getattr(config, "all_positions", False))
 
 
 def peak_rss_mb() -> float:

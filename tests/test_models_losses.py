@@ -1,0 +1,84 @@
+"""All-position training of SASRec (config ``all_positions``): targets, loss and the training loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from app.data.dataset import Dataset, Row
+from recmodels.base import pad_histories
+from recmodels.losses import all_positions_ce, full_softmax_ce
+from recmodels.registry import build_model
+from recmodels.training import train, training_tensors
+
+N_ITEMS = 30
+PAD = N_ITEMS
+
+
+def test_all_position_targets_are_the_next_items_one_step_ahead() -> None:
+    rows = [Row((1, 2, 3), 4, 3), Row((), 7, 1), Row(tuple(range(10, 16)), 16, 6)]
+    seqs, targets = training_tensors(rows, max_len=4, pad_id=PAD, all_positions=True)
+    assert seqs.tolist() == [[PAD, 1, 2, 3], [PAD, PAD, PAD, PAD], [12, 13, 14, 15]]
+    assert targets.tolist() == [[PAD, 2, 3, 4], [PAD, PAD, PAD, 7], [13, 14, 15, 16]]
+    # the newest position's target is the row's next item, as in last-position training
+    _, last = training_tensors(rows, max_len=4, pad_id=PAD)
+    assert targets[:, -1].tolist() == last.tolist()
+
+
+def test_with_targets_only_at_the_newest_position_it_is_the_last_position_loss() -> None:
+    torch.manual_seed(0)
+    model = build_model("sasrec", N_ITEMS, max_len=6).eval()
+    seqs = pad_histories([[1, 2, 3], [4, 5, 6, 7, 8, 9], [], [29]], 6, PAD)
+    last = torch.tensor([3, 10, 0, 28])  # row 0's target is in its history: never masked
+    targets = torch.full_like(seqs, PAD)
+    targets[:, -1] = last
+    for smoothing in (0.0, 0.1):
+        for mask in (False, True):
+            expected = full_softmax_ce(model, seqs, last, smoothing, mask_history=mask)
+            got = all_positions_ce(model, seqs, targets, PAD, smoothing, mask_history=mask)
+            torch.testing.assert_close(got, expected)
+
+
+def test_each_position_masks_its_own_prefix_but_never_its_target() -> None:
+    torch.manual_seed(0)
+    model = build_model("sasrec", N_ITEMS, max_len=4).eval()
+    seqs = torch.tensor([[PAD, 1, 2, 1], [5, 6, 7, 8]])
+    targets = torch.tensor([[PAD, 2, 1, 9], [6, 5, 8, 20]])  # row 1, t=1: 5 is in the prefix
+    states = model.encode_positions(seqs)  # [B, T, H]
+    weight, _ = model.output_embeddings()
+    logits, gold = [], []
+    for b in range(2):
+        for t in range(4):
+            if targets[b, t] == PAD:
+                continue
+            row = states[b, t] @ weight.T  # [N]
+            prefix = {int(i) for i in seqs[b, : t + 1] if i != PAD} - {int(targets[b, t])}
+            hidden = torch.isin(torch.arange(N_ITEMS), torch.tensor(sorted(prefix)))
+            row = row.masked_fill(hidden, float("-inf"))
+            logits.append(row)
+            gold.append(int(targets[b, t]))
+    expected = F.cross_entropy(torch.stack(logits), torch.tensor(gold))
+    torch.testing.assert_close(all_positions_ce(model, seqs, targets, PAD, mask_history=True), expected)
+    plain = F.cross_entropy(states[targets != PAD] @ weight.T, targets[targets != PAD], label_smoothing=0.1)
+    torch.testing.assert_close(all_positions_ce(model, seqs, targets, PAD, 0.1), plain)
+    assert torch.isfinite(all_positions_ce(model, seqs, targets, PAD, 0.1, mask_history=True))
+
+
+def test_all_position_training_runs_selects_on_validation_and_keeps_the_option(
+    ml_dataset: Dataset, tmp_path: Path
+) -> None:
+    result = train(
+        ml_dataset, "sasrec", models_dir=tmp_path, epochs=2, max_train_rows=1500, progress=False,
+        config_overrides={"all_positions": True},
+    )  # fmt: skip
+    assert result.metrics["config"]["all_positions"] is True
+    assert result.epoch_losses[-1] < result.epoch_losses[0]
+    assert 0.0 <= result.metrics["val_hr1_expected"] <= 1.0
+
+
+def test_models_without_position_states_have_no_all_positions_option() -> None:
+    with pytest.raises(ValueError, match="all_positions"):
+        build_model("gru4rec", N_ITEMS, all_positions=True)
