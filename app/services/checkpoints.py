@@ -89,11 +89,13 @@ class _Namespace:
             if channel in new_versions:
                 self.blobs[channel] = (new_versions[channel], value)
 
-    def _newest_writes(self) -> list[tuple[str, str, str, Sequence[tuple[str, Any]]]]:
+    def _newest_id(self) -> str | None:
         # Task writes matter for the newest checkpoint only: a resumed run starts from it. When it
         # is committed already, the buffer started after it and holds its writes under parent_id.
-        newest = self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
-        return self.writes.get(newest or "", [])
+        return self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
+
+    def _newest_writes(self) -> list[tuple[str, str, str, Sequence[tuple[str, Any]]]]:
+        return self.writes.get(self._newest_id() or "", [])
 
     def is_empty(self) -> bool:
         return self.checkpoint_row is None and not self._newest_writes()
@@ -119,7 +121,7 @@ class _Namespace:
             statements.append(
                 (saver.UPSERT_CHECKPOINTS_SQL, (thread, ns, checkpoint_id, self.parent_id, *rest), False)
             )
-        newest = self.checkpoint_id if self.checkpoint_row is not None else self.parent_id
+        newest = self._newest_id()
         for query, task_id, task_path, writes in self._newest_writes():
             rows = saver._dump_writes(self.thread_id, self.checkpoint_ns, newest, task_id, task_path, writes)
             statements.append((query, rows, True))
@@ -329,11 +331,7 @@ class PooledPostgresSaver(AsyncPostgresSaver):
             conn.transaction(),
             conn.cursor(binary=True) as cur,
         ):
-            for query, params, many in statements:
-                if many:
-                    await cur.executemany(query, params)
-                else:
-                    await cur.execute(query, params)
+            await _run(cur, statements)
 
     async def aflush(self, thread_id: str) -> None:
         """Make everything the thread wrote durable: wait for the commit in flight, commit the rest."""
@@ -378,8 +376,12 @@ async def execute_in_transaction(conn: AsyncConnection, statements: list[Stateme
     async with conn.cursor(binary=True) as cur:
         # The saver's SQL names its tables unqualified; they live in their own schema.
         await cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
-        for query, params, many in statements:
-            if many:
-                await cur.executemany(query, params)
-            else:
-                await cur.execute(query, params)
+        await _run(cur, statements)
+
+
+async def _run(cur: AsyncCursor, statements: list[Statement]) -> None:
+    for query, params, many in statements:
+        if many:
+            await cur.executemany(query, params)
+        else:
+            await cur.execute(query, params)
