@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.service_loadgen import percentile
-from bench.slow_disk import commit_ms, slow_fsync_server
+from bench.slow_disk import commit_ms, free_port, slow_fsync_server
 
 VARIANTS = {
     "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},
@@ -47,12 +46,6 @@ VARIANTS = {
     "postgres_stock": {"RECLOOP_CHECKPOINTER": "postgres_stock"},
     "memory": {"RECLOOP_CHECKPOINTER": "memory"},
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _bench_data_dir(settings: Settings, model_names: tuple[str, ...], echo) -> Path:
@@ -133,7 +126,7 @@ def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Nam
     settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
     migrate_all(url, settings.checkpoint_schema)
     key = new_key(url, settings, owner="bench").secret
-    port = _free_port()
+    port = free_port()
     env = {
         "RECLOOP_DATA_DIR": str(data_dir),
         "RECLOOP_DATABASE_URL": url,

@@ -42,7 +42,8 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -64,7 +65,7 @@ def slow_fsync_server(delay_ms: float) -> Iterator[str]:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LD_PRELOAD": str(shim), "SLOW_FSYNC_US": str(int(delay_ms * 1000))}
     server = subprocess.Popen(
         _as_server_user(

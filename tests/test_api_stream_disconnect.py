@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import httpx
@@ -17,23 +16,15 @@ from graph.agents.offline import OfflineUserAgent
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 async def served(service_settings, service_resources):
-    port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(service_settings, resources=service_resources), port=port, log_level="warning"
-        )
+        uvicorn.Config(create_app(service_settings, resources=service_resources), port=0, log_level="warning")
     )
     serving = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]  # port 0: the OS picked a free one
     key = await create_key(service_resources.sessionmaker, owner="leaver")
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
