@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 from app.api import catalog, health, recommendations, sessions, steering
 from app.api.errors import install_error_handlers
 from app.api.metrics import RequestMetricsMiddleware
+from app.services import steering as steering_service
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
 
@@ -33,7 +35,15 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
             return
         async with open_resources(settings) as opened:
             app.state.resources = opened
-            yield
+            warm_up = None
+            if settings.steering_warmup:
+                warm_up = asyncio.create_task(steering_service.warm_up(opened))
+            app.state.steering_warmup = warm_up
+            try:
+                yield
+            finally:
+                if warm_up is not None:
+                    warm_up.cancel()
 
     app = FastAPI(title="recloop", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings

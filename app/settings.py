@@ -119,6 +119,11 @@ class Settings(BaseSettings):
         1.0, ge=0.0, description="Attenuator: penalty per standard deviation of similarity to rejected items."
     )
     steering_max_command_chars: int = Field(500, ge=1, le=10_000, description="Longest command accepted.")
+    steering_warmup: bool = Field(
+        True,
+        description="Load the soft-preference similarity (the text model takes seconds) in the background "
+        "at start-up, so the first steering command does not wait for it.",
+    )
 
     @model_validator(mode="after")
     def _memory_checkpoints_stay_in_one_process(self) -> Settings:

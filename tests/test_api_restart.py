@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from app.main import create_app
+from app.services import steering as steering_service
 from app.services.keys import create_key
 from app.services.runtime import open_resources
 
@@ -67,7 +68,9 @@ async def test_the_app_lifespan_loads_models_from_disk_and_serves_a_paused_loop_
     data_dir.mkdir()
     (data_dir / "datasets").symlink_to(datasets_dir)
     (data_dir / "models").symlink_to(ml_models_dir)
-    settings = service_settings.model_copy(update={"data_dir": data_dir, "database_url": service_db_url})
+    settings = service_settings.model_copy(
+        update={"data_dir": data_dir, "database_url": service_db_url, "steering_similarity": "collaborative"}
+    )
 
     @asynccontextmanager
     async def lifespan_app() -> AsyncIterator[httpx.AsyncClient]:
@@ -79,6 +82,12 @@ async def test_the_app_lifespan_loads_models_from_disk_and_serves_a_paused_loop_
 
     async with lifespan_app() as client:
         assert (await client.get("/readyz")).json()["checks"] == {"database": "ok", "models": "ok"}
+        # The start-up warm-up built the steering similarity; commands reuse that very object.
+        state = client._transport.app.state
+        warmed = await state.steering_warmup
+        assert warmed is not None and warmed.name == "collaborative"
+        resources = state.resources
+        assert steering_service._similarity(resources, resources.loop_deps["offline"].rec_scorer) is warmed
         key = await create_key(client._transport.app.state.resources.sessionmaker, owner="lifespan")
         client.headers["Authorization"] = f"Bearer {key.secret}"
         session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()[

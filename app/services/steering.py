@@ -12,6 +12,8 @@ worker thread; the session's advisory lock keeps a command from racing a running
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 import uuid
 import weakref
 from collections.abc import Sequence
@@ -36,6 +38,10 @@ from recmodels.scorer import Scorer
 # Keyed by the objects they are built from, then by the settings that shape them.
 _parsers: weakref.WeakKeyDictionary[Dataset, dict[tuple, CommandParser]] = weakref.WeakKeyDictionary()
 _similarities: weakref.WeakKeyDictionary[Scorer, dict[str, Similarity]] = weakref.WeakKeyDictionary()
+# A command arriving while the start-up warm-up loads the text model waits for it instead of
+# loading a second copy.
+_similarity_lock = threading.Lock()
+_log = logging.getLogger(__name__)
 
 
 class PreferencesUnsatisfiable(Conflict):
@@ -225,9 +231,24 @@ def _parser(res: ServiceResources) -> CommandParser:
 
 def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:
     backend = res.settings.steering_similarity
-    by_backend = _similarities.setdefault(scorer, {})
-    if backend not in by_backend:
-        catalog = res.catalog
-        cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
-        by_backend[backend] = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
-    return by_backend[backend]
+    with _similarity_lock:
+        by_backend = _similarities.setdefault(scorer, {})
+        if backend not in by_backend:
+            catalog = res.catalog
+            cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
+            by_backend[backend] = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
+        return by_backend[backend]
+
+
+async def warm_up(res: ServiceResources) -> Similarity | None:
+    """Load the soft-preference similarity (the text model: seconds) before the first command needs it.
+
+    Best effort: a failure is logged and the first command tries again and reports its own error.
+    """
+    try:
+        similarity = await asyncio.to_thread(_similarity, res, _rec_scorer(res))
+    except Exception:
+        _log.warning("steering warm-up failed; the first soft command will load it", exc_info=True)
+        return None
+    _log.info("steering similarity ready: %s", similarity.name)
+    return similarity
