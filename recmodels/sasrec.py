@@ -39,6 +39,7 @@ class SASRecConfig:
     weight_decay: float = 1e-6  # L2 grid 1e-3..1e-7 (AFL setup)
     batch_size: int = 256
     epochs: int = 40
+    patience: int = 6  # early stopping: epochs without a better validation score
     label_smoothing: float = 0.0
     mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
     all_positions: bool = False  # loss at every position of each training window, not only the newest

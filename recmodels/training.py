@@ -28,7 +28,6 @@ from recmodels.presets import preset_overrides
 from recmodels.registry import ModelConfig, build_model, model_config
 
 SELECTION_METRIC = "val_hr1_expected"
-DEFAULT_PATIENCE = 6
 
 
 @dataclass
@@ -89,7 +88,6 @@ def train(
     config_overrides: dict[str, Any] | None = None,
     use_preset: bool = True,
     progress: bool = True,
-    patience: int = DEFAULT_PATIENCE,
     output_path: Path | None = None,
 ) -> TrainResult:
     """Train, keep the best validation epoch, save the artifact (default: ``artifact_path``).
@@ -117,7 +115,7 @@ def train(
         label = f"member {i + 1}/{members} " if members > 1 else ""
         model, result, seconds = _fit_one(
             model_name, dataset.n_items, train_rows, val_rows, overrides,
-            seed=seed + i, epochs=epochs, patience=patience, progress=progress, label=label,
+            seed=seed + i, epochs=epochs, progress=progress, label=label,
         )  # fmt: skip
         fitted.append((model, result))
         epoch_seconds += seconds
@@ -178,7 +176,6 @@ def _fit_one(
     *,
     seed: int,
     epochs: int | None,
-    patience: int,
     progress: bool,
     label: str,
 ) -> tuple[SequentialRecommender, MemberResult, list[float]]:
@@ -190,6 +187,8 @@ def _fit_one(
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")
+    if config.patience < 1:
+        raise ValueError(f"patience must be >= 1, got {config.patience}")
     seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, _all_positions(config))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator().manual_seed(seed)
@@ -212,7 +211,7 @@ def _fit_one(
         if val[SELECTION_METRIC] > best_score:
             best_score, best_epoch, best_val = val[SELECTION_METRIC], epoch, val
             best_state = copy.deepcopy(model.state_dict())
-        elif epoch - best_epoch >= patience:
+        elif epoch - best_epoch >= config.patience:
             break
     model.load_state_dict(best_state)
     model.eval()

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from app.data.dataset import Dataset, Row
+from recmodels import training
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.evaluation import evaluate_model, full_ranking_stats, ranking_summary
 from recmodels.losses import full_softmax_ce
@@ -89,6 +90,21 @@ def test_train_selects_on_validation_and_reports_cost(ml_dataset: Dataset, tmp_p
     assert 1 <= m["best_epoch"] <= m["epochs_run"] == 3
     assert m["train_rows"] == 1500 and m["seconds_per_epoch"] > 0 and m["peak_rss_mb"] > 0
     assert 0.0 <= m["val_hr1_expected"] <= 1.0
+
+
+@pytest.mark.parametrize("patience", [1, 3])
+def test_training_stops_after_patience_epochs_without_a_better_validation_score(
+    patience: int, ml_dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scores = iter([0.30, 0.40, 0.35, 0.20, 0.39, 0.38, 0.37, 0.36])  # best at epoch 2, then only worse
+    monkeypatch.setattr(training, "_validate", lambda model, rows: {training.SELECTION_METRIC: next(scores)})
+    result = train(
+        ml_dataset, "gru4rec", models_dir=tmp_path, epochs=8, max_train_rows=300, progress=False,
+        config_overrides={"patience": patience},
+    )  # fmt: skip
+    assert result.best_epoch == 2 and result.epochs_run == 2 + patience
+    with pytest.raises(ValueError, match="patience must be >= 1"):
+        train(ml_dataset, "gru4rec", models_dir=tmp_path, epochs=2, config_overrides={"patience": 0})
 
 
 def test_unknown_models_and_config_fields_are_named() -> None:
