@@ -133,6 +133,7 @@ def test_presets_name_known_fields_and_apply_by_dataset_name() -> None:
     assert preset_overrides("movielens", "sasrec") == {"label_smoothing": 0.1}
     assert preset_overrides("movielens", "gru4rec") == {"dropout": 0.5, "epochs": 100, "patience": 15}
     assert preset_overrides("lastfm", "caser") == {"tie_weights": True, "weight_decay": 1.0}
+    assert preset_overrides("movielens", "caser") == {"tie_weights": True}
     assert preset_overrides("mine", "sasrec") == {} and preset_for("steam", "caser") is None
     assert all(p.reason for p in PRESETS)
 
