@@ -54,6 +54,29 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries after invalid output, then fallback.")
     llm_structured_method: StructuredOutputMethod = "json_schema"
+    # Output caps per kind of call. A small local model left uncapped talks for 1,000+ tokens; a
+    # call that hits its cap is an invalid answer (retried with feedback, then the fallback).
+    llm_max_tokens_rec: int = Field(160, ge=16, le=8192, description="Cap of a recommendation call.")
+    llm_max_tokens_user: int = Field(128, ge=16, le=8192, description="Cap of a judgement call.")
+    llm_max_tokens_items: int = Field(
+        512, ge=16, le=8192, description="Cap of a user-simulation call (one verdict per listed item)."
+    )
+    llm_max_tokens_parser: int = Field(256, ge=16, le=8192, description="Cap of a steering-parser call.")
+    llm_thoughts_max_chars: int = Field(
+        160,
+        ge=0,
+        le=4000,
+        description="maxLength of the step-by-step 'thoughts' field in structured answers; 0 drops it.",
+    )
+    llm_reason_max_chars: int = Field(
+        200, ge=20, le=4000, description="maxLength of a reason in structured answers."
+    )
+    llm_loop_budget_s: float = Field(
+        60.0,
+        gt=0,
+        description="LLM wall time one loop may spend (retries included); past it the remaining steps "
+        "use the offline agents and the round records the cause 'budget'.",
+    )
 
     # --- HTTP ---------------------------------------------------------------------------
     host: str = "127.0.0.1"

@@ -60,11 +60,11 @@ def make_deps(
     if agents == "offline":
         rec_agent, user_agent = OfflineRecAgent(catalog, use_prior=rec_prior), offline_user
     elif agents == "llm":
-        from graph.agents.llm import LLMRecAgent, LLMUserAgent, make_chat_model  # LLM stack only when used
+        from graph.agents.llm import LLMClient, LLMRecAgent, LLMUserAgent  # LLM stack only when used
 
-        chat = make_chat_model(settings)
-        rec_agent = LLMRecAgent(catalog, settings, chat, use_prior=rec_prior)
-        user_agent = LLMUserAgent(catalog, settings, chat, offline_user, use_reward=user_reward)
+        client = LLMClient.from_settings(settings)
+        rec_agent = LLMRecAgent(catalog, settings, client, use_prior=rec_prior)
+        user_agent = LLMUserAgent(catalog, settings, client, offline_user, use_reward=user_reward)
     else:
         raise ValueError(f"agents: must be 'offline' or 'llm', got {agents!r}")
     return LoopDeps(rec_scorer, reward_scorer, catalog, rec_agent, user_agent, settings)

@@ -119,8 +119,15 @@ class LoopNodes:
             last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
             round=len(rounds) + 1,
             preferences=view.get("preferences"),
+            llm_budget_s=self._budget_left(view),
         )
         return update, ctx
+
+    def _budget_left(self, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
+        """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
+        this round's earlier steps spent)."""
+        spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
+        return self.deps.settings.llm_loop_budget_s - spent
 
     def _open_loop(self, state: LoopState) -> dict[str, Any]:
         """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
@@ -151,6 +158,7 @@ class LoopNodes:
             "final_item": None,
             "final_reason": None,
             "stop_reason": None,
+            "llm_seconds": 0.0,
         }
 
     @staticmethod
@@ -164,6 +172,8 @@ class LoopNodes:
                 "reason": proposal.reason,
                 "fallback": proposal.fallback,
                 "usage": proposal.usage,
+                "fallback_cause": proposal.fallback_cause,
+                "attempts": list(proposal.attempts),
             },
         }
 
@@ -211,6 +221,7 @@ class LoopNodes:
         proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
         candidates = state["candidates"]
         show_picks = self.deps.settings.reward_display == "top_picks"
+        spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
         return UserContext(
             history=list(state["history"]),
             candidates=list(candidates),
@@ -222,6 +233,7 @@ class LoopNodes:
             memory=list(state.get("user_memory") or []),
             round=len(state.get("rounds") or []) + 1,
             preferences=state.get("preferences"),
+            llm_budget_s=self._budget_left(state, spent_on_proposal),
         )
 
     @staticmethod
@@ -274,8 +286,20 @@ class LoopNodes:
             "rec_fallback": proposal["fallback"],
             "user_fallback": judgement["fallback"],
             "llm_usage": add_usage(proposal["usage"], judgement["usage"]),
+            "rec_fallback_cause": proposal.get("fallback_cause"),
+            "user_fallback_cause": judgement.get("fallback_cause"),
+            "rec_llm_usage": add_usage(proposal["usage"], {}),
+            "user_llm_usage": add_usage(judgement["usage"], {}),
+            "llm_attempts": [*proposal.get("attempts", []), *judgement.get("attempts", [])],
         }
-        update: dict[str, Any] = {"rounds": [record], "proposal": None, "verdict": None, "judgement": None}
+        spent = float(state.get("llm_seconds") or 0.0) + record["llm_usage"].get("seconds", 0.0)
+        update: dict[str, Any] = {
+            "rounds": [record],
+            "proposal": None,
+            "verdict": None,
+            "judgement": None,
+            "llm_seconds": round(spent, 6),
+        }
         if judgement["decision"] == "accept":
             return {
                 **update,
@@ -326,6 +350,8 @@ def _record(judgement: Judgement) -> JudgementRecord:
         "preferred_items": list(judgement.preferred_items),
         "fallback": judgement.fallback,
         "usage": judgement.usage,
+        "fallback_cause": judgement.fallback_cause,
+        "attempts": list(judgement.attempts),
     }
 
 

@@ -19,10 +19,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.agents.base import JudgeItemsContext
+from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
 from graph.deps import LoopDeps
-from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, add_usage, empty_usage
+from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, sum_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5
@@ -54,9 +54,7 @@ class LoopResult:
         if state.get("stop_reason") is None or state.get("final_item") is None:
             raise LoopInterrupted("the loop has not finished (a human judge or an interrupt is pending)")
         rounds = list(state.get("rounds") or [])
-        usage = empty_usage()
-        for r in rounds:
-            usage = add_usage(usage, r["llm_usage"])
+        usage = sum_usage(r["llm_usage"] for r in rounds)
         return cls(
             final_item=state["final_item"],
             final_reason=state.get("final_reason") or "",
@@ -207,6 +205,17 @@ def judge_items(
 
     Pass the memory a loop left (``LoopResult.user_memory``) for FLOW, none for "Agent".
     """
+    return assess_items(deps, history, items, memory, preferences).likes
+
+
+def assess_items(
+    deps: LoopDeps,
+    history: Sequence[int],
+    items: Sequence[int],
+    memory: Sequence[MemoryEntry] = (),
+    preferences: dict[str, Any] | None = None,
+) -> ItemsVerdict:
+    """:func:`judge_items` with what the verdict cost (LLM calls and tokens) and any fallback."""
     scores = deps.reward_scorer.score(list(history), list(items)) if items else []
     ctx = JudgeItemsContext(list(history), list(items), scores, list(memory), preferences)
-    return deps.user_agent.judge_items(ctx)
+    return deps.user_agent.assess_items(ctx)

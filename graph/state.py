@@ -18,6 +18,7 @@ serialise it; models and agents live in :class:`graph.deps.LoopDeps`.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 JudgeMode = Literal["agent", "human"]
@@ -26,23 +27,84 @@ StopReason = Literal["accepted", "max_rounds"]
 
 
 class LLMUsage(TypedDict):
-    """Token usage of the LLM calls made for one step or round (zeros for offline agents)."""
+    """What the LLM calls of one step, round or loop cost (zeros for offline agents).
+
+    Every attempt counts, failed and cut-off ones included. Token counts come from the server's
+    ``usage`` where it sends one; otherwise they were counted locally (the endpoint's tokenizer,
+    or an estimate) and ``counted_calls`` says how many attempts that was. Keys added after the
+    first release are NotRequired: checkpoints written before them still load.
+    """
 
     calls: int
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: NotRequired[int]
+    """Prompt tokens the server took from its prompt cache (``prompt_tokens_details.cached_tokens``)."""
+    counted_calls: NotRequired[int]
+    """Attempts without server-reported usage, whose tokens were counted locally."""
+    seconds: NotRequired[float]
+    """Wall time spent waiting for the LLM, retries included."""
+
+
+USAGE_COUNTS = ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "counted_calls")
 
 
 def empty_usage() -> LLMUsage:
-    return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-
-
-def add_usage(a: LLMUsage, b: LLMUsage) -> LLMUsage:
     return {
-        "calls": a["calls"] + b["calls"],
-        "prompt_tokens": a["prompt_tokens"] + b["prompt_tokens"],
-        "completion_tokens": a["completion_tokens"] + b["completion_tokens"],
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_tokens": 0,
+        "counted_calls": 0,
+        "seconds": 0.0,
     }
+
+
+def add_usage(a: Mapping[str, Any], b: Mapping[str, Any]) -> LLMUsage:
+    """The sum of two usages; a key missing on either side (older records) counts as zero."""
+    total = empty_usage()
+    for key in USAGE_COUNTS:
+        total[key] = int(a.get(key, 0) or 0) + int(b.get(key, 0) or 0)  # type: ignore[literal-required]
+    total["seconds"] = round(float(a.get("seconds", 0.0) or 0.0) + float(b.get("seconds", 0.0) or 0.0), 6)
+    return total
+
+
+def sum_usage(usages: Iterable[Mapping[str, Any] | None]) -> LLMUsage:
+    """The one usage summer: rounds of a loop, loops of a run, steps of a round."""
+    total = empty_usage()
+    for usage in usages:
+        if usage:
+            total = add_usage(total, usage)
+    return total
+
+
+def format_usage(usage: Mapping[str, Any]) -> str:
+    """``4 calls, 2300 prompt (1200 cached) + 310 completion tokens, 9.8 s of LLM time``."""
+    line = (
+        f"{usage.get('calls', 0)} calls, {usage.get('prompt_tokens', 0)} prompt "
+        f"({usage.get('cached_tokens', 0)} cached) + {usage.get('completion_tokens', 0)} completion tokens, "
+        f"{usage.get('seconds', 0.0):.1f} s of LLM time"
+    )
+    counted = usage.get("counted_calls", 0)
+    return f"{line}; {counted} calls without server usage were counted locally" if counted else line
+
+
+class LLMAttempt(TypedDict):
+    """One attempt of one LLM call, for timings and valid-answer rates (``RoundRecord.llm_attempts``)."""
+
+    agent: Literal["rec", "user", "parser"]
+    attempt: int
+    """1-based attempt number within its step (retries are 2, 3, ...)."""
+    ok: bool
+    """The attempt produced a usable answer."""
+    seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    counted: Literal["server", "tokenizer", "estimate"]
+    """Where the token counts come from."""
+    failure: str | None
+    """``kind: detail`` when the attempt failed (see graph.llm_client.FailureKind)."""
 
 
 class RoundRecord(TypedDict):
@@ -68,6 +130,17 @@ class RoundRecord(TypedDict):
     user_fallback: bool
     """The LLM user agent failed validation and the offline policy judged."""
     llm_usage: LLMUsage
+    """Both agents' LLM usage in this round."""
+    rec_fallback_cause: NotRequired[str | None]
+    """Why the offline policy recommended (``kind: detail``, e.g. ``length: ...``, ``budget: ...``)."""
+    user_fallback_cause: NotRequired[str | None]
+    """Why the offline policy judged."""
+    rec_llm_usage: NotRequired[LLMUsage]
+    """The recommendation agent's share of ``llm_usage``."""
+    user_llm_usage: NotRequired[LLMUsage]
+    """The user agent's share of ``llm_usage``."""
+    llm_attempts: NotRequired[list[LLMAttempt]]
+    """Every LLM attempt of the round, in order."""
 
 
 class MemoryEntry(TypedDict):
@@ -80,13 +153,15 @@ class MemoryEntry(TypedDict):
     preferred_items: NotRequired[list[int]]
 
 
-class Proposal(TypedDict):
+class ProposalRecord(TypedDict):
     """The recommendation of the current round, waiting to be scored and judged."""
 
     item: int
     reason: str
     fallback: bool
     usage: LLMUsage
+    fallback_cause: NotRequired[str | None]
+    attempts: NotRequired[list[LLMAttempt]]
 
 
 class Verdict(TypedDict):
@@ -104,6 +179,8 @@ class JudgementRecord(TypedDict):
     preferred_items: list[int]
     fallback: bool
     usage: LLMUsage
+    fallback_cause: NotRequired[str | None]
+    attempts: NotRequired[list[LLMAttempt]]
 
 
 MEMORY_WINDOW = 100
@@ -154,7 +231,7 @@ class LoopState(TypedDict):
     """Rec-model scores aligned with ``candidates`` (computed once per loop)."""
     reward_scores: NotRequired[list[float]]
     """Reward-model scores aligned with ``candidates`` (computed once per loop)."""
-    proposal: NotRequired[Proposal | None]
+    proposal: NotRequired[ProposalRecord | None]
     """The current round's proposal; None between rounds."""
     verdict: NotRequired[Verdict | None]
     """The reward model's score/rank of the current proposal; None between rounds."""
@@ -172,3 +249,6 @@ class LoopState(TypedDict):
     """The recommendation reason of ``final_item``."""
     stop_reason: NotRequired[StopReason | None]
     """Why the loop ended; None while it runs."""
+    llm_seconds: NotRequired[float]
+    """Wall time this loop's agents spent waiting for the LLM so far (``Settings.llm_loop_budget_s``
+    bounds it; a human judge's thinking time does not count)."""

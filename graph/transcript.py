@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from app.data.dataset import Dataset
 from graph import describe
 from graph.runner import LoopResult
+from graph.state import format_usage
 
 WIDTH = 100
 INDENT = "    "
@@ -32,7 +33,7 @@ def format_transcript(
     for r in result.rounds:
         lines.append("")
         lines.append(f"Round {r['round']}")
-        fallback = "  [offline fallback]" if r["rec_fallback"] else ""
+        fallback = _fallback(r.get("rec_fallback"), r.get("rec_fallback_cause"))
         lines.append(_wrapped("Recommends:", f"{describe.label(catalog, r['item'])} [{r['item']}]{fallback}"))
         lines.append(_wrapped("Because:", r["rec_reason"]))
         lines.append(
@@ -42,16 +43,13 @@ def format_transcript(
             )
         )
         verdict = "ACCEPTS" if r["decision"] == "accept" else "REJECTS"
-        fallback = "  [offline fallback]" if r["user_fallback"] else ""
+        fallback = _fallback(r.get("user_fallback"), r.get("user_fallback_cause"))
         lines.append(_wrapped("User:", f"{verdict}: {r['user_reason']}{fallback}"))
         if r["llm_usage"]["calls"]:
-            u = r["llm_usage"]
-            lines.append(
-                _wrapped(
-                    "LLM:", f"{u['calls']} calls, {u['prompt_tokens']} + {u['completion_tokens']} tokens"
-                )
-            )
+            lines.append(_wrapped("LLM:", format_usage(r["llm_usage"])))
     lines.append("")
+    if result.usage["calls"]:
+        lines.append(f"LLM in total: {format_usage(result.usage)}")
     stop = "accepted" if result.stop_reason == "accepted" else "round limit reached"
     lines.append(f"Final: {_name(catalog, result.final_item)} ({stop} after {result.n_rounds} round(s))")
     if target is not None:
@@ -60,6 +58,12 @@ def format_transcript(
             f"rec model alone {_hit(result.prior_item, target)}"
         )
     return "\n".join(lines)
+
+
+def _fallback(fallback: bool | None, cause: str | None) -> str:
+    if not fallback:
+        return ""
+    return f"  [offline fallback: {cause}]" if cause else "  [offline fallback]"
 
 
 def _name(catalog: Dataset, item: int | None) -> str:

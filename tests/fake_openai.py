@@ -15,6 +15,7 @@ Replies are consumed in order; when the queue is empty ``default`` answers
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -30,10 +31,16 @@ from typing import Any
 class Reply:
     """One scripted answer. Build with the class methods."""
 
-    kind: str  # "json" | "content" | "tool_call" | "error"
+    kind: str  # "json" | "content" | "tool_call" | "error" | "raw"
     payload: Any = None
     status: int = 200
     delay_s: float = 0.0
+    finish_reason: str | None = None
+    """Overrides the finish reason ("length" = cut off at the output cap, "content_filter")."""
+    usage: bool = True
+    """False: the response carries no ``usage`` (some servers send none)."""
+    cached_tokens: int = 0
+    """Reported as ``usage.prompt_tokens_details.cached_tokens``."""
 
     @classmethod
     def json(cls, obj: Any) -> Reply:
@@ -54,9 +61,26 @@ class Reply:
     def error(cls, status: int = 500, message: str = "scripted failure") -> Reply:
         return cls("error", message, status=status)
 
+    @classmethod
+    def cut_off(cls, text: str = '{"thoughts": "Let me think about this very carefully, step by') -> Reply:
+        """An answer stopped by the output cap: finish reason ``length``, truncated content."""
+        return cls("content", text, finish_reason="length")
+
+    @classmethod
+    def content_filtered(cls) -> Reply:
+        return cls("content", "", finish_reason="content_filter")
+
+    @classmethod
+    def raw(cls, body: Any, status: int = 200) -> Reply:
+        """Any HTTP body, e.g. JSON that is not a chat completion."""
+        return cls("raw", body, status=status)
+
     def delayed(self, seconds: float) -> Reply:
         """The same reply after ``seconds`` (longer than the client timeout = a timeout)."""
-        return Reply(self.kind, self.payload, self.status, seconds)
+        return dataclasses.replace(self, delay_s=seconds)
+
+    def with_usage(self, *, usage: bool = True, cached_tokens: int = 0) -> Reply:
+        return dataclasses.replace(self, usage=usage, cached_tokens=cached_tokens)
 
 
 @dataclass
@@ -85,7 +109,10 @@ def _words(text: str) -> int:
 class FakeOpenAI:
     """POST /v1/chat/completions with scripted replies; everything else is 404."""
 
-    def __init__(self, default: Responder | None = None):
+    def __init__(self, default: Responder | None = None, *, tokenizer: bool = False):
+        self.tokenizer = tokenizer
+        """Serve llama.cpp's /apply-template and /tokenize (one token per word)."""
+        self.tokenizer_requests = 0
         self.requests: list[RecordedRequest] = []
         self.default = default or loop_autoresponder
         self._script: deque[Reply] = deque()
@@ -151,6 +178,10 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if server.tokenizer and self.path in ("/apply-template", "/tokenize"):
+                    server.tokenizer_requests += 1
+                    self._send(200, _tokenizer_answer(self.path, json.loads(raw or b"{}")))
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -184,6 +215,8 @@ def render(reply: Reply, request: RecordedRequest) -> tuple[int, dict[str, Any]]
     """The HTTP status and OpenAI-shaped body for one reply."""
     if reply.kind == "error":
         return reply.status, {"error": {"message": reply.payload, "type": "server_error", "code": None}}
+    if reply.kind == "raw":
+        return reply.status, reply.payload
     forced_tool = _forced_tool(request.body)
     as_tool = reply.kind == "tool_call" or (reply.kind == "json" and forced_tool is not None)
     message: dict[str, Any] = {"role": "assistant", "content": None}
@@ -198,7 +231,7 @@ def render(reply: Reply, request: RecordedRequest) -> tuple[int, dict[str, Any]]
         completion = reply.payload if reply.kind == "content" else json.dumps(reply.payload)
         message["content"] = completion
     prompt_tokens, completion_tokens = _words(request.text), _words(completion)
-    return 200, {
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{len(completion)}",
         "object": "chat.completion",
         "created": 0,
@@ -207,16 +240,26 @@ def render(reply: Reply, request: RecordedRequest) -> tuple[int, dict[str, Any]]
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if as_tool else "stop",
+                "finish_reason": reply.finish_reason or ("tool_calls" if as_tool else "stop"),
                 "logprobs": None,
             }
         ],
-        "usage": {
+    }
+    if reply.usage:
+        body["usage"] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        }
+    return 200, body
+
+
+def _tokenizer_answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """llama.cpp's routes, with one token per word (so tests can predict the counts)."""
+    if path == "/apply-template":
+        return {"prompt": "\n".join(str(m.get("content") or "") for m in body.get("messages", []))}
+    return {"tokens": list(range(_words(str(body.get("content", "")))))}
 
 
 def _forced_tool(body: dict[str, Any]) -> str | None:
@@ -236,7 +279,7 @@ def loop_autoresponder(request: RecordedRequest) -> Reply:
     """Valid answers to recloop's agent prompts: the first candidate, accept, like every item."""
     text = request.text
     if '"item_id": <candidate id>' in text:
-        section = text.split("Candidates (id in brackets):", 1)[-1]
+        section = text.split("Candidates ([id] title):", 1)[-1]
         first = _CANDIDATE_LINE.search(section)
         item = int(first.group(1)) if first else 0
         return Reply.json(

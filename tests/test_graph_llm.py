@@ -7,7 +7,7 @@ from fake_openai import Reply
 
 from app.settings import Settings
 from graph.deps import LoopDeps, make_deps
-from graph.runner import LoopRunner, judge_items, run_loop
+from graph.runner import LoopRunner, assess_items, judge_items, run_loop
 
 TIMEOUT_S = 0.3
 
@@ -16,7 +16,7 @@ def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
     settings = Settings(
         _env_file=None,
         llm_base_url=server.base_url,
-        llm_timeout_s=TIMEOUT_S,
+        llm_timeout_s=fields.pop("llm_timeout_s", TIMEOUT_S),
         llm_max_retries=fields.pop("llm_max_retries", 1),
         **fields,
     )
@@ -160,3 +160,109 @@ def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row)
     best = deps.reward_scorer.rank(history, items)[0]  # offline: the reward model's top quarter of 4
     assert judge_items(deps, history, items) == [i == best for i in items]
     assert "every listed item id exactly once" in fake_openai.requests[-1].text
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (Reply.cut_off(), "length: "),
+        (Reply.content_filtered(), "content_filter: "),
+        (Reply.raw({"unexpected": "body"}), "invalid: "),
+        (Reply.error(429, "slow down"), "http: "),
+    ],
+)
+def test_every_failed_step_records_its_cause_and_the_loop_completes(
+    ml_dataset, ml_scorers, fake_openai, row, reply, cause
+):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    fake_openai.enqueue(reply, reply, reply, reply)  # both steps of round 1 fail twice
+    result = run_loop(deps, history, candidates, max_rounds=1)
+
+    (only,) = result.rounds
+    assert result.stop_reason in ("accepted", "max_rounds")
+    assert only["rec_fallback"] and only["user_fallback"]
+    assert only["rec_fallback_cause"].startswith(cause) and only["user_fallback_cause"].startswith(cause)
+    assert only["rec_llm_usage"]["calls"] == 2 and only["user_llm_usage"]["calls"] == 2
+    assert only["llm_usage"]["calls"] == 4 == len(only["llm_attempts"])
+    assert [a["agent"] for a in only["llm_attempts"]] == ["rec", "rec", "user", "user"]
+    assert all(a["failure"].startswith(cause) for a in only["llm_attempts"])
+
+
+def test_each_kind_of_call_sends_its_own_output_cap_and_length_limits(
+    ml_dataset, ml_scorers, fake_openai, row
+):
+    history, candidates = row
+    deps = llm_deps(
+        ml_dataset,
+        ml_scorers,
+        fake_openai,
+        llm_max_tokens_rec=111,
+        llm_max_tokens_user=99,
+        llm_thoughts_max_chars=80,
+        llm_reason_max_chars=150,
+    )
+    run_loop(deps, history, candidates, max_rounds=1)
+    rec_request, user_request = fake_openai.requests
+    assert rec_request.body["max_completion_tokens"] == 111
+    assert user_request.body["max_completion_tokens"] == 99
+    for request in (rec_request, user_request):
+        fields = request.body["response_format"]["json_schema"]["schema"]["properties"]
+        assert fields["thoughts"]["maxLength"] == 80 and fields["reason"]["maxLength"] == 150
+    assert "at most 80 characters" in rec_request.text and "at most 150 characters" in rec_request.text
+
+
+def test_no_thoughts_field_when_its_length_is_zero(ml_dataset, ml_scorers, fake_openai, row):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_thoughts_max_chars=0)
+    fake_openai.enqueue(
+        Reply.json({"item_id": candidates[1], "reason": "Short."}),
+        Reply.json({"decision": "accept", "reason": "Fine."}),
+    )
+    result = run_loop(deps, history, candidates, max_rounds=1)
+    assert result.final_item == candidates[1] and not result.rounds[0]["rec_fallback"]
+    schema = fake_openai.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert "thoughts" not in schema["properties"] and "thoughts" not in fake_openai.requests[0].text
+
+
+def test_the_loop_budget_sends_the_remaining_steps_to_the_offline_agents(
+    ml_dataset, ml_scorers, fake_openai, row
+):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_loop_budget_s=2.5, llm_timeout_s=5.0)
+    fake_openai.enqueue(rec(candidates[3]).delayed(0.8), user("reject", "No.").delayed(0.8))
+    result = run_loop(deps, history, candidates, max_rounds=3)
+
+    first, second, *_ = result.rounds
+    assert not first["rec_fallback"] and not first["user_fallback"]
+    assert second["rec_fallback"] and second["rec_fallback_cause"].startswith("budget: ")
+    assert second["user_fallback"] and second["user_fallback_cause"].startswith("budget: ")
+    assert second["llm_usage"]["calls"] == 0  # nothing was sent once the budget was spent
+    assert len(fake_openai.requests) == 2
+    assert result.usage["seconds"] >= 1.6
+
+
+def test_prompts_put_what_changes_last_so_the_server_can_reuse_its_prefix_cache(
+    ml_dataset, ml_scorers, fake_openai, row
+):
+    history, candidates = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    fake_openai.enqueue(
+        rec(candidates[2]), user("reject", "Not that."), rec(candidates[4]), user("accept", "Yes.")
+    )
+    run_loop(deps, history, candidates, max_rounds=2)
+    rec1, user1, rec2, user2 = (r.messages for r in fake_openai.requests)
+    # system and loop context identical across rounds; only the last message differs
+    assert rec1[:2] == rec2[:2] and user1[:2] == user2[:2]
+    assert rec1[-1] != rec2[-1] and user1[-1] != user2[-1]
+    assert "Not that." in rec2[-1]["content"] and "Not that." not in rec2[1]["content"]
+    assert ml_dataset.title(candidates[4]) in user2[-1]["content"]
+
+
+def test_long_item_lists_are_judged_in_bounded_calls(ml_dataset, ml_scorers, fake_openai, row):
+    history, _ = row
+    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    items = [i for i in range(100, 160) if i not in history][:45]
+    verdict = assess_items(deps, history, items)
+    assert len(fake_openai.requests) == 3  # 20 + 20 + 5 items
+    assert verdict.likes == [True] * 45 and verdict.usage["calls"] == 3 and not verdict.fallback

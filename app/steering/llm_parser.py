@@ -11,6 +11,7 @@ a name that does not resolve is an error fed back (the model may then move it to
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
@@ -20,29 +21,40 @@ from app.steering import prompts
 from app.steering.catalog_index import Catalog, CatalogIndex
 from app.steering.parser import CommandParser, OfflineParser, ParseResult
 from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange, describe
-from graph.agents.llm import StructuredCaller, make_chat_model
+from graph.agents.llm import LLMClient
+from graph.llm_client import StructuredCaller
+
+THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
+PHRASE_MAX_CHARS = 100
+LIST_MAX_ITEMS = 8
+# Bounds sent in the schema (grammar-constrained servers enforce them); not validated here.
+Phrase = Annotated[str, Field(json_schema_extra={"maxLength": PHRASE_MAX_CHARS})]
+
+
+def _phrases(description: str) -> Any:
+    return Field(description=description, json_schema_extra={"maxItems": LIST_MAX_ITEMS})
 
 
 class CommandSide(BaseModel):
     """One side of a command as the LLM states it (titles, not ids)."""
 
-    genres: list[str] = Field(description="Catalog genre names, exactly as listed.")
+    genres: list[Phrase] = _phrases("Catalog genre names, exactly as listed.")
     year_start: int | None = Field(description="First release year, or null.")
     year_end: int | None = Field(description="Last release year, or null.")
-    titles: list[str] = Field(description="Exact catalog titles as hard constraints (e.g. items to exclude).")
-    like_titles: list[str] = Field(description="Catalog titles the user compares to ('like Toy Story').")
-    soft: list[str] = Field(description="Other soft wishes in a few words ('lighter', 'slow-paced').")
+    titles: list[Phrase] = _phrases("Exact catalog titles as hard constraints (e.g. items to exclude).")
+    like_titles: list[Phrase] = _phrases("Catalog titles the user compares to ('like Toy Story').")
+    soft: list[Phrase] = _phrases("Other soft wishes in a few words ('lighter', 'slow-paced').")
 
 
 class CommandAnswer(BaseModel):
     """The parser's structured answer for one command."""
 
-    thoughts: str = Field(description="Brief reasoning.")
+    thoughts: str = Field(description="Brief reasoning.", json_schema_extra={"maxLength": THOUGHTS_MAX_CHARS})
     reset: bool = Field(description="The user asks to forget all earlier preferences.")
     positive: CommandSide = Field(description="What the user now wants.")
     negative: CommandSide = Field(description="What the user now does not want.")
     lift: CommandSide = Field(description="Earlier constraints the user takes back, without the opposite.")
-    not_understood: list[str] = Field(description="Parts of the command you could not map, verbatim.")
+    not_understood: list[Phrase] = _phrases("Parts of the command you could not map, verbatim.")
 
 
 class LLMParser(CommandParser):
@@ -53,7 +65,9 @@ class LLMParser(CommandParser):
     ):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
         self.fallback = OfflineParser(self.index)
-        self.caller = caller or StructuredCaller(make_chat_model(settings), CommandAnswer, settings)
+        self.caller = caller or LLMClient.from_settings(settings).caller(
+            CommandAnswer, settings.llm_max_tokens_parser, "parser"
+        )
 
     def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
         prefer = set(recommendations)
@@ -62,10 +76,17 @@ class LLMParser(CommandParser):
         )
         if outcome.answer is None:
             result = self.fallback.parse(text, memory=memory, recommendations=recommendations)
-            return result.model_copy(update={"fallback": True, "parser": self.name})
+            return result.model_copy(
+                update={
+                    "fallback": True,
+                    "parser": self.name,
+                    "fallback_cause": outcome.cause,
+                    "usage": outcome.usage,
+                }
+            )
         update = self._to_update(outcome.answer, prefer)
         unparsed = [f"'{part}': not understood" for part in outcome.answer.not_understood]
-        return ParseResult(update=update, unparsed=unparsed, parser=self.name)
+        return ParseResult(update=update, unparsed=unparsed, parser=self.name, usage=outcome.usage)
 
     def messages(self, text: str, memory: Preferences, recommendations: Sequence[int]) -> list[BaseMessage]:
         genres = ", ".join(self.index.genres) or "(this catalog has no genres: never use genre constraints)"

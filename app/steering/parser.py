@@ -23,11 +23,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from app.steering.catalog_index import Catalog, CatalogIndex
 from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from graph.state import empty_usage
 
 
 class ParseResult(BaseModel):
@@ -37,6 +39,10 @@ class ParseResult(BaseModel):
     unparsed: list[str] = Field(default_factory=list, description="Fragments not understood, with why.")
     parser: str = Field("offline", description="Which parser produced this result.")
     fallback: bool = Field(False, description="The LLM parser failed and the offline parser answered.")
+    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
+    usage: dict[str, Any] = Field(
+        default_factory=empty_usage, description="LLM calls and tokens of this parse (zeros offline)."
+    )
 
     @property
     def understood(self) -> bool:

@@ -7,7 +7,10 @@ and other wishes in a few words.
 'positive' is what the user now wants, 'negative' what they do not want, 'lift' what they take back
 ('horror is fine again' -> lift.genres = ['Horror']). Set reset only when they ask to forget everything.
 Leave a side's lists empty and years null when the command says nothing about them.
-Never invent: anything you cannot map goes to not_understood, verbatim."""
+Never invent: anything you cannot map goes to not_understood, verbatim.
+Answer with only a JSON object: {{"thoughts": "<brief>", "reset": false, "positive": SIDE, \
+"negative": SIDE, "lift": SIDE, "not_understood": []}} where each SIDE is {{"genres": [], \
+"year_start": null, "year_end": null, "titles": [], "like_titles": [], "soft": []}}."""
 
 PARSER_USER = """Current preferences: {memory}
 Currently recommended: {recommendations}

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graph.state import Decision, LLMUsage, MemoryEntry, empty_usage
+from graph.state import Decision, LLMAttempt, LLMUsage, MemoryEntry, empty_usage
 
 RewardDisplay = Literal["top_picks", "score"]
 
@@ -36,6 +36,8 @@ class RecContext:
     round: int
     """1-based round number within the loop."""
     preferences: dict[str, Any] | None = None
+    llm_budget_s: float | None = None
+    """Seconds of LLM time this loop has left (``Settings.llm_loop_budget_s``); None: unbounded."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class UserContext:
     """Mu: every rejected round of this thread, oldest first."""
     round: int
     preferences: dict[str, Any] | None = None
+    llm_budget_s: float | None = None
+    """Seconds of LLM time this loop has left; None: unbounded."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,10 @@ class Proposal:
     fallback: bool = False
     """True when an LLM agent's output was unusable and the offline policy answered."""
     usage: LLMUsage = field(default_factory=empty_usage)
-    error: str | None = None
-    """The last validation error behind a fallback (for logs and transcripts)."""
+    fallback_cause: str | None = None
+    """Why the offline policy answered (``kind: detail``, see graph.llm_client.FailureKind)."""
+    attempts: list[LLMAttempt] = field(default_factory=list)
+    """Every LLM attempt behind this answer."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,19 @@ class Judgement:
     preferred_items: list[int] = field(default_factory=list)
     fallback: bool = False
     usage: LLMUsage = field(default_factory=empty_usage)
-    error: str | None = None
+    fallback_cause: str | None = None
+    attempts: list[LLMAttempt] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ItemsVerdict:
+    """The user agent's like/dislike per judged item, with what producing it cost."""
+
+    likes: list[bool]
+    usage: LLMUsage = field(default_factory=empty_usage)
+    fallback: bool = False
+    fallback_cause: str | None = None
+    attempts: list[LLMAttempt] = field(default_factory=list)
 
 
 class RecAgent(ABC):
@@ -121,3 +139,10 @@ class UserAgent(ABC):
 
     async def ajudge_items(self, ctx: JudgeItemsContext) -> list[bool]:
         return self.judge_items(ctx)
+
+    def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        """:meth:`judge_items` with its cost (LLM agents override it; offline verdicts are free)."""
+        return ItemsVerdict(self.judge_items(ctx))
+
+    async def aassess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        return ItemsVerdict(await self.ajudge_items(ctx))

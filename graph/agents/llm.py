@@ -1,32 +1,28 @@
-"""LLM agents on any OpenAI-compatible endpoint, through langchain-openai's ChatOpenAI.
+"""LLM agents on any OpenAI-compatible endpoint (graph.llm_client, through langchain-openai).
 
-Each step is one structured-output call (``Settings.llm_structured_method``:
-json_schema, json_mode or function_calling -- llama.cpp's server, for one,
-rejects json_schema). An answer that cannot be used (unparseable, an item that
-is not a candidate, an empty reason) or a failed HTTP call (5xx, timeout) is
-retried up to ``Settings.llm_max_retries`` times with the error fed back; after
-that the offline agent answers that step and the round records the fallback.
-ChatOpenAI's own HTTP retries are switched off so this is the only retry loop
-and every attempt is counted.
+Each step is one structured-output call of its kind (recommend, judge, judge a list), bounded
+by that kind's output cap and by what is left of the loop's LLM time budget. An answer that
+cannot be used (cut off, unparseable, an item that is not a candidate, an empty reason) or a
+failed call (HTTP error, timeout, content filter) is retried with the error fed back; after the
+last retry the offline agent answers that step, and the round records the fallback and its cause.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-import openai
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from app.data.dataset import Dataset
 from app.settings import Settings
 from graph import describe, prompts
 from graph.agents.base import (
+    ItemsVerdict,
     JudgeItemsContext,
     Judgement,
     Proposal,
@@ -36,25 +32,69 @@ from graph.agents.base import (
     UserContext,
 )
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
-from graph.state import LLMUsage, MemoryEntry, add_usage, empty_usage
+from graph.llm_client import (
+    AgentName,
+    CallLimits,
+    CallOutcome,
+    LLMEndpoint,
+    StructuredCaller,
+    TokenCounter,
+    Validator,
+    make_chat_model,
+)
+from graph.state import MemoryEntry, sum_usage
 
-FEEDBACK_ECHO_CHARS = 500
+
+def endpoint_of(settings: Settings) -> LLMEndpoint:
+    if not settings.llm_base_url:
+        raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
+    return LLMEndpoint(
+        base_url=settings.llm_base_url,
+        model=settings.llm_model,
+        api_key=settings.llm_api_key.get_secret_value(),
+        temperature=settings.llm_temperature,
+        timeout_s=settings.llm_timeout_s,
+        method=settings.llm_structured_method,
+        max_retries=settings.llm_max_retries,
+    )
 
 
-class RecAnswer(BaseModel):
-    """The recommendation agent's structured answer."""
+@dataclass(frozen=True)
+class LLMClient:
+    """One chat model and token counter shared by every caller of a process."""
 
-    thoughts: str = Field(description="Step-by-step reasoning.")
-    item_id: int = Field(description="Id of the recommended candidate.")
-    reason: str = Field(description="Why this item, in one or two sentences.")
+    endpoint: LLMEndpoint
+    chat: ChatOpenAI
+    counter: TokenCounter
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLMClient:
+        endpoint = endpoint_of(settings)
+        return cls(endpoint, make_chat_model(endpoint), TokenCounter(endpoint.base_url))
+
+    def caller(self, schema: type[BaseModel], max_tokens: int, agent: AgentName) -> StructuredCaller[Any]:
+        limits = CallLimits(max_tokens, self.endpoint.timeout_s, self.endpoint.max_retries)
+        return StructuredCaller(
+            self.chat, schema, method=self.endpoint.method, limits=limits, agent=agent, counter=self.counter
+        )
 
 
-class UserAnswer(BaseModel):
-    """The user agent's structured answer."""
+# --------------------------------------------------------------------------- answer shapes
 
-    thoughts: str = Field(description="Step-by-step reasoning.")
-    decision: Literal["accept", "reject"]
-    reason: str = Field(description="Why, in one or two sentences.")
+
+def _text(description: str, max_chars: int) -> Any:
+    # maxLength goes into the schema sent (grammar-constrained servers enforce it) but is not
+    # validated here: a server that ignores it gets its text shortened, not a retry.
+    return Field(description=description, json_schema_extra={"maxLength": max_chars})
+
+
+def _with_thoughts(name: str, doc: str, thoughts_chars: int, **fields: Any) -> type[BaseModel]:
+    """A schema with an optional leading ``thoughts`` field (reasoning before the answer)."""
+    if thoughts_chars > 0:
+        fields = {"thoughts": (str, _text("Brief step-by-step reasoning.", thoughts_chars)), **fields}
+    model = create_model(name, **fields)
+    model.__doc__ = doc
+    return model
 
 
 class ItemDecision(BaseModel):
@@ -62,136 +102,80 @@ class ItemDecision(BaseModel):
     like: bool
 
 
-class ItemsAnswer(BaseModel):
-    """The user agent's verdict on a list of items (user simulation)."""
+@dataclass(frozen=True)
+class AnswerShapes:
+    """The structured answers' schemas, with the text limits of the settings."""
 
-    thoughts: str = Field(description="Step-by-step reasoning.")
-    decisions: list[ItemDecision]
+    rec: type[BaseModel]
+    user: type[BaseModel]
+    items: type[BaseModel]
+    thoughts_chars: int
+    reason_chars: int
 
-
-AnswerT = TypeVar("AnswerT", bound=BaseModel)
-Validator = Callable[[AnswerT], str | None]
-
-
-def make_chat_model(settings: Settings) -> ChatOpenAI:
-    if not settings.llm_base_url:
-        raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
-    return ChatOpenAI(
-        base_url=settings.llm_base_url,
-        model=settings.llm_model,
-        api_key=settings.llm_api_key,
-        temperature=settings.llm_temperature,
-        timeout=settings.llm_timeout_s,
-        max_retries=0,  # our own bounded retry loop feeds validation errors back; see module doc
-    )
-
-
-@dataclass
-class CallOutcome(Generic[AnswerT]):
-    answer: AnswerT | None
-    usage: LLMUsage = field(default_factory=empty_usage)
-    error: str | None = None
-
-
-class StructuredCaller(Generic[AnswerT]):
-    """One structured-output call with bounded, error-feeding retries."""
-
-    def __init__(self, chat: ChatOpenAI, schema: type[AnswerT], settings: Settings):
-        self.schema = schema
-        self.max_retries = settings.llm_max_retries
-        self.runnable: Runnable[Any, dict[str, Any]] = chat.with_structured_output(
-            schema, method=settings.llm_structured_method, include_raw=True
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AnswerShapes:
+        thoughts, reason = settings.llm_thoughts_max_chars, settings.llm_reason_max_chars
+        return cls(
+            rec=_with_thoughts(
+                "RecAnswer",
+                "The recommendation agent's answer.",
+                thoughts,
+                item_id=(int, Field(description="Id of the recommended candidate.")),
+                reason=(str, _text("Why this item, in one short sentence.", reason)),
+            ),
+            user=_with_thoughts(
+                "UserAnswer",
+                "The user agent's verdict on one proposal.",
+                thoughts,
+                decision=(Literal["accept", "reject"], Field(description="Accept or reject the proposal.")),
+                reason=(str, _text("Why, in one short sentence.", reason)),
+            ),
+            items=_with_thoughts(
+                "ItemsAnswer",
+                "The user agent's verdict on each listed item.",
+                thoughts,
+                decisions=(list[ItemDecision], Field(description="One entry per listed item.")),
+            ),
+            thoughts_chars=thoughts,
+            reason_chars=reason,
         )
 
-    def call(self, messages: list[BaseMessage], validate: Validator[AnswerT]) -> CallOutcome[AnswerT]:
-        outcome: CallOutcome[AnswerT] = CallOutcome(None)
-        conversation = list(messages)
-        for _ in range(1 + self.max_retries):
-            try:
-                result = self.runnable.invoke(conversation)
-            except (openai.APIError, ValueError) as exc:
-                self._failed(exc, outcome, conversation)
-                continue
-            if self._accept(result, validate, outcome, conversation):
-                return outcome
-        return outcome
+    def answer_format(self, fields: str) -> str:
+        parts = [prompts.THOUGHTS_FIELD.format(chars=self.thoughts_chars)] if self.thoughts_chars else []
+        parts.append(fields.format(chars=self.reason_chars))
+        return prompts.ANSWER_FORMAT.format(fields=", ".join(parts))
 
-    async def acall(self, messages: list[BaseMessage], validate: Validator[AnswerT]) -> CallOutcome[AnswerT]:
-        outcome: CallOutcome[AnswerT] = CallOutcome(None)
-        conversation = list(messages)
-        for _ in range(1 + self.max_retries):
-            try:
-                result = await self.runnable.ainvoke(conversation)
-            except (openai.APIError, ValueError) as exc:
-                self._failed(exc, outcome, conversation)
-                continue
-            if self._accept(result, validate, outcome, conversation):
-                return outcome
-        return outcome
-
-    @staticmethod
-    def _failed(exc: Exception, outcome: CallOutcome[AnswerT], conversation: list[BaseMessage]) -> None:
-        """A call that raised: an HTTP failure (nothing to feed back) or an unparseable answer."""
-        outcome.usage, outcome.error = add_usage(outcome.usage, _one_call()), _describe_failure(exc)
-        if not isinstance(exc, openai.APIError):
-            conversation.append(HumanMessage(prompts.RETRY_FEEDBACK.format(error=outcome.error)))
-
-    def _accept(
-        self,
-        result: dict[str, Any],
-        validate: Validator[AnswerT],
-        outcome: CallOutcome[AnswerT],
-        conversation: list[BaseMessage],
-    ) -> bool:
-        """Record usage; keep a valid answer, or append the error as feedback for the next attempt."""
-        raw = result.get("raw")
-        outcome.usage = add_usage(outcome.usage, _usage_of(raw))
-        answer = result.get("parsed")
-        if result.get("parsing_error") is not None or not isinstance(answer, self.schema):
-            error = f"the answer is not valid JSON of the requested shape ({result.get('parsing_error')})"
-        else:
-            error = validate(answer)
-        if error is None:
-            outcome.answer, outcome.error = answer, None
-            return True
-        outcome.error = error
-        echo = _echo(raw)
-        said = f"You answered: {echo}\n" if echo else ""
-        conversation.append(HumanMessage(said + prompts.RETRY_FEEDBACK.format(error=error)))
-        return False
+    def reason(self, answer: Any) -> str:
+        return str(answer.reason).strip()[: self.reason_chars]
 
 
-def _one_call() -> LLMUsage:
-    return {"calls": 1, "prompt_tokens": 0, "completion_tokens": 0}
+# --------------------------------------------------------------------------- prompts
+
+ITEMS_PER_CALL = 20
+"""User simulation judges lists of up to 100 items (ratio 1:9); one verdict is ~14 tokens, so
+longer lists are judged in calls of this many items, each within ``llm_max_tokens_items``."""
 
 
-def _usage_of(raw: Any) -> LLMUsage:
-    meta = getattr(raw, "usage_metadata", None) or {}
-    return {
-        "calls": 1,
-        "prompt_tokens": int(meta.get("input_tokens", 0)),
-        "completion_tokens": int(meta.get("output_tokens", 0)),
-    }
+def _chunks(ctx: JudgeItemsContext) -> list[JudgeItemsContext]:
+    return [
+        replace(
+            ctx,
+            items=ctx.items[start : start + ITEMS_PER_CALL],
+            reward_scores=ctx.reward_scores[start : start + ITEMS_PER_CALL],
+        )
+        for start in range(0, len(ctx.items), ITEMS_PER_CALL)
+    ] or [ctx]
 
 
-def _echo(raw: Any) -> str:
-    """The model's raw answer (text or tool-call arguments), shortened, to show it its mistake."""
-    if not isinstance(raw, AIMessage):
-        return ""
-    text = raw.content if isinstance(raw.content, str) and raw.content else ""
-    if not text and raw.tool_calls:
-        text = json.dumps(raw.tool_calls[0].get("args", {}))
-    return text[:FEEDBACK_ECHO_CHARS]
-
-
-def _describe_failure(exc: Exception) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "the LLM call timed out"
-    if isinstance(exc, openai.APIStatusError):
-        return f"the LLM endpoint answered HTTP {exc.status_code}"
-    if isinstance(exc, openai.APIError):
-        return f"the LLM call failed: {type(exc).__name__}: {exc}"[:FEEDBACK_ECHO_CHARS]
-    return f"the answer could not be parsed: {exc}"[:FEEDBACK_ECHO_CHARS]
+def _joined(verdicts: list[ItemsVerdict]) -> ItemsVerdict:
+    causes = [v.fallback_cause for v in verdicts if v.fallback_cause]
+    return ItemsVerdict(
+        likes=[like for v in verdicts for like in v.likes],
+        usage=sum_usage(v.usage for v in verdicts),
+        fallback=any(v.fallback for v in verdicts),
+        fallback_cause=causes[-1] if causes else None,
+        attempts=[a for v in verdicts for a in v.attempts],
+    )
 
 
 class PromptBook:
@@ -208,11 +192,12 @@ class PromptBook:
         if not memory:
             return prompts.MEMORY_EMPTY
         memory = memory[-prompts.MEMORY_SHOWN :]  # a long-lived session must not grow the prompt forever
+        cut = prompts.MEMORY_REASON_CHARS
         lines = [
             prompts.MEMORY_ENTRY.format(
                 item=describe.label(self.catalog, m["item"]),
-                rec_reason=m["rec_reason"],
-                user_reason=m["user_reason"],
+                rec_reason=m["rec_reason"][:cut],
+                user_reason=m["user_reason"][:cut],
             )
             for m in memory
         ]
@@ -224,16 +209,23 @@ class PromptBook:
             return prompts.NO_PREFERENCES
         return prompts.PREFERENCES.format(preferences=json.dumps(preferences, sort_keys=True))
 
-    def system(self, template: str) -> SystemMessage:
-        return SystemMessage(template.format(domain=self.domain, item_kind=self.item_kind))
+    def system(self, template: str, answer_format: str) -> SystemMessage:
+        return SystemMessage(
+            template.format(domain=self.domain, item_kind=self.item_kind, answer_format=answer_format)
+        )
+
+
+# --------------------------------------------------------------------------- agents
 
 
 class LLMRecAgent(RecAgent):
-    def __init__(self, catalog: Dataset, settings: Settings, chat: ChatOpenAI, *, use_prior: bool = True):
+    def __init__(self, catalog: Dataset, settings: Settings, client: LLMClient, *, use_prior: bool = True):
         self.book = PromptBook(catalog)
+        self.shapes = AnswerShapes.from_settings(settings)
         self.use_prior = use_prior
         self.fallback = OfflineRecAgent(catalog, use_prior=use_prior)
-        self.caller = StructuredCaller(chat, RecAnswer, settings)
+        self.caller = client.caller(self.shapes.rec, settings.llm_max_tokens_rec, "rec")
+        self._system = self.book.system(prompts.REC_SYSTEM, self.shapes.answer_format(prompts.REC_FIELDS))
 
     def messages(self, ctx: RecContext) -> list[BaseMessage]:
         catalog = self.book.catalog
@@ -242,20 +234,20 @@ class LLMRecAgent(RecAgent):
             if self.use_prior and ctx.prior_item is not None
             else prompts.REC_NO_PRIOR
         )
-        text = prompts.REC_USER.format(
+        context = prompts.REC_CONTEXT.format(
             history=self.book.history(ctx.history),
             candidates=describe.listing(catalog, ctx.candidates),
             prior=prior,
-            memory=self.book.memory(ctx.memory),
             preferences=self.book.preferences(ctx.preferences),
         )
-        return [self.book.system(prompts.REC_SYSTEM), HumanMessage(text)]
+        now = prompts.REC_ROUND.format(memory=self.book.memory(ctx.memory), round=ctx.round)
+        return [self._system, HumanMessage(context), HumanMessage(now)]
 
     @staticmethod
-    def _validator(ctx: RecContext) -> Validator[RecAnswer]:
+    def _validator(ctx: RecContext) -> Validator[Any]:
         allowed = set(ctx.candidates)
 
-        def validate(answer: RecAnswer) -> str | None:
+        def validate(answer: Any) -> str | None:
             if answer.item_id not in allowed:
                 return f"item_id {answer.item_id} is not one of the candidate ids"
             if not answer.reason.strip():
@@ -264,17 +256,31 @@ class LLMRecAgent(RecAgent):
 
         return validate
 
-    def _finish(self, ctx: RecContext, outcome: CallOutcome[RecAnswer]) -> Proposal:
+    def _finish(self, ctx: RecContext, outcome: CallOutcome[Any]) -> Proposal:
         if outcome.answer is not None:
-            return Proposal(outcome.answer.item_id, outcome.answer.reason.strip(), usage=outcome.usage)
+            return Proposal(
+                outcome.answer.item_id,
+                self.shapes.reason(outcome.answer),
+                usage=outcome.usage,
+                attempts=outcome.attempts,
+            )
         offline = self.fallback.propose(ctx)
-        return Proposal(offline.item, offline.reason, fallback=True, usage=outcome.usage, error=outcome.error)
+        return Proposal(
+            offline.item,
+            offline.reason,
+            fallback=True,
+            usage=outcome.usage,
+            fallback_cause=outcome.cause,
+            attempts=outcome.attempts,
+        )
 
     def propose(self, ctx: RecContext) -> Proposal:
-        return self._finish(ctx, self.caller.call(self.messages(ctx), self._validator(ctx)))
+        outcome = self.caller.call(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
+        return self._finish(ctx, outcome)
 
     async def apropose(self, ctx: RecContext) -> Proposal:
-        return self._finish(ctx, await self.caller.acall(self.messages(ctx), self._validator(ctx)))
+        outcome = await self.caller.acall(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
+        return self._finish(ctx, outcome)
 
 
 class LLMUserAgent(UserAgent):
@@ -282,45 +288,66 @@ class LLMUserAgent(UserAgent):
         self,
         catalog: Dataset,
         settings: Settings,
-        chat: ChatOpenAI,
+        client: LLMClient,
         fallback: OfflineUserAgent,
         *,
         use_reward: bool = True,
     ):
         self.book = PromptBook(catalog)
+        self.shapes = AnswerShapes.from_settings(settings)
         self.use_reward = use_reward
         self.reward_display = settings.reward_display
         self.fallback = fallback
-        self.judge_caller = StructuredCaller(chat, UserAnswer, settings)
-        self.items_caller = StructuredCaller(chat, ItemsAnswer, settings)
+        self.judge_caller = client.caller(self.shapes.user, settings.llm_max_tokens_user, "user")
+        self.items_caller = client.caller(self.shapes.items, settings.llm_max_tokens_items, "user")
+        self._judge_system = self.book.system(
+            prompts.USER_SYSTEM, self.shapes.answer_format(prompts.USER_FIELDS)
+        )
+        self._items_system = self.book.system(
+            prompts.USER_SYSTEM, self.shapes.answer_format(prompts.ITEMS_FIELDS)
+        )
 
-    def _reward(self, ctx: UserContext) -> str:
+    def _reward(self, ctx: UserContext) -> tuple[str, str]:
+        """The reward model's view: (the loop's part, this proposal's part)."""
         if not self.use_reward:
-            return prompts.REWARD_NONE
-        rank, n = describe.ordinal(ctx.reward_rank), len(ctx.candidates)
+            return prompts.REWARD_NONE, ""
         if self.reward_display == "score":
-            return prompts.REWARD_SCORE.format(score=ctx.reward_score)
+            return prompts.REWARD_SCORE, prompts.REWARD_SCORE_VERDICT.format(score=ctx.reward_score)
+        n = len(ctx.candidates)
         picks = describe.listing(self.book.catalog, ctx.top_picks)
-        return prompts.REWARD_TOP_PICKS.format(rank=rank, n=n, top_picks=picks)
+        return (
+            prompts.REWARD_TOP_PICKS.format(n=n, top_picks=picks),
+            prompts.REWARD_TOP_PICKS_VERDICT.format(rank=describe.ordinal(ctx.reward_rank), n=n),
+        )
 
     def messages(self, ctx: UserContext) -> list[BaseMessage]:
-        text = prompts.USER_JUDGE.format(
+        reward, verdict = self._reward(ctx)
+        context = prompts.USER_CONTEXT.format(
             history=self.book.history(ctx.history),
-            item=describe.label(self.book.catalog, ctx.item),
-            rec_reason=ctx.rec_reason,
-            reward=self._reward(ctx),
-            memory=self.book.memory(ctx.memory),
+            reward=reward,
             preferences=self.book.preferences(ctx.preferences),
         )
-        return [self.book.system(prompts.USER_SYSTEM), HumanMessage(text)]
+        now = prompts.USER_ROUND.format(
+            memory=self.book.memory(ctx.memory),
+            round=ctx.round,
+            item=describe.label(self.book.catalog, ctx.item),
+            rec_reason=ctx.rec_reason,
+            reward_verdict=verdict,
+        )
+        return [self._judge_system, HumanMessage(context), HumanMessage(now.rstrip())]
 
     @staticmethod
-    def _validate(answer: UserAnswer) -> str | None:
+    def _validate(answer: Any) -> str | None:
         return "reason is empty" if not answer.reason.strip() else None
 
-    def _finish(self, ctx: UserContext, outcome: CallOutcome[UserAnswer]) -> Judgement:
+    def _finish(self, ctx: UserContext, outcome: CallOutcome[Any]) -> Judgement:
         if outcome.answer is not None:
-            return Judgement(outcome.answer.decision, outcome.answer.reason.strip(), usage=outcome.usage)
+            return Judgement(
+                outcome.answer.decision,
+                self.shapes.reason(outcome.answer),
+                usage=outcome.usage,
+                attempts=outcome.attempts,
+            )
         offline = self.fallback.judge(ctx)
         return Judgement(
             offline.decision,
@@ -328,14 +355,17 @@ class LLMUserAgent(UserAgent):
             offline.preferred_items,
             fallback=True,
             usage=outcome.usage,
-            error=outcome.error,
+            fallback_cause=outcome.cause,
+            attempts=outcome.attempts,
         )
 
     def judge(self, ctx: UserContext) -> Judgement:
-        return self._finish(ctx, self.judge_caller.call(self.messages(ctx), self._validate))
+        outcome = self.judge_caller.call(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
+        return self._finish(ctx, outcome)
 
     async def ajudge(self, ctx: UserContext) -> Judgement:
-        return self._finish(ctx, await self.judge_caller.acall(self.messages(ctx), self._validate))
+        outcome = await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
+        return self._finish(ctx, outcome)
 
     def items_messages(self, ctx: JudgeItemsContext) -> list[BaseMessage]:
         text = prompts.USER_JUDGE_ITEMS.format(
@@ -344,29 +374,41 @@ class LLMUserAgent(UserAgent):
             preferences=self.book.preferences(ctx.preferences),
             items=describe.listing(self.book.catalog, ctx.items),
         )
-        return [self.book.system(prompts.USER_SYSTEM), HumanMessage(text)]
+        return [self._items_system, HumanMessage(text)]
 
     @staticmethod
-    def _items_validator(ctx: JudgeItemsContext) -> Validator[ItemsAnswer]:
+    def _items_validator(ctx: JudgeItemsContext) -> Validator[Any]:
         expected = sorted(ctx.items)
 
-        def validate(answer: ItemsAnswer) -> str | None:
+        def validate(answer: Any) -> str | None:
             got = sorted(d.item_id for d in answer.decisions)
             return None if got == expected else "decisions must name every listed item id exactly once"
 
         return validate
 
-    def _items_finish(self, ctx: JudgeItemsContext, outcome: CallOutcome[ItemsAnswer]) -> list[bool]:
+    def _items_finish(self, ctx: JudgeItemsContext, outcome: CallOutcome[Any]) -> ItemsVerdict:
         if outcome.answer is None:
-            return self.fallback.judge_items(ctx)
+            offline = self.fallback.judge_items(ctx)
+            return ItemsVerdict(offline, outcome.usage, True, outcome.cause, outcome.attempts)
         like = {d.item_id: d.like for d in outcome.answer.decisions}
-        return [like[i] for i in ctx.items]
+        return ItemsVerdict([like[i] for i in ctx.items], outcome.usage, attempts=outcome.attempts)
+
+    def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        verdicts = []
+        for chunk in _chunks(ctx):
+            outcome = self.items_caller.call(self.items_messages(chunk), self._items_validator(chunk))
+            verdicts.append(self._items_finish(chunk, outcome))
+        return _joined(verdicts)
+
+    async def aassess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        verdicts = []
+        for chunk in _chunks(ctx):
+            outcome = await self.items_caller.acall(self.items_messages(chunk), self._items_validator(chunk))
+            verdicts.append(self._items_finish(chunk, outcome))
+        return _joined(verdicts)
 
     def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        return self._items_finish(
-            ctx, self.items_caller.call(self.items_messages(ctx), self._items_validator(ctx))
-        )
+        return self.assess_items(ctx).likes
 
     async def ajudge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        outcome = await self.items_caller.acall(self.items_messages(ctx), self._items_validator(ctx))
-        return self._items_finish(ctx, outcome)
+        return (await self.aassess_items(ctx)).likes
