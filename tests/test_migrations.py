@@ -16,7 +16,15 @@ from app.db.urls import sqlalchemy_url
 
 pytestmark = pytest.mark.integration
 
-SERVICE_TABLES = {"alembic_version", "api_keys", "sessions", "loops", "rounds", "steering_commands"}
+SERVICE_TABLES = {
+    "alembic_version",
+    "api_keys",
+    "sessions",
+    "loops",
+    "rounds",
+    "steering_commands",
+    "key_usage",
+}
 CHECKPOINT_TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
 
 

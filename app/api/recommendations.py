@@ -56,7 +56,7 @@ def _public(res: ServiceResources, outcome: LoopOutcome) -> RecommendationPublic
         item=item,
         reason=outcome.final_reason,
         stop_reason=outcome.stop_reason,
-        rounds=[RoundPublic.model_validate(r) for r in outcome.rounds],
+        rounds=[RoundPublic.from_record(r) for r in outcome.rounds],
         pending=outcome.pending,
         duration_ms=outcome.duration_ms,
         usage=UsagePublic(**outcome.usage),

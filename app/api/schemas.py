@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,10 +57,28 @@ class MemoryEntryPublic(BaseModel):
     user_reason: str
 
 
+class UsagePublic(BaseModel):
+    """LLM usage; every attempt counts, failed and cut-off ones included."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = Field(0, description="Prompt tokens the server served from its prompt cache.")
+    counted_calls: int = Field(
+        0,
+        description="Attempts the server reported no usage for: their tokens were counted with the "
+        "endpoint's tokenizer or estimated (see each call's `counted`).",
+    )
+    seconds: float = Field(0.0, description="Wall time spent waiting for the LLM.")
+
+
 class SessionStatePublic(SessionPublic):
     rec_memory: list[MemoryEntryPublic]
     user_memory: list[MemoryEntryPublic]
     pending: dict[str, Any] | None = Field(description="The proposal awaiting your judgement, if any.")
+    usage: UsagePublic = Field(description="LLM usage of every loop and steering command of the session.")
 
 
 class ConsumptionCreate(BaseModel):
@@ -107,6 +125,22 @@ class ItemPublic(BaseModel):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
+class LLMAttemptPublic(BaseModel):
+    """One attempt of one LLM call."""
+
+    agent: Literal["rec", "user", "parser"]
+    attempt: int = Field(description="1 for the first try of a step, 2.. for its retries.")
+    ok: bool = Field(description="The attempt gave a usable answer.")
+    seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    counted: Literal["server", "tokenizer", "estimate"] = Field(
+        description="Who counted the tokens: the server's usage, the endpoint's tokenizer, or an estimate."
+    )
+    failure: str | None = Field(None, examples=["length: the answer was cut off at the output limit"])
+
+
 class RoundPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -120,12 +154,32 @@ class RoundPublic(BaseModel):
     user_reason: str
     rec_fallback: bool
     user_fallback: bool
+    rec_fallback_cause: str | None = Field(
+        None,
+        description="Why the offline policy recommended: 'kind: detail', kind one of budget, length, "
+        "content_filter, timeout, connection, http, invalid, error.",
+    )
+    user_fallback_cause: str | None = Field(None, description="Why the offline policy judged.")
+    usage: UsagePublic = Field(default_factory=UsagePublic, description="Both agents' LLM usage.")
+    rec_usage: UsagePublic | None = Field(None, description="The recommendation agent's share of usage.")
+    user_usage: UsagePublic | None = Field(None, description="The user agent's share (null: no LLM call).")
+    llm_attempts: list[LLMAttemptPublic] = Field(
+        default_factory=list, description="Every LLM attempt of the round, in order, with its timing."
+    )
 
-
-class UsagePublic(BaseModel):
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RoundPublic:
+        """From a graph RoundRecord (its usage keys are named as in the loop state). The agents'
+        shares are given where the round made LLM calls, as in the stored rounds."""
+        called = bool(record.get("llm_attempts"))
+        return cls.model_validate(
+            {
+                **record,
+                "usage": record.get("llm_usage") or {},
+                "rec_usage": record.get("rec_llm_usage") if called else None,
+                "user_usage": record.get("user_llm_usage") if called else None,
+            }
+        )
 
 
 class RecommendationPublic(BaseModel):
@@ -159,6 +213,7 @@ class LoopPublic(BaseModel):
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
+    usage: UsagePublic = Field(description="The loop's LLM usage (the three columns above, and more).")
     rounds: list[RoundPublic]
 
 
@@ -170,3 +225,19 @@ class LoopsPublic(BaseModel):
 class ItemsPublic(BaseModel):
     data: list[ItemPublic]
     count: int
+
+
+# --- usage -------------------------------------------------------------------------------
+
+
+class DayUsagePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    day: date = Field(description="UTC day.")
+    usage: UsagePublic
+    fallbacks: int = Field(description="Agent steps and commands answered by an offline fallback.")
+
+
+class KeyUsagePublic(BaseModel):
+    data: list[DayUsagePublic] = Field(description="Per UTC day, oldest first.")
+    total: UsagePublic = Field(description="Sum over the days listed.")

@@ -60,6 +60,7 @@ async def get_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDe
         rec_memory=state.rec_memory,
         user_memory=state.user_memory,
         pending=state.pending,
+        usage=state.usage,
     )
 
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.schemas import ErrorBody, ItemPublic
+from app.api.schemas import ErrorBody, ItemPublic, UsagePublic
 from app.data.dataset import Dataset
 from app.services import steering as service
 from app.steering.preferences import Preferences, PreferenceUpdate
@@ -42,6 +42,8 @@ class CommandResultPublic(BaseModel):
     unparsed: list[str] = Field(description="Parts not understood, and why (nothing was guessed).")
     parser: str = Field(description="offline or llm.")
     fallback: bool = Field(description="The LLM parser failed and the offline parser answered.")
+    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
+    usage: UsagePublic = Field(description="LLM calls and tokens of this parse (zeros offline).")
 
 
 class CommandPublic(BaseModel):
@@ -53,6 +55,8 @@ class CommandPublic(BaseModel):
     parser: str | None
     understood: bool
     fallback: bool
+    fallback_cause: str | None = None
+    usage: UsagePublic
     unparsed: list[str]
     parsed: PreferenceUpdate
     preferences: Preferences
@@ -83,6 +87,8 @@ async def send_command(
         unparsed=outcome.parse.unparsed,
         parser=outcome.parse.parser,
         fallback=outcome.parse.fallback,
+        fallback_cause=outcome.parse.fallback_cause,
+        usage=UsagePublic(**outcome.parse.usage),
     )
 
 

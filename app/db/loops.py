@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from app.db.models import Loop, Round
+from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, usage_columns
+from app.steering.store import SteeringCommand
 
 ROUND_FIELDS = (
     "round",
@@ -23,6 +26,8 @@ ROUND_FIELDS = (
     "user_reason",
     "rec_fallback",
     "user_fallback",
+    "rec_fallback_cause",
+    "user_fallback_cause",
 )
 
 
@@ -43,13 +48,18 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
     """Round rows from graph RoundRecord dicts."""
     rows = []
     for record in rounds:
-        usage = record.get("llm_usage") or {}
+        detail = None
+        if record.get("llm_attempts"):
+            detail = {
+                "rec": record.get("rec_llm_usage"),
+                "user": record.get("user_llm_usage"),
+                "attempts": record["llm_attempts"],
+            }
         rows.append(
             Round(
                 **{name: record.get(name) for name in ROUND_FIELDS},
-                llm_calls=int(usage.get("calls", 0)),
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
+                **usage_columns(record.get("llm_usage") or {}),
+                llm_detail=detail,
             )
         )
     return rows
@@ -85,3 +95,45 @@ async def list_loops(
     count = select(func.count()).select_from(Loop).where(Loop.session_id == session_id)
     rows = list((await db.execute(page)).scalars())
     return rows, int((await db.execute(count)).scalar_one())
+
+
+async def session_usage(db: AsyncSession, *, session_id: uuid.UUID) -> dict[str, Any]:
+    """LLM usage of a session: its loops plus its steering commands."""
+    totals = {key: 0 for key in USAGE_COLUMNS}
+    for table in (Loop, SteeringCommand):
+        sums = [func.coalesce(func.sum(getattr(table, column)), 0) for column in USAGE_COLUMNS.values()]
+        row = (await db.execute(select(*sums).where(table.session_id == session_id))).one()
+        for key, value in zip(USAGE_COLUMNS, row, strict=True):
+            totals[key] += value
+    return totals
+
+
+async def add_key_usage(
+    db: AsyncSession, *, owner_key_id: int, usage: dict[str, Any], fallbacks: int, day: date | None = None
+) -> None:
+    """Add one request's LLM usage to its key's row of the day (UTC); nothing when it used no LLM."""
+    if not usage.get("calls"):
+        return
+    values = {**usage_columns(usage), "fallbacks": fallbacks}
+    stmt = insert(KeyUsage).values(owner_key_id=owner_key_id, day=day or _utc_today(), **values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[KeyUsage.owner_key_id, KeyUsage.day],
+        set_={name: getattr(KeyUsage, name) + stmt.excluded[name] for name in values},
+    )
+    await db.execute(stmt)
+
+
+async def key_usage(
+    db: AsyncSession, *, owner_key_id: int, since: date | None = None, until: date | None = None
+) -> list[KeyUsage]:
+    """The key's usage per day, oldest first, within [since, until] (UTC days)."""
+    stmt = select(KeyUsage).where(KeyUsage.owner_key_id == owner_key_id)
+    if since is not None:
+        stmt = stmt.where(KeyUsage.day >= since)
+    if until is not None:
+        stmt = stmt.where(KeyUsage.day <= until)
+    return list((await db.execute(stmt.order_by(KeyUsage.day))).scalars())
+
+
+def _utc_today() -> date:
+    return datetime.now(UTC).date()

@@ -6,13 +6,14 @@ LangGraph's checkpoint tables are not here: the saver creates them in their own 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -119,8 +120,16 @@ class Loop(Base):
     llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
 
     session: Mapped[Session] = relationship(back_populates="loops")
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
+
     rounds: Mapped[list[Round]] = relationship(
         back_populates="loop", order_by="Round.round", passive_deletes=True
     )
@@ -150,9 +159,78 @@ class Round(Base):
     llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
+    rec_fallback_cause: Mapped[str | None] = mapped_column(Text)
+    user_fallback_cause: Mapped[str | None] = mapped_column(Text)
+    llm_detail: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """Per agent usage (``rec``, ``user``) and every attempt (``attempts``) of the round's LLM calls."""
     created_at: Mapped[datetime] = _now_column()
 
     loop: Mapped[Loop] = relationship(back_populates="rounds")
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
+
+    @property
+    def rec_usage(self) -> dict[str, Any] | None:
+        return (self.llm_detail or {}).get("rec")
+
+    @property
+    def user_usage(self) -> dict[str, Any] | None:
+        return (self.llm_detail or {}).get("user")
+
+    @property
+    def llm_attempts(self) -> list[dict[str, Any]]:
+        return list((self.llm_detail or {}).get("attempts") or [])
+
+
+class KeyUsage(Base):
+    """LLM usage per API key and UTC day, across all its sessions (deleted ones included).
+
+    Upserted in the same transaction as the loop history or steering command that used the LLM,
+    so per-key totals (and budgets built on them) can neither drift nor be reset by deleting a
+    session.
+    """
+
+    __tablename__ = "key_usage"
+
+    owner_key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    llm_calls: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    counted_calls: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    fallbacks: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
+
+
+USAGE_COLUMNS = {
+    "calls": "llm_calls",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cached_tokens": "cached_tokens",
+    "counted_calls": "counted_calls",
+    "seconds": "llm_seconds",
+}
+"""LLMUsage key -> column name, on every table that stores usage."""
+
+
+def usage_of(row: Any) -> dict[str, Any]:
+    """A row's usage columns as an LLMUsage dict."""
+    return {key: getattr(row, column) or 0 for key, column in USAGE_COLUMNS.items()}
+
+
+def usage_columns(usage: dict[str, Any]) -> dict[str, Any]:
+    """An LLMUsage dict as column values (missing keys are zero)."""
+    return {column: usage.get(key, 0) or 0 for key, column in USAGE_COLUMNS.items()}
 
 
 # Tables of other areas live on this Base too; importing them here keeps the metadata complete

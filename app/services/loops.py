@@ -19,7 +19,7 @@ from langgraph.types import Command
 
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
-from app.db.models import Loop, Session
+from app.db.models import Loop, Session, usage_columns
 from app.services import metrics, steering
 from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, Unavailable
@@ -29,6 +29,7 @@ from app.services.sessions import get_session, locked_session
 from app.services.validation import check_candidates
 from graph.nodes import HumanFeedbackError, LoopInputError
 from graph.runner import default_candidates, loop_config
+from graph.state import sum_usage
 
 JudgeMode = Literal["agent", "human"]
 UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -54,19 +55,19 @@ class LoopOutcome:
     rounds: list[dict[str, Any]]
     pending: dict[str, Any] | None
     duration_ms: float
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 def _config(session: Session, max_rounds: int) -> dict[str, Any]:
     return dict(loop_config(session.thread_id, max_rounds))
 
 
-def _usage(rounds: list[dict[str, Any]]) -> dict[str, int]:
-    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for record in rounds:
-        for key in total:
-            total[key] += int((record.get("llm_usage") or {}).get(key, 0))
-    return total
+def _usage(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    return dict(sum_usage(record.get("llm_usage") for record in rounds))
+
+
+def _fallbacks(rounds: list[dict[str, Any]]) -> int:
+    return sum(bool(r.get("rec_fallback")) + bool(r.get("user_fallback")) for r in rounds)
 
 
 class LoopRun:
@@ -166,6 +167,12 @@ class LoopRun:
                 status="awaiting_feedback" if outcome.pending is not None else "idle",
                 n_loops=outcome.loop_index,
             )
+            await loops_repo.add_key_usage(
+                db,
+                owner_key_id=self.session.owner_key_id,
+                usage=_usage(new_rounds),
+                fallbacks=_fallbacks(new_rounds),
+            )
             if checkpoint_statements:
                 await db.flush()
                 raw = await (await db.connection()).get_raw_connection()
@@ -186,10 +193,8 @@ def _finish_loop(loop: Loop, outcome: LoopOutcome) -> None:
         loop.stop_reason = outcome.stop_reason
         loop.finished_at = datetime.now(UTC)
     # Usage is recomputed from all rounds of the loop, so a resumed loop is not double counted.
-    every_round = _usage(outcome.rounds)
-    loop.llm_calls = every_round["calls"]
-    loop.prompt_tokens = every_round["prompt_tokens"]
-    loop.completion_tokens = every_round["completion_tokens"]
+    for column, value in usage_columns(_usage(outcome.rounds)).items():
+        setattr(loop, column, value)
 
 
 def _graph_for(res: ServiceResources, agents: AgentMode) -> Any:

@@ -30,23 +30,51 @@ LOOP_LATENCY = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 ROUNDS = Counter("recloop_rounds_total", "Loop rounds, by decision.", ["decision"])
-LLM_CALLS = Counter("recloop_llm_calls_total", "LLM calls made by the agents.")
-LLM_TOKENS = Counter("recloop_llm_tokens_total", "LLM tokens used by the agents.", ["kind"])
-FALLBACKS = Counter("recloop_fallbacks_total", "Agent steps answered by the offline fallback.", ["agent"])
+LLM_CALLS = Counter("recloop_llm_calls_total", "LLM call attempts (retries included), by agent.", ["agent"])
+LLM_TOKENS = Counter(
+    "recloop_llm_tokens_total",
+    "LLM tokens by agent and kind: prompt, completion, cached (prompt tokens served from the "
+    "server's cache; part of prompt).",
+    ["agent", "kind"],
+)
+LLM_ATTEMPT_LATENCY = Histogram(
+    "recloop_llm_attempt_duration_seconds",
+    "Wall time of one LLM call attempt, by agent and outcome (ok, failed).",
+    ["agent", "outcome"],
+    buckets=(0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
+)
+FALLBACKS = Counter(
+    "recloop_fallbacks_total",
+    "Agent steps (rec, user) and commands (parser) answered by the offline fallback, by cause.",
+    ["agent", "cause"],
+)
 BUSY_REJECTIONS = Counter("recloop_busy_rejections_total", "Requests refused with 409: the session was busy.")
 
 
 def observe_rounds(rounds: list[dict]) -> None:
     for record in rounds:
         ROUNDS.labels(decision=record.get("decision", "unknown")).inc()
-        usage = record.get("llm_usage") or {}
-        LLM_CALLS.inc(usage.get("calls", 0))
-        LLM_TOKENS.labels(kind="prompt").inc(usage.get("prompt_tokens", 0))
-        LLM_TOKENS.labels(kind="completion").inc(usage.get("completion_tokens", 0))
-        if record.get("rec_fallback"):
-            FALLBACKS.labels(agent="rec").inc()
-        if record.get("user_fallback"):
-            FALLBACKS.labels(agent="user").inc()
+        for agent in ("rec", "user"):
+            observe_llm(
+                agent,
+                record.get(f"{agent}_llm_usage") or {},
+                record.get(f"{agent}_fallback", False),
+                record.get(f"{agent}_fallback_cause"),
+            )
+        for attempt in record.get("llm_attempts") or []:
+            outcome = "ok" if attempt.get("ok") else "failed"
+            LLM_ATTEMPT_LATENCY.labels(agent=attempt["agent"], outcome=outcome).observe(attempt["seconds"])
+
+
+def observe_llm(agent: str, usage: dict, fallback: bool, cause: str | None) -> None:
+    """One agent step's (or steering command's) LLM usage and fallback."""
+    if usage.get("calls"):
+        LLM_CALLS.labels(agent=agent).inc(usage["calls"])
+        for kind in ("prompt", "completion", "cached"):
+            LLM_TOKENS.labels(agent=agent, kind=kind).inc(usage.get(f"{kind}_tokens", 0))
+    if fallback:
+        # The cause's kind ("length: ..." -> "length"); a constraint or offline fallback has none.
+        FALLBACKS.labels(agent=agent, cause=(cause or "unknown").split(":", 1)[0]).inc()
 
 
 def share_between_workers(directory: Path) -> None:

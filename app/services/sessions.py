@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Session
 from app.db.sessions import SessionFilter
@@ -26,6 +27,8 @@ class SessionState:
     user_memory: list[dict[str, Any]]
     pending: dict[str, Any] | None
     """The proposal awaiting a human judgement, if any."""
+    usage: dict[str, Any]
+    """LLM usage of every loop and steering command of the session."""
 
 
 def _not_found(session_id: uuid.UUID) -> NotFound:
@@ -84,11 +87,14 @@ async def get_session_state(res: ServiceResources, caller: Caller, session_id: u
         values = dict(snapshot.values or {})
         interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
         pending = interrupts[0] if interrupts else None
+    async with res.sessionmaker() as db:
+        usage = await loops_repo.session_usage(db, session_id=session.id)
     return SessionState(
         session=session,
         rec_memory=list(values.get("rec_memory") or []),
         user_memory=list(values.get("user_memory") or []),
         pending=pending,
+        usage=usage,
     )
 
 

@@ -20,6 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.data.dataset import Dataset
+from app.db import loops as loops_repo
+from app.db.models import usage_columns
+from app.services import metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
@@ -82,7 +85,13 @@ async def send_command(
                 parsed=parse.update.model_dump(mode="json"),
                 preferences=preferences.model_dump(mode="json"),
                 recommendations=recommendations,
+                fallback_cause=parse.fallback_cause,
+                **usage_columns(parse.usage),
             )
+            await loops_repo.add_key_usage(
+                db, owner_key_id=session.owner_key_id, usage=parse.usage, fallbacks=int(parse.fallback)
+            )
+    metrics.observe_llm("parser", parse.usage, parse.fallback, parse.fallback_cause)
     return CommandOutcome(row, parse, preferences, recommendations)
 
 
@@ -221,7 +230,14 @@ def _rec_scorer(res: ServiceResources) -> Scorer:
 
 def _parser(res: ServiceResources) -> CommandParser:
     settings = res.settings
-    llm_fields = ("llm_base_url", "llm_model", "llm_structured_method", "llm_max_retries", "llm_timeout_s")
+    llm_fields = (
+        "llm_base_url",
+        "llm_model",
+        "llm_structured_method",
+        "llm_max_retries",
+        "llm_timeout_s",
+        "llm_max_tokens_parser",
+    )
     key = tuple(getattr(settings, name) for name in llm_fields)
     by_settings = _parsers.setdefault(res.catalog, {})
     if key not in by_settings:

@@ -16,8 +16,10 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
+    Integer,
     String,
     Text,
     func,
@@ -27,7 +29,7 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.models import Base
+from app.db.models import Base, usage_of
 
 COMMAND_KINDS = ("command", "reset")
 
@@ -54,9 +56,20 @@ class SteeringCommand(Base):
     parsed: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     preferences: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     recommendations: Mapped[list[int]] = mapped_column(JSONB, nullable=False)
+    fallback_cause: Mapped[str | None] = mapped_column(Text)
+    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
 
 
 async def add_command(db: AsyncSession, *, session_id: uuid.UUID, **fields: Any) -> SteeringCommand:

@@ -1,0 +1,27 @@
+"""/v1/usage: the LLM usage of your API key, per UTC day (calls, tokens, time, fallbacks)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from fastapi import APIRouter
+
+from app.api.deps import CallerDep, ResourcesDep
+from app.api.schemas import DayUsagePublic, ErrorBody, KeyUsagePublic, UsagePublic
+from app.services import usage as service
+from graph.state import sum_usage
+
+router = APIRouter(
+    prefix="/v1/usage", tags=["usage"], responses={401: {"model": ErrorBody}, 422: {"model": ErrorBody}}
+)
+
+
+@router.get("", response_model=KeyUsagePublic)
+async def key_usage(
+    res: ResourcesDep, caller: CallerDep, since: date | None = None, until: date | None = None
+) -> KeyUsagePublic:
+    """LLM calls, tokens (prompt, completion, cached), time and fallbacks of all your sessions
+    (deleted ones included), per UTC day from ``since`` to ``until`` (inclusive, both optional)."""
+    rows = await service.key_usage(res, caller, since=since, until=until)
+    days = [DayUsagePublic(day=r.day, usage=UsagePublic(**r.usage), fallbacks=r.fallbacks) for r in rows]
+    return KeyUsagePublic(data=days, total=UsagePublic(**sum_usage(r.usage for r in rows)))

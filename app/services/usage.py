@@ -1,0 +1,21 @@
+"""LLM usage per API key: what each client's loops and steering commands cost, per UTC day."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from app.db import loops as loops_repo
+from app.db.models import KeyUsage
+from app.services.errors import InvalidInput
+from app.services.keys import Caller
+from app.services.runtime import ServiceResources
+
+
+async def key_usage(
+    res: ServiceResources, caller: Caller, *, since: date | None, until: date | None
+) -> list[KeyUsage]:
+    """The caller's key's usage per day in [since, until] (both optional, UTC days)."""
+    if since is not None and until is not None and since > until:
+        raise InvalidInput(f"since: {since} is after until ({until})", field="since")
+    async with res.sessionmaker() as db:
+        return await loops_repo.key_usage(db, owner_key_id=caller.key_id, since=since, until=until)
