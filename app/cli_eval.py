@@ -7,6 +7,7 @@ resuming), prints the report, and with ``--json`` ends with one JSON line for ot
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ import typer
 
 from app.data.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
 from app.eval.adapters import AgentKind, ModelBank
-from app.eval.common import EvalError, ExperimentOutput, RunDir, results_envelope
+from app.eval.common import (
+    LLM_RUN_SETTINGS,
+    EvalError,
+    ExperimentOutput,
+    RunDir,
+    cost_section,
+    results_envelope,
+)
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
 from recmodels.artifacts import ArtifactError
@@ -84,12 +92,7 @@ def base_config(
         "candidates_sha256": sha256_file(candidates) if candidates else None,
     }
     if agents == "llm":
-        config |= {
-            "llm_model": settings.llm_model,
-            "llm_base_url": settings.llm_base_url,
-            "llm_temperature": settings.llm_temperature,
-            "llm_structured_method": settings.llm_structured_method,
-        }
+        config |= {name: getattr(settings, name) for name in LLM_RUN_SETTINGS}
     return config
 
 
@@ -129,16 +132,21 @@ def execute(
         concurrency=concurrency,
         progress=progress,
     )
+    started = time.perf_counter()
     try:
         output = body(ctx)
     except (ArtifactError, DatasetError, EvalError) as exc:
         # Rows finished so far stay in rows.jsonl: fixing the cause and rerunning resumes.
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    results = results_envelope(experiment, config, models=ctx.models.fingerprints(), **output.results)
+    wall_s = time.perf_counter() - started
+    results = results_envelope(
+        experiment, config, models=ctx.models.fingerprints(), wall_seconds=round(wall_s, 2), **output.results
+    )
     run.write_results(results)
-    run.write_report(output.report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")
-    typer.echo(output.report)
+    report = output.report + cost_section(output.results, wall_s)
+    run.write_report(report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")
+    typer.echo(report)
     typer.echo(f"run directory: {run.path}")
     if as_json:
         typer.echo(json.dumps(output.json_line, sort_keys=True))

@@ -3,12 +3,13 @@
 Writes a run directory (config.json, results.json with per-command rows and per-kind
 summaries, report.md), prints the report, and with ``--json`` ends with one JSON line:
 {"csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",
-"parser_failure_rate", "n_commands"}.
+"parser_failure_rate", "parser_fallback_rate", "n_commands"}.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -17,7 +18,7 @@ import typer
 from tqdm import tqdm
 
 from app.data.dataset import Dataset, DatasetNotFound
-from app.eval.common import EvalError, RunDir, results_envelope
+from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
 from app.settings import Settings, get_settings
 from app.steering.evaluation import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.steering.llm_parser import LLMParser
@@ -29,6 +30,7 @@ from app.steering.similarity import (
     embedding_cache_path,
     load_similarity,
 )
+from graph.state import sum_usage
 from recmodels.artifacts import load_latest_scorer
 
 ParserKind = Literal["offline", "llm"]
@@ -74,11 +76,14 @@ def commands(
             "parser": command_parser.name, "similarity": sim.name, "n_candidates": settings.n_candidates,
             "semantic_weight": weights.semantic_weight, "attenuation": weights.attenuation,
         }  # fmt: skip
+        if command_parser.name == "llm":
+            config |= {name: getattr(settings, name) for name in LLM_RUN_SETTINGS}
         run = RunDir.create(run_dir, settings.data_dir / "runs", f"commands-{catalog.name}", config)
     except (DatasetNotFound, FileNotFoundError, CommandEvalError, EvalError, SimilarityUnavailable) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 
+    started = time.perf_counter()
     with tqdm(total=len(rows), desc="commands", unit="row", disable=not progress) as bar:
         outcomes = run_command_eval(
             rows, parser=command_parser, scorer=scorer, catalog=catalog, similarity=sim, weights=weights,
@@ -89,12 +94,21 @@ def commands(
         f"similarity {sim.name}\n\n{len(rows)} rows, {settings.n_candidates} candidates (LLaRA protocol) for "
         "HR@1/Recall@10; CSR@k over the steered top-k of the whole unseen catalog."
     )
+    wall_s = time.perf_counter() - started
     markdown, by_kind = report(outcomes, header)
     summary = summarize(outcomes)
+    usage = dict(sum_usage(o.usage for o in outcomes))
+    markdown += cost_section({"usage": usage}, wall_s)
     run.write_results(
         results_envelope(
-            "commands", config, summary=summary, by_kind=by_kind, outcomes=[o.to_json() for o in outcomes]
-        )
+            "commands",
+            config,
+            summary=summary,
+            by_kind=by_kind,
+            usage=usage,
+            wall_seconds=round(wall_s, 2),
+            outcomes=[o.to_json() for o in outcomes],
+        )  # fmt: skip
     )
     run.write_report(markdown)
     typer.echo(markdown)

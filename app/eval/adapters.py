@@ -29,7 +29,7 @@ class LoopOutcome:
     n_rounds: int
     stop_reason: str
     user_memory: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 class ModelBank:
@@ -113,11 +113,13 @@ def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_r
 
 def judge_items(
     deps: Any, history: Sequence[int], items: Sequence[int], memory: Sequence[dict[str, Any]]
-) -> list[bool]:
-    """The user agent's verdict (True = would interact) on each evaluation item (Table 5)."""
-    from graph.runner import judge_items as graph_judge_items
+) -> tuple[list[bool], dict[str, Any]]:
+    """The user agent's verdict (True = would interact) on each evaluation item (Table 5), and
+    what it cost (LLM usage; zeros offline)."""
+    from graph.runner import assess_items
 
-    verdicts = [bool(v) for v in graph_judge_items(deps, history, items, memory)]  # type: ignore[arg-type]
-    if len(verdicts) != len(items):
-        raise RuntimeError(f"user agent judged {len(verdicts)} of {len(items)} items")
-    return verdicts
+    verdict = assess_items(deps, history, items, memory)  # type: ignore[arg-type]
+    likes = [bool(v) for v in verdict.likes]
+    if len(likes) != len(items):
+        raise RuntimeError(f"user agent judged {len(likes)} of {len(items)} items")
+    return likes, dict(verdict.usage)

@@ -33,6 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from app.data.dataset import Dataset, DatasetError, Row  # noqa: E402
+from graph.state import format_usage  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The candidate files shipped with the shared data that reproduce AFL's reference run.
@@ -333,6 +334,33 @@ def candidate_sets(
 
 
 # --------------------------------------------------------------------------- report helpers
+
+
+LLM_RUN_SETTINGS = (
+    "llm_model",
+    "llm_base_url",
+    "llm_temperature",
+    "llm_structured_method",
+    "llm_max_retries",
+    "llm_timeout_s",
+    "llm_max_tokens_rec",
+    "llm_max_tokens_user",
+    "llm_max_tokens_items",
+    "llm_max_tokens_parser",
+    "llm_thoughts_max_chars",
+    "llm_reason_max_chars",
+    "llm_loop_budget_s",
+)
+"""The LLM settings that shape an LLM run's numbers (stored with it; a resume must match them)."""
+
+
+def cost_section(results: dict[str, Any], wall_s: float) -> str:
+    """What the run cost: wall time of this invocation and, with LLM agents, calls and tokens."""
+    lines = [f"\n### Cost\n\nWall time of this invocation: {wall_s:.1f} s."]
+    usage = results.get("usage") or {}
+    if usage.get("calls"):
+        lines.append(f"LLM: {format_usage(usage)}.")
+    return "\n".join(lines) + "\n"
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -17,6 +17,7 @@ from app.data.dataset import Dataset
 from app.eval.adapters import AgentKind, ModelBank, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
+from graph.state import sum_usage
 
 Arrangement = Literal["as_sampled", "first", "random", "last"]
 ARRANGEMENTS_FOR_POSITION: tuple[Arrangement, ...] = ("first", "random", "last")
@@ -174,9 +175,5 @@ def hr(records: Sequence[Mapping[str, Any]], pick: str) -> float:
     return sum(r[pick] == r["target"] for r in records) / len(records) if records else 0.0
 
 
-def total_usage(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for record in records:
-        for name in totals:
-            totals[name] += int((record.get("usage") or {}).get(name, 0))
-    return totals
+def total_usage(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return dict(sum_usage(record.get("usage") for record in records))

@@ -25,6 +25,7 @@ from app.eval.adapters import judge_items, reward_ranks, run_flow
 from app.eval.common import ExperimentOutput, Unit, bar_plot, markdown_table, run_units
 from app.eval.loops import FLOW, EvalContext, total_usage
 from app.eval.metrics import PRF, confusion, macro_prf, micro_prf
+from graph.state import sum_usage
 
 RATIOS = (1, 3, 9)
 METHODS = ("reward_model", "agent", "flow")
@@ -188,20 +189,24 @@ def usersim_records(
         case = by_key[unit.key]
         loop = run_flow(deps, case.rec_history, case.rec_candidates, max_rounds)
         judged: dict[str, Any] = {}
+        usages = [loop.usage]
         for m, eval_list in case.eval_lists.items():
+            agent, agent_usage = judge_items(deps, case.init_history, eval_list.items, [])
+            flow, flow_usage = judge_items(deps, case.init_history, eval_list.items, loop.user_memory)
+            usages += [agent_usage, flow_usage]
             judged[str(m)] = {
                 "labels": list(eval_list.labels),
                 "reward_model": reward_model_verdicts(
                     reward_ranks(reward, case.init_history, eval_list.items), share
                 ),
-                "agent": judge_items(deps, case.init_history, eval_list.items, []),
-                "flow": judge_items(deps, case.init_history, eval_list.items, loop.user_memory),
+                "agent": agent,
+                "flow": flow,
             }
         return {
             "case_id": case.case_id,
             "max_rounds": max_rounds,
             "n_rounds": loop.n_rounds,
-            "usage": loop.usage,
+            "usage": dict(sum_usage(usages)),
             "ratios": judged,
         }
 

@@ -24,7 +24,7 @@ import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.data.dataset import Dataset, Item
@@ -73,6 +73,10 @@ class CommandOutcome:
     hit1_after: bool
     recall10_before: bool
     recall10_after: bool
+    parser_fallback: bool = False
+    """The LLM parser's answer was unusable and the offline parser answered."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """The parse's LLM usage (zeros offline)."""
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "csr": {str(k): v for k, v in self.csr.items()}}
@@ -187,6 +191,8 @@ def evaluate_command(
         hit1_after=after[:1] == [row.target],
         recall10_before=row.target in before[:10],
         recall10_after=row.target in after[:10],
+        parser_fallback=result.fallback,
+        usage=dict(result.usage),
     )
 
 
@@ -265,6 +271,7 @@ def summarize(outcomes: Sequence[CommandOutcome]) -> dict[str, float | int]:
         "recall10_before": mean([o.recall10_before for o in outcomes]),
         "recall10_after": mean([o.recall10_after for o in outcomes]),
         "parser_failure_rate": mean([o.parser_failed for o in outcomes]),
+        "parser_fallback_rate": mean([o.parser_fallback for o in outcomes]),
         "n_commands": len(outcomes),
     }
 
