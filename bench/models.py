@@ -26,21 +26,13 @@ from typing import Any
 import torch
 
 from app.data.dataset import Dataset
+from app.eval.paper import PAPER_MODEL_HR1
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer
 from recmodels.evaluation import evaluate_model
 from recmodels.registry import MODEL_NAMES
 
 DATASETS = ("lastfm", "movielens", "steam")
-# The AFL paper's "Model" HR@1 (Table 2); Steam is not reported there.
-PAPER_HR1: dict[tuple[str, str], float] = {
-    ("sasrec", "lastfm"): 0.2869,
-    ("sasrec", "movielens"): 0.4105,
-    ("gru4rec", "lastfm"): 0.2787,
-    ("gru4rec", "movielens"): 0.4526,
-    ("caser", "lastfm"): 0.2705,
-    ("caser", "movielens"): 0.3789,
-}
 TARGET_FACTOR = 1.1
 
 
@@ -62,7 +54,7 @@ def bench_one(dataset: Dataset, model: str, *, retrain: bool, members: int = 1) 
         scorer = load_latest_scorer(models_dir, dataset, model)
     result = evaluate_model(scorer, dataset, split="test")
     trained = scorer.info.extra["metrics"]
-    paper = PAPER_HR1.get((model, dataset.name))
+    paper = PAPER_MODEL_HR1.get((dataset.name, model))
     return {
         "model": model,
         "dataset": dataset.name,

@@ -19,6 +19,7 @@ from app.eval.loops import (
     total_usage,
 )
 from app.eval.metrics import mean_std
+from app.eval.paper import PAPER_AGENTS, TABLE6
 
 VARIANTS = (
     Variant("base", {"rec_prior": False, "user_reward": False}),
@@ -70,8 +71,9 @@ def run_ablation(ctx: EvalContext, options: AblationOptions) -> ExperimentOutput
         title=f"Ablation, {ctx.dataset.name}/{options.rec_model}",
         ylabel="HR@1",
     )
+    paper = TABLE6.get(ctx.dataset.name, {})
     table = markdown_table(
-        ["Variant", "rec-model prior", "reward model", "HR@1", "mean rounds"],
+        ["Variant", "rec-model prior", "reward model", "HR@1", "mean rounds", f"paper ({PAPER_AGENTS})"],
         [
             [
                 LABELS[r["variant"]],
@@ -79,13 +81,15 @@ def run_ablation(ctx: EvalContext, options: AblationOptions) -> ExperimentOutput
                 "yes" if r["knobs"]["user_reward"] else "no",
                 f"{r['hr1']:.4f} ± {r['hr1_std']:.4f}",
                 f"{r['mean_rounds']:.2f}",
+                f"{paper[r['variant']]:.4f}" if r["variant"] in paper else "n/a",
             ]
             for r in rows
         ],
     )
     report = (
         f"## Table 6: ablation on {ctx.dataset.name} ({ctx.agents} agents, rec model {options.rec_model})\n\n"
-        "HR@1 of the loop's final item (20 candidates).\n\n"
+        "HR@1 of the loop's final item (20 candidates). The paper's column is Table 6 of AFL/FLOW "
+        "(rec and reward model SASRec).\n\n"
         f"{table}\n\n![ablation]({plot.name})\n"
     )
     return ExperimentOutput({"rows": rows, "usage": total_usage(records)}, report, {"rows": rows})
