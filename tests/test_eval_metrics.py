@@ -6,6 +6,7 @@ import pytest
 
 from app.eval.metrics import (
     Confusion,
+    bootstrap_interval,
     confusion,
     gini,
     hit_rate,
@@ -77,3 +78,14 @@ def test_popularity_percentiles_use_mid_ranks() -> None:
     assert percentiles == pytest.approx([1.0, 0.0, 0.5, 0.5])
     assert popularity_percentiles({}, n_items=3) == pytest.approx([0.5, 0.5, 0.5])
     assert mean_popularity_percentile([0, 1], percentiles) == pytest.approx(0.5)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_users():
+    hits = [1.0] * 40 + [0.0] * 60
+    low, high = bootstrap_interval(hits)
+    assert low < 0.4 < high
+    assert 0.15 < high - low < 0.25  # about 4 standard errors of a 100-user HR@1 (0.049)
+    more_low, more_high = bootstrap_interval(hits * 4)
+    assert more_high - more_low < (high - low) * 0.6
+    assert bootstrap_interval(hits) == (low, high)  # deterministic
+    assert bootstrap_interval([]) == (0.0, 0.0)

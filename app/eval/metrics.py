@@ -137,3 +137,21 @@ def recommendation_gini(items: Sequence[int], n_items: int) -> float:
     """Gini of how often each catalog item was recommended (zeros for never-recommended items)."""
     counts = Counter(items)
     return gini(counts.get(i, 0) for i in range(n_items))
+
+
+def bootstrap_interval(
+    values: Sequence[float], *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of per-user ``values`` (resampling users).
+
+    With the 95-122 test users of these datasets one HR@1 has a standard error of about 0.05;
+    this is the interval to print beside it. Deterministic for a given seed.
+    """
+    if not values:
+        return 0.0, 0.0
+    import random
+
+    rng, n = random.Random(seed), len(values)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    tail = (1 - level) / 2
+    return means[int(tail * (resamples - 1))], means[int((1 - tail) * (resamples - 1))]

@@ -1,0 +1,249 @@
+"""LLM benchmark: the feedback loop against a real model, as a user with a local LLM would run it.
+
+Runs the loop with LLM agents on the first test rows of each dataset (20 LLaRA candidates, seed 0)
+through the same graph and client as the service, and reports what the issue asks to be measured:
+
+- p50/p95 time of one call attempt (per agent) and of one loop;
+- calls, prompt, completion and cached tokens per loop and per accepted item;
+- first-attempt valid-answer rate and fallback rate per agent, with the fallbacks' causes;
+- the largest completion of any attempt against its cap;
+- HR@1 of the loop and of the rec model alone, with 95 % bootstrap intervals over users;
+- our token totals against the server's own counters (llama.cpp ``--metrics``), when it has them.
+
+    bench/llm_local.sh start && eval "$(bench/llm_local.sh env)"
+    python -m bench.llm_loops --datasets movielens lastfm --rows 20 [--json]
+
+Settings (models, caps, budget) come from the environment like every recloop command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import torch
+
+from app.data.dataset import Dataset
+from app.eval.common import sampled_candidate_rows
+from app.eval.metrics import bootstrap_interval
+from app.settings import Settings, get_settings
+from graph.deps import make_deps
+from graph.llm_client import server_root
+from graph.runner import LoopResult, LoopRunner
+from graph.state import sum_usage
+from recmodels.artifacts import load_latest_scorer
+
+TOKEN_KEYS = ("calls", "prompt_tokens", "completion_tokens")
+SERVER_COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def server_counters(base_url: str) -> dict[str, float] | None:
+    """llama.cpp's token counters (started with --metrics), or None for servers without them."""
+    try:
+        response = httpx.get(f"{server_root(base_url)}/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    found = {
+        name: re.search(rf"^llamacpp:{name} (\S+)$", response.text, re.MULTILINE) for name in SERVER_COUNTERS
+    }
+    return {name: float(match.group(1)) if match else 0.0 for name, match in found.items()}
+
+
+def run_loops(settings: Settings, dataset_name: str, rows: int, max_rounds: int, concurrency: int):
+    dataset = Dataset.open(settings.datasets_dir, dataset_name)
+    rec = load_latest_scorer(settings.models_dir, dataset, settings.rec_model)
+    reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
+    runner = LoopRunner(make_deps(settings, dataset, rec, reward, "llm"))
+    test_rows, _ = dataset.eval_rows("test")
+    cases = sampled_candidate_rows(
+        test_rows[:rows], dataset.n_items, seed=0, n_candidates=settings.n_candidates
+    )
+
+    def one(case) -> tuple[Any, LoopResult, float]:
+        started = time.perf_counter()
+        result = runner.run(list(case.history), list(case.candidates), max_rounds)
+        return case, result, time.perf_counter() - started
+
+    before = server_counters(settings.llm_base_url or "")
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        done = list(pool.map(one, cases))
+    wall = time.perf_counter() - started
+    after = server_counters(settings.llm_base_url or "")
+    return done, wall, before, after
+
+
+def summarise(
+    dataset: str, settings: Settings, done: list, wall: float, before: dict | None, after: dict | None
+) -> dict[str, Any]:
+    results = [result for _, result, _ in done]
+    rounds = [r for result in results for r in result.rounds]
+    attempts = [a for r in rounds for a in r.get("llm_attempts", [])]
+    usage = sum_usage(result.usage for result in results)
+    accepted = sum(result.stop_reason == "accepted" for result in results)
+    loop_seconds = [seconds for _, _, seconds in done]
+    hits = [float(result.final_item == case.target) for case, result, _ in done]
+    prior_hits = [float(result.prior_item == case.target) for case, result, _ in done]
+    caps = {"rec": settings.llm_max_tokens_rec, "user": settings.llm_max_tokens_user}
+    out: dict[str, Any] = {
+        "dataset": dataset,
+        "loops": len(results),
+        "max_rounds": max(r.n_rounds for r in results) if results else 0,
+        "mean_rounds": statistics.fmean(r.n_rounds for r in results) if results else 0.0,
+        "accepted": accepted,
+        "wall_s": round(wall, 1),
+        "loop_p50_s": round(percentile(loop_seconds, 50), 2),
+        "loop_p95_s": round(percentile(loop_seconds, 95), 2),
+        "loop_max_s": round(max(loop_seconds, default=0.0), 2),
+        "usage": dict(usage),
+        "per_loop": {k: round(usage[k] / max(len(results), 1), 1) for k in TOKEN_KEYS + ("cached_tokens",)},
+        "per_accepted_item": {
+            k: round(usage[k] / accepted, 1) if accepted else None
+            for k in TOKEN_KEYS
+        },
+        "cached_share": round(usage["cached_tokens"] / max(usage["prompt_tokens"], 1), 3),
+        "hr1": statistics.fmean(hits) if hits else 0.0,
+        "hr1_ci95": bootstrap_interval(hits),
+        "model_hr1": statistics.fmean(prior_hits) if prior_hits else 0.0,
+        "model_hr1_ci95": bootstrap_interval(prior_hits),
+    }  # fmt: skip
+    for agent in ("rec", "user"):
+        out[agent] = agent_summary(agent, rounds, attempts, caps[agent])
+    out["counted_locally"] = usage["counted_calls"]
+    if before is not None and after is not None:
+        served = {name: after[name] - before[name] for name in SERVER_COUNTERS}
+        server_prompt = served["prompt_tokens_total"] + served["prompt_tokens_cached_total"]
+        out["server"] = {
+            "prompt_tokens": server_prompt,
+            "cached_tokens": served["prompt_tokens_cached_total"],
+            "completion_tokens": served["tokens_predicted_total"],
+            "prompt_ratio": round(usage["prompt_tokens"] / server_prompt, 4) if server_prompt else None,
+            "completion_ratio": round(usage["completion_tokens"] / served["tokens_predicted_total"], 4)
+            if served["tokens_predicted_total"]
+            else None,
+        }
+    return out
+
+
+def _pair(a: Any, b: Any, fmt: str = "{}") -> str:
+    return f"{fmt.format(a)} / {fmt.format(b)}"
+
+
+def _ci(value: float, interval: tuple[float, float]) -> str:
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+COLUMNS = (
+    "dataset", "loops", "rounds (mean)", "loop p50 / p95 s", "rec call p50 / p95 s",
+    "user call p50 / p95 s", "calls / loop", "prompt / loop (cached)", "completion / loop",
+    "first valid rec / user", "fallback rec / user", "HR@1 loop [95 % CI]", "HR@1 model [95 % CI]",
+    "tokens vs server (prompt / completion)",
+)  # fmt: skip
+
+
+def agent_summary(agent: str, rounds: list[dict], attempts: list[dict], cap: int) -> dict[str, Any]:
+    """One agent's call times, valid-answer and fallback rates, and its largest completion."""
+    mine = [a for a in attempts if a["agent"] == agent]
+    first = [a for a in mine if a["attempt"] == 1]
+    fallbacks = [r for r in rounds if r.get(f"{agent}_fallback")]
+    causes = Counter(str(r[f"{agent}_fallback_cause"]).split(":")[0] for r in fallbacks)
+    seconds = [a["seconds"] for a in mine]
+
+    def mean(key: str) -> float:
+        return round(statistics.fmean(a[key] for a in mine), 1) if mine else 0.0
+
+    return {
+        "attempts": len(mine),
+        "call_p50_s": round(percentile(seconds, 50), 2),
+        "call_p95_s": round(percentile(seconds, 95), 2),
+        "first_attempt_valid": round(sum(a["ok"] for a in first) / len(first), 3) if first else None,
+        "fallback_rate": round(len(fallbacks) / len(rounds), 3) if rounds else None,
+        "fallback_causes": dict(causes),
+        "max_completion_tokens": max((a["completion_tokens"] for a in mine), default=0),
+        "cap": cap,
+        "mean_prompt_tokens": mean("prompt_tokens"),
+        "mean_completion_tokens": mean("completion_tokens"),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        per_loop, rec, user, server = r["per_loop"], r["rec"], r["user"], r.get("server")
+        cells = [
+            r["dataset"],
+            r["loops"],
+            f"{r['mean_rounds']:.2f}",
+            _pair(r["loop_p50_s"], r["loop_p95_s"], "{:.1f}"),
+            _pair(rec["call_p50_s"], rec["call_p95_s"], "{:.1f}"),
+            _pair(user["call_p50_s"], user["call_p95_s"], "{:.1f}"),
+            f"{per_loop['calls']:.1f}",
+            f"{per_loop['prompt_tokens']:.0f} ({per_loop['cached_tokens']:.0f})",
+            f"{per_loop['completion_tokens']:.0f}",
+            _pair(rec["first_attempt_valid"], user["first_attempt_valid"]),
+            _pair(rec["fallback_rate"], user["fallback_rate"]),
+            _ci(r["hr1"], r["hr1_ci95"]),
+            _ci(r["model_hr1"], r["model_hr1_ci95"]),
+            _pair(server["prompt_ratio"], server["completion_ratio"]) if server else "n/a",
+        ]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["movielens", "lastfm"])
+    parser.add_argument("--rows", type=int, default=20, help="First N test rows (len_seq >= 3) per dataset.")
+    parser.add_argument("--max-rounds", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=1, help="Loops at once (1: pure latency).")
+    parser.add_argument("--out", default=None, help="Also write the results as JSON to this file.")
+    parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line.")
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    if not settings.llm_enabled:
+        sys.exit("set RECLOOP_LLM_BASE_URL (bench/llm_local.sh start prints it)")
+    torch.set_num_threads(settings.torch_threads)
+    rows = []
+    for name in args.datasets:
+        done, wall, before, after = run_loops(settings, name, args.rows, args.max_rounds, args.concurrency)
+        rows.append(summarise(name, settings, done, wall, before, after))
+        print(f"{name}: {len(done)} loops in {wall:.0f} s", file=sys.stderr)
+    result = {
+        "model": settings.llm_model,
+        "method": settings.llm_structured_method,
+        "rec_model": settings.rec_model,
+        "reward_model": settings.reward_model,
+        "concurrency": args.concurrency,
+        "caps": {k: getattr(settings, f"llm_max_tokens_{k}") for k in ("rec", "user", "items", "parser")},
+        "thoughts_max_chars": settings.llm_thoughts_max_chars,
+        "loop_budget_s": settings.llm_loop_budget_s,
+        "rows": rows,
+    }
+    print(table(rows))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=2)
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
