@@ -16,7 +16,7 @@ from app.steering.evaluation import CommandEvalError, evaluation_rows, simulate_
 
 JSON_KEYS = {
     "csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",
-    "parser_failure_rate", "n_commands",
+    "parser_failure_rate", "parser_fallback_rate", "n_commands",
 }  # fmt: skip
 
 
@@ -59,6 +59,7 @@ def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(cli_data
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert set(summary) == JSON_KEYS
     assert summary["n_commands"] == 24 and summary["parser_failure_rate"] == 0.0
+    assert summary["parser_fallback_rate"] == 0.0  # the offline parser never falls back
     results = json.loads((run_dir / "results.json").read_text())
     assert results["summary"] == summary and (run_dir / "report.md").is_file()
     for kind in ("genre_include", "genre_exclude", "decade"):
