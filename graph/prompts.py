@@ -38,14 +38,14 @@ REC_ROUND = """{memory}
 
 Round {round}: recommend one candidate."""
 
-REC_PRIOR = "A recommendation model trained on many users suggests: {prior}. It is often right, not always."
+REC_PRIOR = "A recommendation model trained on many users ranks this candidate first: {prior}."
 REC_NO_PRIOR = "No recommendation model is available; rely on the history."
 
 USER_SYSTEM = (
     "You are a user of a {domain} recommender; the history below is who you are. Judge each "
     "recommended {item_kind} as this user would, consistently with what you rejected before: compare "
     "it with your history, weigh the reward model's view, then accept or reject it and say why in one "
-    "short sentence. When you reject, say what you would rather have.\n{answer_format}"
+    "short sentence of your own words. When you reject, say what you would rather have.\n{answer_format}"
 )
 
 USER_CONTEXT = """Your history, oldest first:
