@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import catalog, health, recommendations, sessions, steering, usage
+from app.api import catalog, health, recommendations, runs, sessions, steering, usage
 from app.api.errors import install_error_handlers
 from app.api.metrics import RequestMetricsMiddleware
 from app.services import steering as steering_service
@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     if resources is not None:
         app.state.resources = resources  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
-    for module in (sessions, recommendations, steering, catalog, usage, health):
+    for module in (sessions, recommendations, steering, catalog, usage, runs, health):
         app.include_router(module.router)
 
     app.add_middleware(RequestMetricsMiddleware)
