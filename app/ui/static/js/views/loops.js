@@ -1,0 +1,274 @@
+// A session's loops as the page shows them: the rounds table, a loop's details, and the live
+// view of a running loop (one line per node update, from the SSE stream). Fields the API adds
+// later (fallback causes, usage details) are shown generically when present.
+
+import { stream } from "../api.js";
+import {
+  append,
+  badge,
+  clear,
+  definitionList,
+  fill,
+  formatDuration,
+  formatNumber,
+  formatTime,
+  h,
+  label,
+  plain,
+} from "../dom.js";
+import { item, itemLink } from "./catalog.js";
+
+const ROUND_COLUMNS = new Set([
+  "loop_index",
+  "round",
+  "item",
+  "item_title",
+  "rec_reason",
+  "reward_score",
+  "reward_rank",
+  "decision",
+  "user_reason",
+  "rec_fallback",
+  "user_fallback",
+  "rec_fallback_cause",
+  "user_fallback_cause",
+  "usage",
+  "llm_usage",
+  "llm_calls",
+  "prompt_tokens",
+  "completion_tokens",
+]);
+const LOOP_FIELDS_SHOWN = new Set([
+  ...ROUND_COLUMNS,
+  "status",
+  "params",
+  "final_item",
+  "final_reason",
+  "stop_reason",
+  "started_at",
+  "finished_at",
+  "duration_ms",
+  "rounds",
+]);
+
+// --- small renderers ------------------------------------------------------------------------
+
+/** LLM usage of a round or loop: its `usage` object when the API has one, else the flat counters. */
+function usageOf(record) {
+  for (const key of ["usage", "llm_usage"]) {
+    if (record[key] && typeof record[key] === "object") return record[key];
+  }
+  const flat = {};
+  if ("llm_calls" in record) flat.calls = record.llm_calls;
+  for (const key of ["prompt_tokens", "completion_tokens"]) if (key in record) flat[key] = record[key];
+  return Object.keys(flat).length ? flat : null;
+}
+
+export function usageText(usage) {
+  if (!usage) return "—";
+  const parts = Object.entries(usage)
+    .filter(([, value]) => value !== null && value !== undefined)
+    .map(([key, value]) =>
+      typeof value === "object"
+        ? `${label(key)} (${usageText(value)})`
+        : `${label(key)} ${formatNumber(value, 2)}`,
+    );
+  return parts.length ? parts.join(" · ") : "—";
+}
+
+function fallbackText(round) {
+  const parts = [];
+  for (const agent of ["rec", "user"]) {
+    if (!round[`${agent}_fallback`]) continue;
+    const cause = round[`${agent}_fallback_cause`];
+    parts.push(`${agent} agent fell back${cause ? `: ${plain(cause)}` : ""}`);
+  }
+  return parts.length ? parts.join("; ") : "none";
+}
+
+export function decisionBadge(decision) {
+  return badge(decision, decision === "accept" ? "ok" : "no");
+}
+
+export function quote(text) {
+  return h("q", { class: "reason" }, text ?? "—");
+}
+
+function roundsTable(rounds) {
+  const extraKeys = [...new Set(rounds.flatMap((r) => Object.keys(r).filter((k) => !ROUND_COLUMNS.has(k))))];
+  const headers = [
+    "Round",
+    "Item",
+    "Rec agent's reason",
+    "Reward score",
+    "Rank",
+    "Decision",
+    "User agent's reason",
+    "Fallbacks",
+    "LLM",
+  ];
+  if (extraKeys.length) headers.push("More");
+  const cell = (name, ...content) => h("td", { "data-label": name }, ...content);
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "stack rounds" },
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          headers.map((name) => h("th", { scope: "col" }, name)),
+        ),
+      ),
+      h(
+        "tbody",
+        null,
+        rounds.map((r) =>
+          h(
+            "tr",
+            { class: r.decision === "accept" ? "accepted" : null },
+            cell("Round", String(r.round)),
+            cell("Item", itemLink(r.item, r.item_title), h("span", { class: "muted" }, ` #${r.item}`)),
+            cell("Rec agent's reason", quote(r.rec_reason)),
+            cell("Reward score", formatNumber(r.reward_score)),
+            cell("Rank", formatNumber(r.reward_rank)),
+            cell("Decision", decisionBadge(r.decision)),
+            cell("User agent's reason", quote(r.user_reason)),
+            cell("Fallbacks", fallbackText(r)),
+            cell("LLM", usageText(usageOf(r))),
+            extraKeys.length
+              ? cell(
+                  "More",
+                  definitionList(
+                    extraKeys.filter((k) => k in r).map((k) => [label(k), r[k]]),
+                    { class: "compact" },
+                  ),
+                )
+              : null,
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export function loopDetails(loop) {
+  const rounds = loop.rounds ?? [];
+  const last = rounds[rounds.length - 1];
+  const finalTitle = last && last.item === loop.final_item ? last.item_title : null;
+  const outcome =
+    loop.status === "completed"
+      ? `${loop.stop_reason === "accepted" ? "accepted" : (loop.stop_reason ?? "done").replaceAll("_", " ")} after ${rounds.length} round${rounds.length === 1 ? "" : "s"}`
+      : `${loop.status.replaceAll("_", " ")}, ${rounds.length} round${rounds.length === 1 ? "" : "s"} so far`;
+  const params = loop.params ?? {};
+  const extra = Object.keys(loop).filter((k) => !LOOP_FIELDS_SHOWN.has(k));
+  return h(
+    "details",
+    { class: "loop", dataset: { loopIndex: loop.loop_index } },
+    h(
+      "summary",
+      null,
+      h("strong", null, `Loop ${loop.loop_index}`),
+      " · ",
+      outcome,
+      finalTitle ? [" · ", h("span", { class: "final-title" }, finalTitle)] : null,
+      h("span", { class: "muted" }, ` · ${formatTime(loop.started_at)}`),
+    ),
+    definitionList([
+      ["Status", loop.status],
+      ["Stop reason", loop.stop_reason],
+      [
+        "Final item",
+        loop.final_item === null || loop.final_item === undefined
+          ? "—"
+          : itemLink(loop.final_item, finalTitle),
+      ],
+      ["Final reason", loop.final_reason === null ? "—" : quote(loop.final_reason)],
+      ["Started", formatTime(loop.started_at)],
+      ["Finished", formatTime(loop.finished_at)],
+      ["Duration", formatDuration(loop.duration_ms)],
+      ["Agents", params.agents],
+      ["Judge", params.judge_mode],
+      ["Round limit", params.max_rounds],
+      [
+        "Candidates",
+        Array.isArray(params.candidates)
+          ? `${params.candidates.length}: ${params.candidates.join(", ")}`
+          : params.candidates,
+      ],
+      ["LLM usage", usageText(usageOf(loop))],
+      ...extra.map((k) => [label(k), loop[k]]),
+    ]),
+    rounds.length ? roundsTable(rounds) : h("p", { class: "muted" }, "No finished round yet."),
+  );
+}
+
+// --- live loop --------------------------------------------------------------------------------
+
+function liveEntry(node, update) {
+  const entry = h("li", { dataset: { node } }, h("span", { class: "node" }, node));
+  const body = h("span", { class: "live-text" });
+  append(entry, " ", body);
+  if (node === "recommend" && update?.proposal) {
+    const { item: id, reason, fallback } = update.proposal;
+    append(body, `proposes #${id}`, fallback ? " (fallback)" : "", ": ", quote(reason));
+    item(id).then(
+      (it) => body.prepend(`${it.title} — `),
+      () => {},
+    );
+  } else if (node === "score" && update?.verdict) {
+    append(body, `reward rank ${update.verdict.rank}, score ${formatNumber(update.verdict.score)}`);
+  } else if (node === "judge" && update?.judgement) {
+    append(body, decisionBadge(update.judgement.decision), " ", quote(update.judgement.reason));
+  } else if (node === "memory_update") {
+    const round = update?.rounds?.[0];
+    append(
+      body,
+      round ? `round ${round.round} recorded` : "loop closed",
+      update?.stop_reason ? ` (${update.stop_reason})` : "",
+    );
+  } else if (node === "__interrupt__") {
+    append(body, "paused: the loop waits for your judgement");
+  } else {
+    append(body, update && typeof update === "object" ? Object.keys(update).map(label).join(", ") : "");
+  }
+  return entry;
+}
+
+/** Run a streamed request into `panel`, one line per node update as it arrives. */
+export async function runLive(panel, path, body) {
+  const state = h("p", { class: "live-state", role: "status" }, "Starting…");
+  const log = h("ol", { class: "live-log", "aria-label": "Live updates" });
+  fill(panel, state, log);
+  panel.dataset.state = "running";
+  try {
+    const result = await stream(path, body, (name, data) => {
+      if (name === "update" || name === "interrupt") {
+        append(log, liveEntry(data.node, data.update));
+        state.textContent = `Running… ${log.children.length} update${log.children.length === 1 ? "" : "s"}`;
+      }
+    });
+    if (result.status === "completed") {
+      fill(
+        state,
+        "Done: ",
+        result.item ? itemLink(result.item.id, result.item.title) : "no item",
+        ` (${(result.stop_reason ?? "").replaceAll("_", " ")} after ${result.rounds.length} round${result.rounds.length === 1 ? "" : "s"}, ${formatDuration(result.duration_ms)})`,
+      );
+    } else {
+      state.textContent = "Paused: the loop waits for a judgement.";
+    }
+    panel.dataset.state = result.status;
+    return result;
+  } catch (error) {
+    panel.dataset.state = "failed";
+    // Refused before it started (409, 422...): the caller shows why; nothing ran, so no log.
+    if (!log.children.length) clear(panel);
+    else state.textContent = "Stopped before the loop's result arrived.";
+    throw error;
+  }
+}
