@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.schemas import ErrorBody
@@ -25,11 +25,15 @@ FILE_HEADERS = {"Content-Security-Policy": "default-src 'none'; sandbox", "X-Con
 
 
 class RunFilePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     name: str
     size: int = Field(description="Bytes.")
 
 
 class RunSummaryPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     name: str = Field(examples=["table4-lastfm-20261130T101500Z"])
     experiment: str | None = Field(description="From config.json: table4, table5, rounds, ...")
     dataset: str | None
@@ -51,17 +55,6 @@ class RunPublic(RunSummaryPublic):
     files: list[RunFilePublic]
 
 
-def _summary(run: service.RunSummary) -> RunSummaryPublic:
-    return RunSummaryPublic(
-        name=run.name,
-        experiment=run.experiment,
-        dataset=run.dataset,
-        finished=run.finished,
-        modified_at=run.modified_at,
-        plots=run.plots,
-    )
-
-
 @router.get("", response_model=RunsPublic)
 async def list_runs(
     res: ResourcesDep,
@@ -71,7 +64,7 @@ async def list_runs(
 ) -> RunsPublic:
     """Run directories under the data directory's runs/, newest first."""
     runs, count = await service.list_runs(res.settings, limit=limit, offset=offset)
-    return RunsPublic(data=[_summary(r) for r in runs], count=count)
+    return RunsPublic(data=[RunSummaryPublic.model_validate(r) for r in runs], count=count)
 
 
 @router.get("/{name}", response_model=RunPublic)
@@ -79,12 +72,12 @@ async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
     """One run: its report, settings, plots and files."""
     run = await service.get_run(res.settings, name)
     return RunPublic(
-        **_summary(run.summary).model_dump(),
+        **RunSummaryPublic.model_validate(run.summary).model_dump(),
         config=run.config,
         report=run.report,
         code_version=run.code_version,
         finished_at=run.finished_at,
-        files=[RunFilePublic(name=f.name, size=f.size) for f in run.files],
+        files=[RunFilePublic.model_validate(f) for f in run.files],
     )
 
 
