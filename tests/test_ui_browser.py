@@ -174,6 +174,10 @@ class Page:
     def go(self, route: str) -> None:
         self.driver.execute_script("location.hash = arguments[0]", route)
 
+    def open_session(self, session_id: str, user_id: str) -> None:
+        self.go(f"#/sessions/{session_id}")
+        self.wait_for_text(".session-header h1", user_id)
+
     def css(self, selector: str):
         from selenium.webdriver.common.by import By
 
@@ -300,6 +304,15 @@ def _new_session(api: httpx.Client, user_id: str = "user-1", history=HISTORY) ->
     return created.json()["id"]
 
 
+def _open_new_session(page: Page, ui_server: UIServer, key: str, user_id: str) -> str:
+    """A new session of ``user_id``, and the browser signed in on its page."""
+    with ui_server.api(key) as api:
+        session_id = _new_session(api, user_id)
+    page.sign_in(key)
+    page.open_session(session_id, user_id)
+    return session_id
+
+
 def _human_loop(api: httpx.Client, session_id: str, decisions: list[str]) -> None:
     """A loop judged by a person through the API: one decision per round."""
     url = f"/v1/sessions/{session_id}"
@@ -421,8 +434,7 @@ def test_a_live_recommendation_stream_shows_rounds_as_they_arrive(page, ui_serve
         _human_loop(api, session_id, ["reject", "reject", "accept"])
         _human_loop(api, session_id, ["reject", "accept"])
     page.sign_in(key)
-    page.go(f"#/sessions/{session_id}")
-    page.wait_for_text("h1", "Session of erin")
+    page.open_session(session_id, "erin")
     page.type("#section-run input[name=candidates]", " ".join(map(str, CANDIDATES)))
     page.type("#section-run input[name=max_rounds]", "3")
     page.click_text("#section-run button", "Run recommendation")
@@ -489,10 +501,7 @@ def test_a_human_judge_round_trip_shows_hostile_reasons_as_text(page, ui_server,
 
 
 def test_a_steering_command_shows_parsed_preferences_and_the_new_list(page, ui_server, key):
-    with ui_server.api(key) as api:
-        session_id = _new_session(api, "frank")
-    page.sign_in(key)
-    page.go(f"#/sessions/{session_id}")
+    _open_new_session(page, ui_server, key, "frank")
     page.type("#section-steer input[name=text]", "No horror, from the 90s")
     page.click_text("#section-steer button", "Send command")
     page.wait_for_text("#section-steer .form-status", "Understood.")
@@ -515,8 +524,7 @@ def test_a_conflict_a_missing_session_and_deletion_read_as_messages(page, ui_ser
     with ui_server.api(key) as api:
         session_id = _new_session(api, "gina")
         page.sign_in(key)
-        page.go(f"#/sessions/{session_id}")
-        page.wait_for_text("h1", "Session of gina")
+        page.open_session(session_id, "gina")
         # Meanwhile another client starts a human-judged loop: this page is now out of date.
         paused = api.post(
             f"/v1/sessions/{session_id}/recommendations",
@@ -537,8 +545,7 @@ def test_a_conflict_a_missing_session_and_deletion_read_as_messages(page, ui_ser
     page.go(f"#/sessions/{uuid.uuid4()}")
     page.wait_for_text("#notice", "Not found: no session")
 
-    page.go(f"#/sessions/{session_id}")
-    page.wait_for_text("h1", "Session of gina")
+    page.open_session(session_id, "gina")
     page.click_text(".danger-zone button", "Delete session…")
     page.wait(lambda: page.css("dialog.confirm").is_displayed(), "the confirmation")
     page.click_text("dialog.confirm button", "Cancel")
@@ -550,10 +557,7 @@ def test_a_conflict_a_missing_session_and_deletion_read_as_messages(page, ui_ser
 
 
 def test_recording_consumption_and_the_catalog_and_an_outage(page, ui_server, key, monkeypatch):
-    with ui_server.api(key) as api:
-        session_id = _new_session(api, "hal")
-    page.sign_in(key)
-    page.go(f"#/sessions/{session_id}")
+    _open_new_session(page, ui_server, key, "hal")
     page.pick("#section-consume", "fargo", "Fargo")
     page.click_text("#section-consume button[type=submit]", "Record")
     page.wait_for_text("#section-consume .form-status", f"the history has {len(HISTORY) + 1} items now")
@@ -617,11 +621,7 @@ def test_the_run_browser_shows_report_plots_settings_and_the_papers_numbers(
 
 def test_the_api_key_never_reaches_the_server_in_a_url(page, ui_server, key):
     """Everything the page asked for (navigation and fetches) as the browser saw it."""
-    with ui_server.api(key) as api:
-        session_id = _new_session(api, "ivan")
-    page.sign_in(key)
-    page.go(f"#/sessions/{session_id}")
-    page.wait_for_text("h1", "Session of ivan")
+    _open_new_session(page, ui_server, key, "ivan")
     urls = page.driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert any("/v1/sessions" in url for url in urls)
     assert not [url for url in urls if key in url]

@@ -113,15 +113,26 @@ export function definitionList(pairs, props = {}) {
   );
 }
 
-/** A table in a horizontally scrolling wrapper (narrow screens scroll it, the page does not). */
-export function table(headers, rows, props = {}) {
+/**
+ * A table in a horizontally scrolling wrapper (narrow screens scroll it, the page does not).
+ * A row is an array of cells, or {cells, props} to give the <tr> attributes. With `stack`, each
+ * cell carries its column's name, and narrow screens show every row as a small card instead.
+ */
+export function table(headers, rows, { class: className, stack = false } = {}) {
+  const row = (entry) => {
+    const cells = Array.isArray(entry) ? entry : entry.cells;
+    return h(
+      "tr",
+      Array.isArray(entry) ? null : entry.props,
+      cells.map((cell, index) => h("td", stack ? { "data-label": headers[index] } : null, cell)),
+    );
+  };
   return h(
     "div",
     { class: "table-wrap" },
     h(
       "table",
-      { class: props.class },
-      props.caption ? h("caption", null, props.caption) : null,
+      { class: [stack && "stack", className] },
       h(
         "thead",
         null,
@@ -131,19 +142,7 @@ export function table(headers, rows, props = {}) {
           headers.map((name) => h("th", { scope: "col" }, name)),
         ),
       ),
-      h(
-        "tbody",
-        null,
-        rows.map((row) =>
-          row instanceof Node
-            ? row
-            : h(
-                "tr",
-                null,
-                row.map((cell) => h("td", null, cell)),
-              ),
-        ),
-      ),
+      h("tbody", null, rows.map(row)),
     ),
   );
 }

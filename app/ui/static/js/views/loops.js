@@ -15,6 +15,7 @@ import {
   h,
   label,
   plain,
+  table,
 } from "../dom.js";
 import { item, itemLink } from "./catalog.js";
 
@@ -108,51 +109,29 @@ function roundsTable(rounds) {
     "LLM",
   ];
   if (extraKeys.length) headers.push("More");
-  const cell = (name, ...content) => h("td", { "data-label": name }, ...content);
-  return h(
-    "div",
-    { class: "table-wrap" },
-    h(
-      "table",
-      { class: "stack rounds" },
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          headers.map((name) => h("th", { scope: "col" }, name)),
-        ),
-      ),
-      h(
-        "tbody",
-        null,
-        rounds.map((r) =>
-          h(
-            "tr",
-            { class: r.decision === "accept" ? "accepted" : null },
-            cell("Round", String(r.round)),
-            cell("Item", itemLink(r.item, r.item_title), h("span", { class: "muted" }, ` #${r.item}`)),
-            cell("Rec agent's reason", quote(r.rec_reason)),
-            cell("Reward score", formatNumber(r.reward_score)),
-            cell("Rank", formatNumber(r.reward_rank)),
-            cell("Decision", decisionBadge(r.decision)),
-            cell("User agent's reason", quote(r.user_reason)),
-            cell("Fallbacks", fallbackText(r)),
-            cell("LLM", usageText(usageOf(r))),
-            extraKeys.length
-              ? cell(
-                  "More",
-                  definitionList(
-                    extraKeys.filter((k) => k in r).map((k) => [label(k), r[k]]),
-                    { class: "compact" },
-                  ),
-                )
-              : null,
-          ),
-        ),
-      ),
-    ),
+  const more = (r) =>
+    definitionList(
+      extraKeys.filter((k) => k in r).map((k) => [label(k), r[k]]),
+      { class: "compact" },
+    );
+  return table(
+    headers,
+    rounds.map((r) => ({
+      props: { class: r.decision === "accept" ? "accepted" : null },
+      cells: [
+        String(r.round),
+        [itemLink(r.item, r.item_title), h("span", { class: "muted" }, ` #${r.item}`)],
+        quote(r.rec_reason),
+        formatNumber(r.reward_score),
+        formatNumber(r.reward_rank),
+        decisionBadge(r.decision),
+        quote(r.user_reason),
+        fallbackText(r),
+        usageText(usageOf(r)),
+        ...(extraKeys.length ? [more(r)] : []),
+      ],
+    })),
+    { class: "rounds", stack: true },
   );
 }
 

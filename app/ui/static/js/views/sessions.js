@@ -2,7 +2,7 @@
 // reloaded) and the form that creates a session from catalog picks.
 
 import { get, post } from "../api.js";
-import { append, badge, field, fill, formatTime, h, spinner } from "../dom.js";
+import { append, badge, field, fill, formatTime, h, spinner, table } from "../dom.js";
 import { chosenItems, itemPicker } from "./catalog.js";
 
 const STATUSES = ["idle", "running", "awaiting_feedback"];
@@ -97,48 +97,25 @@ function pager(ctx, query, count, limit, offset) {
 }
 
 function sessionsTable(sessions) {
-  const cell = (labelText, ...content) => h("td", { "data-label": labelText }, ...content);
-  return h(
-    "div",
-    { class: "table-wrap" },
-    h(
-      "table",
-      { class: "stack sessions" },
-      h(
-        "thead",
-        null,
+  const time = (iso) => h("time", { datetime: iso }, formatTime(iso));
+  return table(
+    ["User", "Status", "Loops", "Last activity", "Created", "Session"],
+    sessions.map((s) => ({
+      props: { dataset: { sessionId: s.id } },
+      cells: [
+        h("a", { href: `#/sessions/${s.id}`, class: "user-link" }, s.user_id),
+        statusBadge(s.status),
+        String(s.n_loops),
+        time(s.updated_at),
+        time(s.created_at),
         h(
-          "tr",
-          null,
-          ["User", "Status", "Loops", "Last activity", "Created", "Session"].map((name) =>
-            h("th", { scope: "col" }, name),
-          ),
+          "a",
+          { href: `#/sessions/${s.id}`, "aria-label": `Open session ${s.id}` },
+          h("code", null, s.id.slice(0, 8)),
         ),
-      ),
-      h(
-        "tbody",
-        null,
-        sessions.map((s) =>
-          h(
-            "tr",
-            { dataset: { sessionId: s.id } },
-            cell("User", h("a", { href: `#/sessions/${s.id}`, class: "user-link" }, s.user_id)),
-            cell("Status", statusBadge(s.status)),
-            cell("Loops", String(s.n_loops)),
-            cell("Last activity", h("time", { datetime: s.updated_at }, formatTime(s.updated_at))),
-            cell("Created", h("time", { datetime: s.created_at }, formatTime(s.created_at))),
-            cell(
-              "Session",
-              h(
-                "a",
-                { href: `#/sessions/${s.id}`, "aria-label": `Open session ${s.id}` },
-                h("code", null, s.id.slice(0, 8)),
-              ),
-            ),
-          ),
-        ),
-      ),
-    ),
+      ],
+    })),
+    { class: "sessions", stack: true },
   );
 }
 

@@ -19,7 +19,7 @@ export async function signInView(page, ctx, signedIn) {
     field(
       "API key",
       input,
-      "From `recloop keys create --owner NAME`. Kept in this tab only, sent as a header.",
+      "Made with: recloop keys create --owner NAME. Kept in this tab only, sent only as a header.",
     ),
     submit,
     status,
