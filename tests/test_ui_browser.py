@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from fake_openai import FakeOpenAI, Reply
 from PIL import Image
 
 from app.main import create_app
@@ -32,6 +33,7 @@ from app.services.keys import create_key
 from app.services.runtime import open_resources
 from app.settings import Settings
 from graph.agents.offline import OfflineUserAgent
+from graph.deps import make_deps
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +54,8 @@ class UIServer:
     base_url: str
     settings: Settings
     new_key: Callable[[str], str]
+    llm: FakeOpenAI
+    """The OpenAI-compatible server the "llm" agents call (scripted replies, else valid answers)."""
 
     def api(self, key: str) -> httpx.Client:
         """A plain HTTP client of the same server, for setting the scene of a test."""
@@ -59,17 +63,25 @@ class UIServer:
 
 
 @pytest.fixture(scope="module")
-def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, tmp_path_factory):
+def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, ml_scorers, tmp_path_factory):
     settings = service_settings.model_copy(
         update={"data_dir": tmp_path_factory.mktemp("ui-data"), "steering_similarity": "collaborative"}
     )
     settings.runs_dir.mkdir(parents=True)
+    llm = FakeOpenAI().start()
+    # LLM agents for agents "llm"; the service's own settings keep no endpoint, so steering
+    # commands stay with the offline parser.
+    with_llm = settings.model_copy(
+        update={"llm_base_url": llm.base_url, "llm_timeout_s": 10.0, "llm_max_retries": 1}
+    )
+    scorer = ml_scorers["sasrec"]
+    loop_deps = {**service_loop_deps, "llm": make_deps(with_llm, ml_dataset, scorer, scorer, "llm")}
     ready = threading.Event()
     state: dict = {}
 
     async def serve() -> None:
         async with open_resources(
-            settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
+            settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=loop_deps
         ) as resources:
             app = create_app(settings, resources=resources)
             server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
@@ -100,9 +112,10 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, t
         making = create_key(state["resources"].sessionmaker, owner=owner)
         return asyncio.run_coroutine_threadsafe(making, state["loop"]).result(timeout=30).secret
 
-    yield UIServer(base_url=f"http://127.0.0.1:{state['port']}", settings=settings, new_key=new_key)
+    yield UIServer(base_url=f"http://127.0.0.1:{state['port']}", settings=settings, new_key=new_key, llm=llm)
     state["loop"].call_soon_threadsafe(setattr, state["server"], "should_exit", True)
     thread.join(timeout=60)
+    llm.stop()
 
 
 # --- the browser ----------------------------------------------------------------------------------
@@ -454,8 +467,8 @@ def test_a_live_recommendation_stream_shows_rounds_as_they_arrive(page, ui_serve
     rows = loop.find_elements("css selector", "table.rounds tbody tr")
     assert len(rows) == n_rounds
     cells = {td.get_attribute("data-label"): td.text for td in rows[0].find_elements("css selector", "td")}
-    assert cells["Fallbacks"] == "none"
-    assert page.pairs(loop)["LLM usage"].startswith("calls 0")  # offline agents call no LLM
+    assert cells["Fallbacks"] == "none" and cells["LLM"] == "no LLM call"  # offline agents
+    assert page.pairs(loop)["LLM usage"] == "no LLM call"
     assert cells["Rec agent's reason"] and cells["User agent's reason"] and cells["Rank"].isdigit()
     # The charts: every round's rank (the people's three rejections marked), every loop's length.
     live = [
@@ -465,6 +478,35 @@ def test_a_live_recommendation_stream_shows_rounds_as_they_arrive(page, ui_serve
     assert len(page.all(".charts svg .mark-accept")) == 2 + live.count("accept")
     assert len(page.all(".charts svg .mark-loop")) == 3
     page.shot("session-live-1280")
+
+
+def test_llm_rounds_show_fallback_causes_usage_and_every_attempt(page, ui_server, key):
+    # The recommendation agent's answer is cut off twice (a try and its retry): the offline policy
+    # recommends, and the round says why. The user agent then answers (the fake's valid replies).
+    ui_server.llm.reset()
+    ui_server.llm.enqueue(Reply.cut_off(), Reply.cut_off())
+    _open_new_session(page, ui_server, key, "kim")
+    page.select("#section-run select[name=agents]", "llm")
+    page.type("#section-run input[name=candidates]", " ".join(map(str, CANDIDATES)))
+    page.type("#section-run input[name=max_rounds]", "1")
+    page.click_text("#section-run button", "Run recommendation")
+    page.wait(lambda: page.css("#section-run .live").get_attribute("data-state") == "completed", "the result")
+    recommend = page.css("#section-run .live-log li[data-node=recommend]").text
+    assert "fell back: length: " in recommend and "2 calls" in recommend
+
+    loop = page.wait_for_css("details.loop[data-loop-index='1']")
+    loop.find_element("css selector", "summary").click()
+    cells = {td.get_attribute("data-label"): td for td in loop.find_elements("css selector", "tbody tr td")}
+    assert cells["Fallbacks"].text.startswith("rec agent fell back: length: ")
+    usage = cells["LLM"].text
+    assert usage.startswith("3 calls · prompt ") and " s" in usage
+    assert "rec agent: 2 calls" in usage and "user agent: 1 call" in usage
+    cells["LLM"].find_element("css selector", "details.attempts summary").click()
+    attempts = [li.text for li in cells["LLM"].find_elements("css selector", "details.attempts li")]
+    assert len(attempts) == 3 and attempts[0].startswith("rec #1 failed") and "length" in attempts[0]
+    assert attempts[2].startswith("user #1 ok")
+    assert page.pairs(loop)["LLM usage"].startswith("3 calls · prompt ")
+    page.shot("session-llm-1280", show="details.loop[data-loop-index='1']")
 
 
 def test_a_human_judge_round_trip_shows_hostile_reasons_as_text(page, ui_server, key):

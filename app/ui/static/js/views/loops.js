@@ -35,6 +35,9 @@ const ROUND_COLUMNS = new Set([
   "user_fallback_cause",
   "usage",
   "llm_usage",
+  "rec_usage",
+  "user_usage",
+  "llm_attempts",
   "llm_calls",
   "prompt_tokens",
   "completion_tokens",
@@ -65,16 +68,60 @@ function usageOf(record) {
   return Object.keys(flat).length ? flat : null;
 }
 
+// Short names for the usage fields the API has; a field it adds later shows under its own name.
+const USAGE_NAMES = {
+  prompt_tokens: "prompt",
+  completion_tokens: "completion",
+  cached_tokens: "cached",
+  counted_calls: "counted",
+};
+
+/** "2 calls · prompt 640 · completion 120 · cached 512 · 1.84 s"; zero counters are left out. */
 export function usageText(usage) {
   if (!usage) return "—";
-  const parts = Object.entries(usage)
-    .filter(([, value]) => value !== null && value !== undefined)
-    .map(([key, value]) =>
-      typeof value === "object"
-        ? `${label(key)} (${usageText(value)})`
-        : `${label(key)} ${formatNumber(value, 2)}`,
-    );
-  return parts.length ? parts.join(" · ") : "—";
+  if (!usage.calls && Object.values(usage).every((v) => !v || typeof v === "object")) return "no LLM call";
+  const parts = [];
+  for (const [key, value] of Object.entries(usage)) {
+    if (value === null || value === undefined || (key !== "calls" && !value)) continue;
+    if (key === "calls") parts.push(`${value} call${value === 1 ? "" : "s"}`);
+    else if (key === "seconds") parts.push(`${formatNumber(value, 2)} s`);
+    else if (typeof value === "object") parts.push(`${label(key)} (${usageText(value)})`);
+    else parts.push(`${USAGE_NAMES[key] ?? label(key)} ${formatNumber(value, 2)}`);
+  }
+  return parts.join(" · ");
+}
+
+/** A round's LLM cell: its usage, each agent's share, and every attempt (open on demand). */
+function roundUsage(round) {
+  const shares = ["rec", "user"]
+    .filter((agent) => round[`${agent}_usage`])
+    .map((agent) => h("div", { class: "muted" }, `${agent} agent: ${usageText(round[`${agent}_usage`])}`));
+  const attempts = round.llm_attempts ?? [];
+  return [
+    usageText(usageOf(round)),
+    shares,
+    attempts.length
+      ? h(
+          "details",
+          { class: "attempts" },
+          h("summary", null, `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`),
+          h(
+            "ol",
+            null,
+            attempts.map((a) =>
+              h(
+                "li",
+                { class: a.ok ? null : "error-text" },
+                `${a.agent} #${a.attempt} ${a.ok ? "ok" : "failed"} · ${formatNumber(a.seconds, 2)} s · `,
+                `prompt ${a.prompt_tokens} · completion ${a.completion_tokens} · cached ${a.cached_tokens}`,
+                a.counted && a.counted !== "server" ? ` (${a.counted} count)` : "",
+                a.failure ? ` — ${a.failure}` : "",
+              ),
+            ),
+          ),
+        )
+      : null,
+  ];
 }
 
 function fallbackText(round) {
@@ -127,7 +174,7 @@ function roundsTable(rounds) {
         decisionBadge(r.decision),
         quote(r.user_reason),
         fallbackText(r),
-        usageText(usageOf(r)),
+        roundUsage(r),
         ...(extraKeys.length ? [more(r)] : []),
       ],
     })),
@@ -188,13 +235,21 @@ export function loopDetails(loop) {
 
 // --- live loop --------------------------------------------------------------------------------
 
+/** What an agent's step adds beside its answer: its fallback and cause, its LLM usage. */
+function stepNote(step) {
+  const notes = [];
+  if (step.fallback) notes.push(`fell back${step.fallback_cause ? `: ${step.fallback_cause}` : ""}`);
+  if (step.usage?.calls) notes.push(usageText(step.usage));
+  return notes.length ? h("span", { class: "muted" }, ` (${notes.join("; ")})`) : null;
+}
+
 function liveEntry(node, update) {
   const entry = h("li", { dataset: { node } }, h("span", { class: "node" }, node));
   const body = h("span", { class: "live-text" });
   append(entry, " ", body);
   if (node === "recommend" && update?.proposal) {
-    const { item: id, reason, fallback } = update.proposal;
-    append(body, `proposes #${id}`, fallback ? " (fallback)" : "", ": ", quote(reason));
+    const { item: id, reason } = update.proposal;
+    append(body, `proposes #${id}: `, quote(reason), stepNote(update.proposal));
     item(id).then(
       (it) => body.prepend(`${it.title} — `),
       () => {},
@@ -202,7 +257,8 @@ function liveEntry(node, update) {
   } else if (node === "score" && update?.verdict) {
     append(body, `reward rank ${update.verdict.rank}, score ${formatNumber(update.verdict.score)}`);
   } else if (node === "judge" && update?.judgement) {
-    append(body, decisionBadge(update.judgement.decision), " ", quote(update.judgement.reason));
+    const { decision, reason } = update.judgement;
+    append(body, decisionBadge(decision), " ", quote(reason), stepNote(update.judgement));
   } else if (node === "memory_update") {
     const round = update?.rounds?.[0];
     append(
@@ -236,7 +292,9 @@ export async function runLive(panel, path, body) {
         state,
         "Done: ",
         result.item ? itemLink(result.item.id, result.item.title) : "no item",
-        ` (${(result.stop_reason ?? "").replaceAll("_", " ")} after ${result.rounds.length} round${result.rounds.length === 1 ? "" : "s"}, ${formatDuration(result.duration_ms)})`,
+        ` (${(result.stop_reason ?? "").replaceAll("_", " ")} after ${result.rounds.length} round${result.rounds.length === 1 ? "" : "s"}, ${formatDuration(result.duration_ms)}`,
+        result.usage?.calls ? `; LLM: ${usageText(result.usage)}` : "",
+        ")",
       );
     } else {
       state.textContent = "Paused: the loop waits for a judgement.";

@@ -7,7 +7,7 @@ import { append, definitionList, field, fill, formatTime, h, label, spinner, tab
 import { attributesSummary, chosenItems, itemLink, itemPicker, itemsById } from "./catalog.js";
 import { loopDetails, quote, runLive, usageText } from "./loops.js";
 import { statusBadge } from "./sessions.js";
-import { describeSide, preferencesList, updateList } from "./steering.js";
+import { describeSide, parserText, preferencesList, updateList } from "./steering.js";
 
 const LOOPS_PER_PAGE = 20;
 const HISTORY_SHOWN = 50;
@@ -302,7 +302,7 @@ export async function sessionView(page, ctx, sessionId) {
           .map((c) => [
             formatTime(c.created_at),
             c.kind === "reset" ? h("em", null, "reset") : h("span", { class: "command-text" }, c.text ?? ""),
-            `${c.parser ?? "—"}${c.fallback ? " (fallback)" : ""}`,
+            parserText(c),
             c.understood ? "yes" : "no",
             c.unparsed?.length ? c.unparsed.join("; ") : "—",
             `wants: ${describeSide(c.preferences?.positive)} · avoids: ${describeSide(c.preferences?.negative)}`,
@@ -425,10 +425,7 @@ export async function sessionView(page, ctx, sessionId) {
         fill(
           output,
           definitionList([
-            [
-              "Parser",
-              `${result.parser}${result.fallback ? " (the LLM failed; offline parser answered)" : ""}`,
-            ],
+            ["Parser", parserText(result)],
             ["Understood", result.understood ? "yes" : "no"],
             ["Not understood", result.unparsed.length ? result.unparsed.join("; ") : "—"],
           ]),

@@ -1,6 +1,7 @@
 // Steering preferences ({positive, negative} sides of genres, years, items and soft wishes) in words.
 
 import { definitionList } from "../dom.js";
+import { usageText } from "./loops.js";
 
 export function describeSide(side) {
   if (!side) return "—";
@@ -36,4 +37,14 @@ export function updateList(parsed) {
     ["Adds to avoids", describeSide(parsed.negative)],
     ["Lifts", describeSide(parsed.lift)],
   ]);
+}
+
+/** Which parser answered a command, why the LLM's answer was not used, and what it cost. */
+export function parserText(command) {
+  let text = command.parser ?? "—";
+  if (command.fallback) {
+    text += ` (the LLM parser failed${command.fallback_cause ? `: ${command.fallback_cause}` : ""}; the offline parser answered)`;
+  }
+  if (command.usage?.calls) text += ` · ${usageText(command.usage)}`;
+  return text;
 }
