@@ -99,7 +99,7 @@ export async function sessionView(page, ctx, sessionId) {
         ["Loops", String(session.n_loops)],
         ["Created", formatTime(session.created_at)],
         ["Last activity", formatTime(session.updated_at)],
-        ...extra.map((k) => [label(k), k === "usage" ? usageText(session[k]) : session[k]]),
+        ...extra.map((k) => (k === "usage" ? ["LLM usage", usageText(session[k])] : [label(k), session[k]])),
       ]),
       h(
         "nav",
