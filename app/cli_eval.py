@@ -119,7 +119,7 @@ def execute(
     try:
         dataset = Dataset.open(settings.datasets_dir, dataset_name)
         config = base_config(settings, dataset, experiment, kind, candidates) | extra_config
-        run = RunDir.create(run_dir, settings.data_dir / "runs", f"{experiment}-{dataset.name}", config)
+        run = RunDir.create(run_dir, settings.runs_dir, f"{experiment}-{dataset.name}", config)
     except (DatasetNotFound, EvalError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

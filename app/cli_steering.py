@@ -78,7 +78,7 @@ def commands(
         }  # fmt: skip
         if command_parser.name == "llm":
             config |= {name: getattr(settings, name) for name in LLM_RUN_SETTINGS}
-        run = RunDir.create(run_dir, settings.data_dir / "runs", f"commands-{catalog.name}", config)
+        run = RunDir.create(run_dir, settings.runs_dir, f"commands-{catalog.name}", config)
     except (DatasetNotFound, FileNotFoundError, CommandEvalError, EvalError, SimilarityUnavailable) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import catalog, health, recommendations, sessions, steering, usage
+from app.api import catalog, health, recommendations, runs, sessions, steering, ui, usage
 from app.api.errors import install_error_handlers
 from app.api.metrics import RequestMetricsMiddleware
 from app.services import steering as steering_service
@@ -20,6 +20,7 @@ DESCRIPTION = """Agentic recommendation with a feedback loop (AFL/FLOW, arXiv 24
 Every `/v1` call needs an API key (`Authorization: Bearer <key>`); `recloop keys create` makes one.
 A session is one user's LangGraph thread: ask it for recommendations, answer a human-judged
 loop through `/feedback`, record what the user consumed, and read its loop history.
+A browser UI over this same API is at `/ui/`.
 """
 
 
@@ -50,8 +51,9 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     if resources is not None:
         app.state.resources = resources  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
-    for module in (sessions, recommendations, steering, catalog, usage, health):
+    for module in (sessions, recommendations, steering, catalog, usage, runs, health, ui):
         app.include_router(module.router)
+    app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 
     app.add_middleware(RequestMetricsMiddleware)
     return app

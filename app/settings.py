@@ -169,6 +169,11 @@ class Settings(BaseSettings):
         return self.data_dir / "models"
 
     @property
+    def runs_dir(self) -> Path:
+        """Where `recloop eval` writes a run directory unless given --run-dir (browsed by /v1/runs)."""
+        return self.data_dir / "runs"
+
+    @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_base_url)
 

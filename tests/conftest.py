@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -245,3 +247,29 @@ def cli_data_dir(tmp_path: Path, datasets_dir: Path, ml_models_dir: Path, ml_dat
     get_settings.cache_clear()
     yield root
     get_settings.cache_clear()
+
+
+# --- evaluation runs on disk (what the run browser reads) ------------------------------------
+
+EXAMPLE_RUN = REPO_ROOT / "docs" / "eval-report" / "table4-lastfm"
+
+
+@pytest.fixture
+def write_eval_run():
+    """Factory: a run directory as `recloop eval table4` leaves it (report.md and the plot from the
+    committed example report, plus config.json, results.json and rows.jsonl); ``report`` replaces
+    report.md."""
+
+    def write(runs_dir: Path, name: str, *, report: str | None = None) -> Path:
+        run = runs_dir / name
+        shutil.copytree(EXAMPLE_RUN, run)
+        config = {"experiment": "table4", "dataset": "lastfm", "agents": "offline", "max_rounds": 4}
+        (run / "config.json").write_text(json.dumps(config))
+        results = {"experiment": "table4", "config": config, "code_version": "abc1234", "rows": []}
+        (run / "results.json").write_text(json.dumps({**results, "finished_at": "2026-11-30T10:15:00+00:00"}))
+        (run / "rows.jsonl").write_text('{"key": "sasrec/seed0/0"}\n')
+        if report is not None:
+            (run / "report.md").write_text(report)
+        return run
+
+    return write

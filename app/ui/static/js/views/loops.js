@@ -1,0 +1,311 @@
+// A session's loops as the page shows them: the rounds table, a loop's details, and the live
+// view of a running loop (one line per node update, from the SSE stream). Fields the API adds
+// later (fallback causes, usage details) are shown generically when present.
+
+import { stream } from "../api.js";
+import {
+  append,
+  badge,
+  clear,
+  definitionList,
+  fill,
+  formatDuration,
+  formatNumber,
+  formatTime,
+  h,
+  label,
+  plain,
+  table,
+} from "../dom.js";
+import { item, itemLink } from "./catalog.js";
+
+const ROUND_COLUMNS = new Set([
+  "loop_index",
+  "round",
+  "item",
+  "item_title",
+  "rec_reason",
+  "reward_score",
+  "reward_rank",
+  "decision",
+  "user_reason",
+  "rec_fallback",
+  "user_fallback",
+  "rec_fallback_cause",
+  "user_fallback_cause",
+  "usage",
+  "llm_usage",
+  "rec_usage",
+  "user_usage",
+  "llm_attempts",
+  "llm_calls",
+  "prompt_tokens",
+  "completion_tokens",
+]);
+const LOOP_FIELDS_SHOWN = new Set([
+  ...ROUND_COLUMNS,
+  "status",
+  "params",
+  "final_item",
+  "final_reason",
+  "stop_reason",
+  "started_at",
+  "finished_at",
+  "duration_ms",
+  "rounds",
+]);
+
+// --- small renderers ------------------------------------------------------------------------
+
+/** LLM usage of a round or loop: its `usage` object when the API has one, else the flat counters. */
+function usageOf(record) {
+  for (const key of ["usage", "llm_usage"]) {
+    if (record[key] && typeof record[key] === "object") return record[key];
+  }
+  const flat = {};
+  if ("llm_calls" in record) flat.calls = record.llm_calls;
+  for (const key of ["prompt_tokens", "completion_tokens"]) if (key in record) flat[key] = record[key];
+  return Object.keys(flat).length ? flat : null;
+}
+
+// Short names for the usage fields the API has; a field it adds later shows under its own name.
+const USAGE_NAMES = {
+  prompt_tokens: "prompt",
+  completion_tokens: "completion",
+  cached_tokens: "cached",
+  counted_calls: "counted",
+};
+
+/** "2 calls · prompt 640 · completion 120 · cached 512 · 1.84 s"; zero counters are left out. */
+export function usageText(usage) {
+  if (!usage) return "—";
+  if (!usage.calls && Object.values(usage).every((v) => !v || typeof v === "object")) return "no LLM call";
+  const parts = [];
+  for (const [key, value] of Object.entries(usage)) {
+    if (value === null || value === undefined || (key !== "calls" && !value)) continue;
+    if (key === "calls") parts.push(`${value} call${value === 1 ? "" : "s"}`);
+    else if (key === "seconds") parts.push(`${formatNumber(value, 2)} s`);
+    else if (typeof value === "object") parts.push(`${label(key)} (${usageText(value)})`);
+    else parts.push(`${USAGE_NAMES[key] ?? label(key)} ${formatNumber(value, 2)}`);
+  }
+  return parts.join(" · ");
+}
+
+/** A round's LLM cell: its usage, each agent's share, and every attempt (open on demand). */
+function roundUsage(round) {
+  const shares = ["rec", "user"]
+    .filter((agent) => round[`${agent}_usage`])
+    .map((agent) => h("div", { class: "muted" }, `${agent} agent: ${usageText(round[`${agent}_usage`])}`));
+  const attempts = round.llm_attempts ?? [];
+  return [
+    usageText(usageOf(round)),
+    shares,
+    attempts.length
+      ? h(
+          "details",
+          { class: "attempts" },
+          h("summary", null, `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`),
+          h(
+            "ol",
+            null,
+            attempts.map((a) =>
+              h(
+                "li",
+                { class: a.ok ? null : "error-text" },
+                `${a.agent} #${a.attempt} ${a.ok ? "ok" : "failed"} · ${formatNumber(a.seconds, 2)} s · `,
+                `prompt ${a.prompt_tokens} · completion ${a.completion_tokens} · cached ${a.cached_tokens}`,
+                a.counted && a.counted !== "server" ? ` (${a.counted} count)` : "",
+                a.failure ? ` — ${a.failure}` : "",
+              ),
+            ),
+          ),
+        )
+      : null,
+  ];
+}
+
+function fallbackText(round) {
+  const parts = [];
+  for (const agent of ["rec", "user"]) {
+    if (!round[`${agent}_fallback`]) continue;
+    const cause = round[`${agent}_fallback_cause`];
+    parts.push(`${agent} agent fell back${cause ? `: ${plain(cause)}` : ""}`);
+  }
+  return parts.length ? parts.join("; ") : "none";
+}
+
+export function decisionBadge(decision) {
+  return badge(decision, decision === "accept" ? "ok" : "no");
+}
+
+export function quote(text) {
+  return h("q", { class: "reason" }, text ?? "—");
+}
+
+function roundsTable(rounds) {
+  const extraKeys = [...new Set(rounds.flatMap((r) => Object.keys(r).filter((k) => !ROUND_COLUMNS.has(k))))];
+  const headers = [
+    "Round",
+    "Item",
+    "Rec agent's reason",
+    "Reward score",
+    "Rank",
+    "Decision",
+    "User agent's reason",
+    "Fallbacks",
+    "LLM",
+  ];
+  if (extraKeys.length) headers.push("More");
+  const more = (r) =>
+    definitionList(
+      extraKeys.filter((k) => k in r).map((k) => [label(k), r[k]]),
+      { class: "compact" },
+    );
+  return table(
+    headers,
+    rounds.map((r) => ({
+      props: { class: r.decision === "accept" ? "accepted" : null },
+      cells: [
+        String(r.round),
+        [itemLink(r.item, r.item_title), h("span", { class: "muted" }, ` #${r.item}`)],
+        quote(r.rec_reason),
+        formatNumber(r.reward_score),
+        formatNumber(r.reward_rank),
+        decisionBadge(r.decision),
+        quote(r.user_reason),
+        fallbackText(r),
+        roundUsage(r),
+        ...(extraKeys.length ? [more(r)] : []),
+      ],
+    })),
+    { class: "rounds", stack: true },
+  );
+}
+
+export function loopDetails(loop) {
+  const rounds = loop.rounds ?? [];
+  const last = rounds[rounds.length - 1];
+  const finalTitle = last && last.item === loop.final_item ? last.item_title : null;
+  const outcome =
+    loop.status === "completed"
+      ? `${loop.stop_reason === "accepted" ? "accepted" : (loop.stop_reason ?? "done").replaceAll("_", " ")} after ${rounds.length} round${rounds.length === 1 ? "" : "s"}`
+      : `${loop.status.replaceAll("_", " ")}, ${rounds.length} round${rounds.length === 1 ? "" : "s"} so far`;
+  const params = loop.params ?? {};
+  const extra = Object.keys(loop).filter((k) => !LOOP_FIELDS_SHOWN.has(k));
+  return h(
+    "details",
+    { class: "loop", dataset: { loopIndex: loop.loop_index } },
+    h(
+      "summary",
+      null,
+      h("strong", null, `Loop ${loop.loop_index}`),
+      " · ",
+      outcome,
+      finalTitle ? [" · ", h("span", { class: "final-title" }, finalTitle)] : null,
+      h("span", { class: "muted" }, ` · ${formatTime(loop.started_at)}`),
+    ),
+    definitionList([
+      ["Status", loop.status],
+      ["Stop reason", loop.stop_reason],
+      [
+        "Final item",
+        loop.final_item === null || loop.final_item === undefined
+          ? "—"
+          : itemLink(loop.final_item, finalTitle),
+      ],
+      ["Final reason", loop.final_reason === null ? "—" : quote(loop.final_reason)],
+      ["Started", formatTime(loop.started_at)],
+      ["Finished", formatTime(loop.finished_at)],
+      ["Duration", formatDuration(loop.duration_ms)],
+      ["Agents", params.agents],
+      ["Judge", params.judge_mode],
+      ["Round limit", params.max_rounds],
+      [
+        "Candidates",
+        Array.isArray(params.candidates)
+          ? `${params.candidates.length}: ${params.candidates.join(", ")}`
+          : params.candidates,
+      ],
+      ["LLM usage", usageText(usageOf(loop))],
+      ...extra.map((k) => [label(k), loop[k]]),
+    ]),
+    rounds.length ? roundsTable(rounds) : h("p", { class: "muted" }, "No finished round yet."),
+  );
+}
+
+// --- live loop --------------------------------------------------------------------------------
+
+/** What an agent's step adds beside its answer: its fallback and cause, its LLM usage. */
+function stepNote(step) {
+  const notes = [];
+  if (step.fallback) notes.push(`fell back${step.fallback_cause ? `: ${step.fallback_cause}` : ""}`);
+  if (step.usage?.calls) notes.push(usageText(step.usage));
+  return notes.length ? h("span", { class: "muted" }, ` (${notes.join("; ")})`) : null;
+}
+
+function liveEntry(node, update) {
+  const entry = h("li", { dataset: { node } }, h("span", { class: "node" }, node));
+  const body = h("span", { class: "live-text" });
+  append(entry, " ", body);
+  if (node === "recommend" && update?.proposal) {
+    const { item: id, reason } = update.proposal;
+    append(body, `proposes #${id}: `, quote(reason), stepNote(update.proposal));
+    item(id).then(
+      (it) => body.prepend(`${it.title} — `),
+      () => {},
+    );
+  } else if (node === "score" && update?.verdict) {
+    append(body, `reward rank ${update.verdict.rank}, score ${formatNumber(update.verdict.score)}`);
+  } else if (node === "judge" && update?.judgement) {
+    const { decision, reason } = update.judgement;
+    append(body, decisionBadge(decision), " ", quote(reason), stepNote(update.judgement));
+  } else if (node === "memory_update") {
+    const round = update?.rounds?.[0];
+    append(
+      body,
+      round ? `round ${round.round} recorded` : "loop closed",
+      update?.stop_reason ? ` (${update.stop_reason})` : "",
+    );
+  } else if (node === "__interrupt__") {
+    append(body, "paused: the loop waits for your judgement");
+  } else {
+    append(body, update && typeof update === "object" ? Object.keys(update).map(label).join(", ") : "");
+  }
+  return entry;
+}
+
+/** Run a streamed request into `panel`, one line per node update as it arrives. */
+export async function runLive(panel, path, body) {
+  const state = h("p", { class: "live-state", role: "status" }, "Starting…");
+  const log = h("ol", { class: "live-log", "aria-label": "Live updates" });
+  fill(panel, state, log);
+  panel.dataset.state = "running";
+  try {
+    const result = await stream(path, body, (name, data) => {
+      if (name === "update" || name === "interrupt") {
+        append(log, liveEntry(data.node, data.update));
+        state.textContent = `Running… ${log.children.length} update${log.children.length === 1 ? "" : "s"}`;
+      }
+    });
+    if (result.status === "completed") {
+      fill(
+        state,
+        "Done: ",
+        result.item ? itemLink(result.item.id, result.item.title) : "no item",
+        ` (${(result.stop_reason ?? "").replaceAll("_", " ")} after ${result.rounds.length} round${result.rounds.length === 1 ? "" : "s"}, ${formatDuration(result.duration_ms)}`,
+        result.usage?.calls ? `; LLM: ${usageText(result.usage)}` : "",
+        ")",
+      );
+    } else {
+      state.textContent = "Paused: the loop waits for a judgement.";
+    }
+    panel.dataset.state = result.status;
+    return result;
+  } catch (error) {
+    panel.dataset.state = "failed";
+    // Refused before it started (409, 422...): the caller shows why; nothing ran, so no log.
+    if (!log.children.length) clear(panel);
+    else state.textContent = "Stopped before the loop's result arrived.";
+    throw error;
+  }
+}

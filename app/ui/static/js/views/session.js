@@ -1,0 +1,575 @@
+// One session: what it is, its loops round by round, the charts, and what can be done with it
+// (run a loop and watch it live, judge as the human, steer, record consumption, delete).
+
+import { get, post, remove } from "../api.js";
+import { rankChart, roundsChart } from "../chart.js";
+import { append, definitionList, field, fill, formatTime, h, label, spinner, table } from "../dom.js";
+import { attributesSummary, chosenItems, itemLink, itemPicker, itemsById } from "./catalog.js";
+import { loopDetails, quote, runLive, usageText } from "./loops.js";
+import { statusBadge } from "./sessions.js";
+import { describeSide, parserText, preferencesList, updateList } from "./steering.js";
+
+const LOOPS_PER_PAGE = 20;
+const HISTORY_SHOWN = 50;
+const COMMANDS_SHOWN = 50;
+const SHOWN_ELSEWHERE = new Set([
+  "history",
+  "rec_memory",
+  "user_memory",
+  "pending",
+  "id",
+  "thread_id",
+  "user_id",
+  "status",
+]);
+function formStatus() {
+  return h("p", { class: "form-status", role: "status", "aria-live": "polite" });
+}
+
+function say(status, text, kind) {
+  status.className = ["form-status", kind === "error" ? "error-text" : kind === "ok" ? "ok-text" : null]
+    .filter(Boolean)
+    .join(" ");
+  status.textContent = text;
+}
+
+// --- the page ---------------------------------------------------------------------------------
+
+export async function sessionView(page, ctx, sessionId) {
+  const base = `/v1/sessions/${sessionId}`;
+  const header = h("section", { class: "session-header", "aria-label": "Session" }, spinner());
+  const pending = h("section", { class: "pending-slot" });
+  const charts = h("div", { class: "charts" });
+  const loopsList = h("div", { class: "loops" });
+  const loopsMore = h("div");
+  const history = h("div");
+  const memory = h("div");
+  const preferences = h("div");
+  const commands = h("div");
+  let session = null;
+  let loops = [];
+  let loopsCount = 0;
+
+  const runPanel = h("div", { class: "live", "aria-live": "polite" });
+  const feedbackPanel = h("div", { class: "live", "aria-live": "polite" });
+
+  async function refresh() {
+    const [state, loopPage, prefs, commandPage] = await Promise.all([
+      get(base),
+      get(`${base}/loops`, { limit: LOOPS_PER_PAGE }),
+      get(`${base}/preferences`),
+      get(`${base}/commands`, { limit: COMMANDS_SHOWN }),
+    ]);
+    if (!ctx.isCurrent()) return;
+    session = state;
+    loops = loopPage.data;
+    loopsCount = loopPage.count;
+    drawHeader();
+    drawPending();
+    drawLoops();
+    drawMemory();
+    fill(preferences, preferencesList(prefs));
+    let commandRows = commandPage.data;
+    if (commandPage.count > COMMANDS_SHOWN) {
+      commandRows = (
+        await get(`${base}/commands`, { limit: COMMANDS_SHOWN, offset: commandPage.count - COMMANDS_SHOWN })
+      ).data;
+    }
+    drawCommands(commandRows, commandPage.count);
+    await drawHistory();
+  }
+
+  function drawHeader() {
+    const extra = Object.keys(session).filter(
+      (k) => !SHOWN_ELSEWHERE.has(k) && !["dataset", "n_loops", "created_at", "updated_at"].includes(k),
+    );
+    fill(
+      header,
+      h(
+        "p",
+        { class: "breadcrumb" },
+        h("a", { href: "#/sessions" }, "Sessions"),
+        " / ",
+        h("code", null, session.id),
+      ),
+      h("h1", null, "Session of ", h("span", { class: "user-id" }, session.user_id)),
+      definitionList([
+        ["Status", statusBadge(session.status)],
+        ["Dataset", session.dataset],
+        ["Loops", String(session.n_loops)],
+        ["Created", formatTime(session.created_at)],
+        ["Last activity", formatTime(session.updated_at)],
+        ...extra.map((k) => (k === "usage" ? ["LLM usage", usageText(session[k])] : [label(k), session[k]])),
+      ]),
+      h(
+        "nav",
+        { class: "jump", "aria-label": "On this page" },
+        ["run", "steer", "consume", "loops", "history"].map((id) =>
+          h("a", { href: `#/sessions/${session.id}`, dataset: { jump: id } }, label(id)),
+        ),
+      ),
+    );
+    for (const link of header.querySelectorAll("[data-jump]")) {
+      link.addEventListener("click", (event) => {
+        event.preventDefault(); // the hash is the route: scroll instead of navigating
+        const target = page.querySelector(`#section-${link.dataset.jump}`);
+        target?.scrollIntoView();
+        target?.querySelector("input, select, textarea, button, summary")?.focus({ preventScroll: true });
+      });
+    }
+  }
+
+  function drawPending() {
+    const proposal = session.pending;
+    if (!proposal) {
+      pending.replaceChildren();
+      return;
+    }
+    const reason = h("textarea", { name: "reason", required: true, maxlength: 2000, rows: 3 });
+    const accept = h("input", {
+      type: "radio",
+      name: "decision",
+      value: "accept",
+      id: "decision-accept",
+      checked: true,
+    });
+    const reject = h("input", { type: "radio", name: "decision", value: "reject", id: "decision-reject" });
+    const status = formStatus();
+    const form = h(
+      "form",
+      { class: "judge-form" },
+      h(
+        "fieldset",
+        null,
+        h("legend", null, "Your decision"),
+        h("span", { class: "radio" }, accept, h("label", { for: accept.id }, "Accept")),
+        h("span", { class: "radio" }, reject, h("label", { for: reject.id }, "Reject")),
+      ),
+      field("Why", reason, "In the user's words; the agents remember it."),
+      h("button", { type: "submit" }, "Send judgement"),
+      status,
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!reason.value.trim()) {
+        say(status, "Give a reason: the agents learn from it.", "error");
+        reason.focus();
+        return;
+      }
+      say(status, "Sending…");
+      try {
+        const decision = accept.checked ? "accept" : "reject";
+        await runLive(feedbackPanel, `${base}/feedback`, { decision, reason: reason.value });
+        say(status, "");
+        await refresh();
+      } catch (error) {
+        say(status, ctx.describeError(error), "error");
+      }
+    });
+    fill(
+      pending,
+      h(
+        "div",
+        { class: "card pending", id: "section-judge" },
+        h(
+          "h2",
+          null,
+          `Loop ${proposal.loop_index ?? "?"}, round ${proposal.round ?? "?"} awaits your judgement`,
+        ),
+        definitionList([
+          [
+            "Proposed item",
+            proposal.item === undefined
+              ? "—"
+              : h(
+                  "span",
+                  null,
+                  itemLink(proposal.item, proposal.item_title),
+                  h("span", { class: "muted" }, ` #${proposal.item}`),
+                ),
+          ],
+          ["Rec agent's reason", quote(proposal.rec_reason)],
+          ["Reward rank", proposal.reward_rank],
+          ["Reward score", proposal.reward_score],
+        ]),
+        form,
+        feedbackPanel,
+      ),
+    );
+  }
+
+  function drawLoops() {
+    const chronological = [...loops].reverse();
+    fill(
+      charts,
+      rankChart(chronological),
+      roundsChart(chronological),
+      loopsCount > loops.length
+        ? h("p", { class: "muted" }, `Charts show the newest ${loops.length} of ${loopsCount} loops.`)
+        : null,
+    );
+    fill(
+      loopsList,
+      ...(loops.length
+        ? loops.map(loopDetails)
+        : [h("p", { class: "muted" }, "No loop yet: run a recommendation.")]),
+    );
+    if (loops.length < loopsCount) {
+      const more = h(
+        "button",
+        { type: "button", class: "secondary" },
+        `Show older loops (${loopsCount - loops.length} more)`,
+      );
+      more.addEventListener("click", async () => {
+        more.disabled = true;
+        try {
+          const next = await get(`${base}/loops`, { limit: LOOPS_PER_PAGE, offset: loops.length });
+          loops = [...loops, ...next.data];
+          loopsCount = next.count;
+          drawLoops();
+        } catch (error) {
+          more.disabled = false;
+          ctx.notify(ctx.describeError(error));
+        }
+      });
+      fill(loopsMore, more);
+    } else {
+      loopsMore.replaceChildren();
+    }
+  }
+
+  async function drawHistory() {
+    const all = session.history;
+    let shown = all.slice(-HISTORY_SHOWN);
+    const draw = async () => {
+      const known = await itemsById(shown);
+      const offset = all.length - shown.length;
+      const rows = shown.map((id, index) => {
+        const it = known.get(id);
+        return [
+          String(offset + index + 1),
+          itemLink(id, it?.title),
+          it ? attributesSummary(it.attributes) : "—",
+        ];
+      });
+      const showAll =
+        shown.length < all.length
+          ? h(
+              "button",
+              { type: "button", class: "secondary", onClick: () => ((shown = all), draw()) },
+              `Show all ${all.length} items`,
+            )
+          : null;
+      fill(
+        history,
+        h("p", { class: "muted" }, `${all.length} item${all.length === 1 ? "" : "s"}, oldest first.`),
+        table(["#", "Title", "Attributes"], rows, { class: "history" }),
+        showAll,
+      );
+    };
+    await draw();
+  }
+
+  function drawMemory() {
+    const entries = (list) =>
+      list.length
+        ? table(
+            ["Item", "Rec agent's reason", "User's reason"],
+            list.map((m) => [itemLink(m.item, m.item_title), quote(m.rec_reason), quote(m.user_reason)]),
+          )
+        : h("p", { class: "muted" }, "Nothing yet.");
+    fill(
+      memory,
+      h("h3", null, `Recommendation agent (${session.rec_memory.length})`),
+      entries(session.rec_memory),
+      h("h3", null, `User agent (${session.user_memory.length})`),
+      entries(session.user_memory),
+    );
+  }
+
+  function drawCommands(rows, count) {
+    if (!rows.length) {
+      fill(commands, h("p", { class: "muted" }, "No command yet."));
+      return;
+    }
+    fill(
+      commands,
+      count > rows.length ? h("p", { class: "muted" }, `The newest ${rows.length} of ${count}.`) : null,
+      table(
+        ["When", "Command", "Parser", "Understood", "Not understood", "Preferences after"],
+        [...rows]
+          .reverse()
+          .map((c) => [
+            formatTime(c.created_at),
+            c.kind === "reset" ? h("em", null, "reset") : h("span", { class: "command-text" }, c.text ?? ""),
+            parserText(c),
+            c.understood ? "yes" : "no",
+            c.unparsed?.length ? c.unparsed.join("; ") : "—",
+            `wants: ${describeSide(c.preferences?.positive)} · avoids: ${describeSide(c.preferences?.negative)}`,
+          ]),
+        { class: "commands" },
+      ),
+    );
+  }
+
+  // --- actions ---
+
+  function runForm() {
+    const maxRounds = h("input", {
+      type: "number",
+      name: "max_rounds",
+      min: 1,
+      max: 20,
+      placeholder: "default",
+      inputmode: "numeric",
+    });
+    const judge = h(
+      "select",
+      { name: "judge_mode" },
+      h("option", { value: "agent" }, "the user agent"),
+      h("option", { value: "human" }, "me (human judge)"),
+    );
+    const agents = h(
+      "select",
+      { name: "agents" },
+      h("option", { value: "offline" }, "offline (deterministic)"),
+      h("option", { value: "llm" }, "LLM"),
+    );
+    const candidates = h("input", {
+      name: "candidates",
+      autocomplete: "off",
+      placeholder: "default: the rec model's top items",
+    });
+    const status = formStatus();
+    const submit = h("button", { type: "submit" }, "Run recommendation");
+    const form = h(
+      "form",
+      { class: "card run-form", id: "section-run" },
+      h("h2", null, "Run a recommendation"),
+      h(
+        "div",
+        { class: "field-row" },
+        field("Round limit", maxRounds),
+        field("Judged by", judge),
+        field("Agents", agents),
+      ),
+      field("Candidates (item ids)", candidates, "Optional; separated by spaces or commas."),
+      submit,
+      status,
+      runPanel,
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = { judge_mode: judge.value, agents: agents.value };
+      if (maxRounds.value) body.max_rounds = Number(maxRounds.value);
+      const ids = candidates.value.split(/[\s,]+/).filter(Boolean);
+      if (ids.some((v) => !/^\d+$/.test(v))) {
+        say(status, "Candidates are item ids: whole numbers separated by spaces or commas.", "error");
+        return;
+      }
+      if (ids.length) body.candidates = ids.map(Number);
+      submit.disabled = true;
+      say(status, "");
+      try {
+        const result = await runLive(runPanel, `${base}/recommendations`, body);
+        if (result.status !== "completed") say(status, "Your turn: judge the proposal above.", "ok");
+        await refresh();
+        if (result.status !== "completed") page.querySelector("#section-judge textarea")?.focus();
+      } catch (error) {
+        say(status, ctx.describeError(error), "error");
+      } finally {
+        submit.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  function steerForm() {
+    const text = h("input", {
+      name: "text",
+      required: true,
+      maxlength: 500,
+      autocomplete: "off",
+      placeholder: "e.g. no horror, something from the 90s",
+    });
+    const status = formStatus();
+    const output = h("div", { class: "steer-result" });
+    const reset = h("button", { type: "button", class: "secondary" }, "Reset preferences");
+    const form = h(
+      "form",
+      { class: "card steer-form", id: "section-steer" },
+      h("h2", null, "Steer in words"),
+      field("Command", text),
+      h("div", { class: "button-row" }, h("button", { type: "submit" }, "Send command"), reset),
+      status,
+      output,
+      h("h3", null, "Preferences now"),
+      preferences,
+      h("h3", null, "Command log"),
+      commands,
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!text.value.trim()) {
+        say(status, "Type what the user wants.", "error");
+        return;
+      }
+      say(status, "Parsing…");
+      try {
+        const result = await post(`${base}/commands`, { text: text.value });
+        say(
+          status,
+          result.understood ? "Understood." : "Partly understood: see below.",
+          result.understood ? "ok" : "error",
+        );
+        fill(
+          output,
+          definitionList([
+            ["Parser", parserText(result)],
+            ["Understood", result.understood ? "yes" : "no"],
+            ["Not understood", result.unparsed.length ? result.unparsed.join("; ") : "—"],
+          ]),
+          h("h3", null, "This command"),
+          updateList(result.parsed),
+          h("h3", null, "New recommendations"),
+          h(
+            "ol",
+            { class: "new-recommendations" },
+            result.recommendations.map((it) =>
+              h("li", null, itemLink(it.id, it.title), h("span", { class: "muted" }, ` #${it.id}`)),
+            ),
+          ),
+        );
+        text.value = "";
+        await refresh();
+      } catch (error) {
+        say(status, ctx.describeError(error), "error");
+      }
+    });
+    reset.addEventListener("click", async () => {
+      try {
+        await remove(`${base}/preferences`);
+        say(status, "Preferences reset.", "ok");
+        output.replaceChildren();
+        await refresh();
+      } catch (error) {
+        say(status, ctx.describeError(error), "error");
+      }
+    });
+    return form;
+  }
+
+  function consumeForm() {
+    const chosen = chosenItems();
+    const status = formStatus();
+    const form = h(
+      "form",
+      { class: "card consume-form", id: "section-consume" },
+      h("h2", null, "Record what the user consumed"),
+      itemPicker("Find the item", (it) => chosen.add(it)),
+      h("p", { class: "label-like", id: "consumed-label" }, "Consumed, oldest first"),
+      chosen.element,
+      h("button", { type: "submit" }, "Record"),
+      status,
+    );
+    chosen.element.setAttribute("aria-labelledby", "consumed-label");
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!chosen.ids().length) {
+        say(status, "Add at least one item first.", "error");
+        return;
+      }
+      try {
+        const updated = await post(`${base}/consumed`, { items: chosen.ids() });
+        chosen.reset();
+        say(status, `Recorded: the history has ${updated.history.length} items now.`, "ok");
+        await refresh();
+      } catch (error) {
+        say(status, ctx.describeError(error), "error");
+      }
+    });
+    return form;
+  }
+
+  function deleteSection() {
+    const dialog = h(
+      "dialog",
+      { class: "confirm", "aria-labelledby": "delete-title" },
+      h("h2", { id: "delete-title" }, "Delete this session?"),
+      h(
+        "p",
+        null,
+        "Its loops, rounds, steering memory and checkpoints are deleted too. This cannot be undone.",
+      ),
+    );
+    const status = formStatus();
+    const cancel = h(
+      "button",
+      { type: "button", class: "secondary", onClick: () => dialog.close() },
+      "Cancel",
+    );
+    const confirm = h("button", { type: "button", class: "danger" }, "Delete for good");
+    append(dialog, h("div", { class: "button-row" }, cancel, confirm));
+    confirm.addEventListener("click", async () => {
+      confirm.disabled = true;
+      try {
+        await remove(base);
+        dialog.close();
+        ctx.navigate("/sessions", null, { text: "Session deleted.", kind: "info" });
+      } catch (error) {
+        dialog.close();
+        say(status, ctx.describeError(error), "error");
+      } finally {
+        confirm.disabled = false;
+      }
+    });
+    const open = h(
+      "button",
+      { type: "button", class: "danger", onClick: () => (dialog.showModal(), cancel.focus()) },
+      "Delete session…",
+    );
+    return h("section", { class: "card danger-zone" }, h("h2", null, "Delete"), open, status, dialog);
+  }
+
+  // Actions side by side, the loops at full width (their rounds table is wide), then the rest.
+  append(
+    page,
+    header,
+    pending,
+    h(
+      "div",
+      { class: "columns" },
+      h("div", { class: "main-column" }, runForm()),
+      h("div", { class: "side-column" }, steerForm()),
+    ),
+    h(
+      "section",
+      { id: "section-loops", "aria-labelledby": "loops-title" },
+      h("h2", { id: "loops-title" }, "Loops, newest first"),
+      charts,
+      loopsList,
+      loopsMore,
+    ),
+    h(
+      "div",
+      { class: "columns" },
+      h(
+        "div",
+        { class: "main-column" },
+        h("section", { class: "card", id: "section-history" }, h("h2", null, "History"), history),
+      ),
+      h(
+        "div",
+        { class: "side-column" },
+        consumeForm(),
+        h(
+          "section",
+          { class: "card memory" },
+          h("details", null, h("summary", null, "What the agents remember"), memory),
+        ),
+        deleteSection(),
+      ),
+    ),
+  );
+  await refresh();
+}
