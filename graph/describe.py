@@ -33,6 +33,12 @@ def listing(catalog: Dataset, item_ids: Sequence[int]) -> str:
     return "\n".join(f"[{i}] {label(catalog, i)}" for i in item_ids) or "(none)"
 
 
+def bullets(catalog: Dataset, item_ids: Sequence[int]) -> str:
+    """One ``- label`` line per item: a list the model reads but never answers with (no ids to spend
+    tokens on)."""
+    return "\n".join(f"- {label(catalog, i)}" for i in item_ids) or "(none)"
+
+
 def ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"

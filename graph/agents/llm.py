@@ -186,7 +186,7 @@ class PromptBook:
         self.domain, self.item_kind = prompts.DOMAINS.get(catalog.name, prompts.DEFAULT_DOMAIN)
 
     def history(self, history: Sequence[int]) -> str:
-        return describe.listing(self.catalog, history)
+        return describe.bullets(self.catalog, history)
 
     def memory(self, memory: Sequence[MemoryEntry]) -> str:
         if not memory:
@@ -314,7 +314,7 @@ class LLMUserAgent(UserAgent):
         if self.reward_display == "score":
             return prompts.REWARD_SCORE, prompts.REWARD_SCORE_VERDICT.format(score=ctx.reward_score)
         n = len(ctx.candidates)
-        picks = describe.listing(self.book.catalog, ctx.top_picks)
+        picks = describe.bullets(self.book.catalog, ctx.top_picks)
         return (
             prompts.REWARD_TOP_PICKS.format(n=n, top_picks=picks),
             prompts.REWARD_TOP_PICKS_VERDICT.format(rank=describe.ordinal(ctx.reward_rank), n=n),
