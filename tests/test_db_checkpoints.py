@@ -1,17 +1,20 @@
-"""The pooled write-behind saver: rounds are committed when they close, in the stock saver's format."""
+"""The pooled write-behind saver: every checkpoint kept, rounds committed when they close, stock format."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Command
 
 from app.db.engine import checkpoint_pool
+from app.services import checkpoints
 from app.services.checkpoints import PooledPostgresSaver
 from graph.builder import build_graph
 from graph.runner import loop_config
+from graph.state import empty_usage
 
 pytestmark = pytest.mark.integration
 
@@ -116,31 +119,87 @@ async def _stored(pool, thread: str) -> list[tuple[str, str | None]]:
         return [(row["checkpoint_id"], row["parent_checkpoint_id"]) for row in await cur.fetchall()]
 
 
-async def test_background_commits_store_the_newest_checkpoint_of_each_round(savers, service_loop_deps):
+def _history_shape(history) -> list[tuple]:
+    """What a state history says, without ids and timestamps (they differ between savers)."""
+    return [
+        (
+            snapshot.metadata["step"],
+            snapshot.metadata["source"],
+            snapshot.next,
+            snapshot.values.get("loop_index"),
+            len(snapshot.values.get("rounds") or []),
+            snapshot.parent_config is None,
+        )
+        for snapshot in history
+    ]
+
+
+async def test_every_checkpoint_is_kept_and_the_history_matches_the_in_memory_saver(
+    savers, service_loop_deps
+):
     saver, reader = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph(deps).compile(checkpointer=saver)
+    reference = build_graph(deps).compile(checkpointer=InMemorySaver())
     thread = "group-commit"
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
-    results = []
     for _ in range(3):  # three loops on one thread, each resuming from what the last one committed
-        results.append(await graph.ainvoke(loop_input, loop_config(thread, 4)))
+        result = await graph.ainvoke(loop_input, loop_config(thread, 4))
+        expected = await reference.ainvoke(loop_input, loop_config(thread, 4))
+        assert result == expected
         await saver.aflush(thread)
         assert not saver.has_pending(thread)
 
-    committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
-    values = committed.checkpoint["channel_values"]
-    assert values["loop_index"] == 3 and values["final_item"] == results[-1]["final_item"]
-    assert _committed_rounds(committed) == len(results[-1]["rounds"])
-    n_rejected = sum(r["decision"] == "reject" for result in results for r in result["rounds"])
-    assert len(values.get("rec_memory") or []) == n_rejected
-
-    # Steps superseded within a commit are not stored: at most one checkpoint per round plus the
-    # input checkpoint of each loop, and every stored checkpoint follows a stored one.
-    rows = await _stored(saver.conn, thread)
-    n_rounds = sum(len(result["rounds"]) for result in results)
-    assert len(rows) <= n_rounds + 2 * len(results)
+    # The stock saver reads back the same history, step by step, as LangGraph's in-memory saver has.
+    config = loop_config(thread, 4)
+    stored = [s async for s in build_graph(deps).compile(checkpointer=reader).aget_state_history(config)]
+    in_memory = [s async for s in reference.aget_state_history(config)]
+    assert _history_shape(stored) == _history_shape(in_memory)
+    assert len(stored) > 3 * 4  # at least one checkpoint per step, not one per round
+    rows = await _stored(saver.pool, thread)
+    assert len(rows) == len(stored)
     ids = {checkpoint_id for checkpoint_id, _ in rows}
-    assert [parent for _, parent in rows if parent not in ids] == [None]
+    assert [parent for _, parent in rows if parent not in ids] == [None]  # one unbroken chain
+
+
+async def test_replay_fork_and_update_state_from_a_past_checkpoint(savers, service_loop_deps):
+    saver, _ = savers
+    saver.commit_delay_s = 0.02  # as the service runs it
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    thread = "time-travel"
+    config = loop_config(thread, 3)
+    loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 3, "judge_mode": "human"}
+    await graph.ainvoke(loop_input, config)
+    await graph.ainvoke(Command(resume={"decision": "reject", "reason": "seen it"}), config)
+    history = [s async for s in graph.aget_state_history(config)]
+    assert [i.value["round"] for task in history[0].tasks for i in task.interrupts] == [2]
+
+    # Replay from the checkpoint before round 1's judge: the human is asked about round 1 again.
+    before_judge = next(s for s in history if s.next == ("judge",) and not s.values.get("rounds"))
+    replayed = await graph.ainvoke(None, before_judge.config)
+    assert replayed["__interrupt__"][0].value["round"] == 1
+
+    # Fork: answer round 1 as if the judge node had accepted; the fork ends the loop there.
+    judgement = {"decision": "accept", "reason": "a fork", "preferred_items": [], "fallback": False}
+    forked = await graph.aupdate_state(
+        before_judge.config, {"judgement": {**judgement, "usage": empty_usage()}}, as_node="judge"
+    )
+    assert forked["configurable"]["checkpoint_id"] != before_judge.config["configurable"]["checkpoint_id"]
+    fork_state = await graph.aget_state(forked)
+    assert fork_state.next == ("memory_update",)
+    assert (
+        fork_state.parent_config["configurable"]["checkpoint_id"]
+        == (before_judge.config["configurable"]["checkpoint_id"])
+    )
+    finished = await graph.ainvoke(None, forked)
+    assert finished["stop_reason"] == "accepted" and finished["rounds"][-1]["user_reason"] == "a fork"
+    assert finished["final_item"] == before_judge.values["proposal"]["item"]
+    # The fork is the thread's newest state now; the original branch is still in the history.
+    every = [s async for s in graph.aget_state_history(config)]
+    assert every[0].values["final_item"] == finished["final_item"]
+    assert {s.config["configurable"]["checkpoint_id"] for s in history} <= {
+        s.config["configurable"]["checkpoint_id"] for s in every
+    }
 
 
 async def test_a_failed_commit_is_retried_and_nothing_is_lost(savers, service_loop_deps, monkeypatch):
@@ -185,9 +244,17 @@ async def test_aflush_raises_when_the_database_stays_away(savers, service_loop_d
 
 
 async def test_commit_delay_lets_a_run_commit_once_and_a_failed_handover_keeps_the_writes(
-    savers, service_loop_deps
+    savers, service_loop_deps, monkeypatch
 ):
     saver, reader = savers
+    transactions = []
+    real_run = checkpoints._run
+
+    async def counted(cur, rows):
+        transactions.append(len(rows))
+        await real_run(cur, rows)
+
+    monkeypatch.setattr(checkpoints, "_run", counted)
     saver.commit_delay_s = 30.0  # far longer than the run: its rounds wait for the final commit
     graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
     thread = "delayed-commit"
@@ -205,7 +272,9 @@ async def test_commit_delay_lets_a_run_commit_once_and_a_failed_handover_keeps_t
     assert saver.has_pending(thread)
     assert await reader.aget_tuple({"configurable": {"thread_id": thread}}) is None
 
-    await saver.aflush(thread)  # does not wait out the delay
+    await saver.aflush(thread)  # does not wait out the delay, and commits once
     committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
     assert _committed_rounds(committed) == len(result["rounds"])
-    assert len(await _stored(saver.conn, thread)) == 1  # superseded steps were never written
+    assert transactions == [len(statements)]
+    # The input checkpoint, the start step and four steps per round.
+    assert len(await _stored(saver.pool, thread)) == len(result["rounds"]) * 4 + 2

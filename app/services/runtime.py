@@ -84,6 +84,15 @@ def compile_graphs(loop_deps: dict[AgentMode, LoopDeps], saver: BaseCheckpointSa
     return {mode: build_graph(deps).compile(checkpointer=saver) for mode, deps in loop_deps.items()}
 
 
+def service_saver(pool: AsyncConnectionPool, settings: Settings) -> PooledPostgresSaver:
+    """The checkpoint saver as the service configures it (also what the conformance suite tests)."""
+    return PooledPostgresSaver(
+        pool,
+        write_behind=settings.checkpoint_write_behind,
+        commit_delay_s=settings.checkpoint_commit_delay_ms / 1000,
+    )
+
+
 async def _open_pool(stack: AsyncExitStack, pool: AsyncConnectionPool) -> AsyncConnectionPool:
     # wait=False: a worker starts even while the database is down and serves 503 until it is back.
     await pool.open(wait=False)
@@ -122,12 +131,7 @@ async def open_resources(
         elif settings.checkpointer == "postgres_stock":
             saver = AsyncPostgresSaver(conn=await _open_pool(stack, checkpoint_pool(url, settings)))
         else:
-            pool = await _open_pool(stack, checkpoint_pool(url, settings))
-            saver = PooledPostgresSaver(
-                pool,
-                write_behind=settings.checkpoint_write_behind,
-                commit_delay_s=settings.checkpoint_commit_delay_ms / 1000,
-            )
+            saver = service_saver(await _open_pool(stack, checkpoint_pool(url, settings)), settings)
         resources = ServiceResources(
             settings=settings,
             database_url=url,

@@ -1,0 +1,145 @@
+"""The one place that knows LangGraph internals: the stock PostgreSQL saver's storage format.
+
+The service's saver (app/services/checkpoints.py) writes rows that LangGraph's stock
+``AsyncPostgresSaver`` reads back (and migrates, prunes and deletes). How a checkpoint becomes
+rows is not a public LangGraph API: which channel values stay inline in the checkpoint's JSON
+and which go to the blobs table (with a ``True`` marker for a ``DeltaChannel`` snapshot, a
+private type), how blob and write rows are laid out, and the SQL that stores them. This module
+mirrors that format for the versions in :data:`TESTED_VERSIONS`, and :func:`check_versions`
+refuses any other: an upgrade must come with a run of the conformance suite
+(tests/test_db_checkpoint_conformance.py) and a new entry here.
+
+Reads, pruning, deletion and ``setup()`` use the stock saver through its public methods
+(:func:`stock_saver`), one instance per pooled connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.metadata import version
+from typing import Any
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.postgres.base import BasePostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+TESTED_VERSIONS: Mapping[str, tuple[str, ...]] = {
+    # distribution -> versions whose storage format this module was checked against
+    "langgraph-checkpoint": ("4.3.2",),
+    "langgraph-checkpoint-postgres": ("3.2.0",),
+}
+
+# The stock saver's statements (public class attributes of its base class, which the service's
+# saver extends for them and for its channel versions).
+UPSERT_BLOBS_SQL = BasePostgresSaver.UPSERT_CHECKPOINT_BLOBS_SQL
+UPSERT_CHECKPOINTS_SQL = BasePostgresSaver.UPSERT_CHECKPOINTS_SQL
+UPSERT_WRITES_SQL = BasePostgresSaver.UPSERT_CHECKPOINT_WRITES_SQL
+INSERT_WRITES_SQL = BasePostgresSaver.INSERT_CHECKPOINT_WRITES_SQL
+TABLE_ORDER = {UPSERT_BLOBS_SQL: 0, UPSERT_CHECKPOINTS_SQL: 1, UPSERT_WRITES_SQL: 2, INSERT_WRITES_SQL: 2}
+"""Statements of one table stay in call order; blobs go first, as the stock ``aput`` writes them."""
+
+
+class UntestedLangGraph(RuntimeError):
+    """The installed LangGraph checkpoint packages are not the ones this format was checked against."""
+
+
+def check_versions(installed: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`UntestedLangGraph` unless every pinned package is at a tested version."""
+    wrong = []
+    for distribution, tested in TESTED_VERSIONS.items():
+        found = (installed or {}).get(distribution) or version(distribution)
+        if found not in tested:
+            wrong.append(f"{distribution} {found} (tested: {', '.join(tested)})")
+    if wrong:
+        raise UntestedLangGraph(
+            "the checkpoint saver writes LangGraph's PostgreSQL format, which is not a public API, and "
+            f"was not checked against {'; '.join(wrong)}. Install the tested versions, or run "
+            "tests/test_db_checkpoint_conformance.py on these and add them to "
+            "app/services/langgraph_postgres.TESTED_VERSIONS."
+        )
+
+
+def checkpoint_rows(
+    serde: SerializerProtocol,
+    config: Mapping[str, Any],
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> list[tuple[str, tuple]]:
+    """What the stock ``aput`` executes for one checkpoint: its new blobs, then its row."""
+    configurable = config["configurable"]
+    thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
+    copy = checkpoint.copy()
+    copy["channel_values"] = copy["channel_values"].copy()
+    # Primitive values stay inline in the checkpoint row; the others go to the blobs table.
+    blob_values = {}
+    for key, value in checkpoint["channel_values"].items():
+        if isinstance(value, _DeltaSnapshot):
+            blob_values[key] = copy["channel_values"].pop(key)
+            copy["channel_values"][key] = True
+        elif value is None or isinstance(value, (str, int, float, bool)):
+            pass
+        else:
+            blob_values[key] = copy["channel_values"].pop(key)
+    rows: list[tuple[str, tuple]] = [
+        (UPSERT_BLOBS_SQL, (thread_id, checkpoint_ns, key, str(ver), *serde.dumps_typed(blob_values[key])))
+        for key, ver in new_versions.items()
+        if key in blob_values
+    ]
+    rows.append(
+        (
+            UPSERT_CHECKPOINTS_SQL,
+            (
+                thread_id,
+                checkpoint_ns,
+                checkpoint["id"],
+                configurable.get("checkpoint_id"),
+                Jsonb(copy),
+                Jsonb(get_serializable_checkpoint_metadata(config, metadata)),  # type: ignore[arg-type]
+            ),
+        )
+    )
+    return rows
+
+
+def write_rows(
+    serde: SerializerProtocol,
+    config: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> list[tuple[str, tuple]]:
+    """What the stock ``aput_writes`` executes: one row per write, special channels upserted."""
+    configurable = config["configurable"]
+    query = UPSERT_WRITES_SQL if all(w[0] in WRITES_IDX_MAP for w in writes) else INSERT_WRITES_SQL
+    return [
+        (
+            query,
+            (
+                configurable["thread_id"],
+                configurable["checkpoint_ns"],
+                configurable["checkpoint_id"],
+                task_id,
+                task_path,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                *serde.dumps_typed(value),
+            ),
+        )
+        for idx, (channel, value) in enumerate(writes)
+    ]
+
+
+def stock_saver(conn: AsyncConnection, serde: SerializerProtocol) -> AsyncPostgresSaver:
+    """LangGraph's saver on one connection (autocommit, dict rows), for its public read/delete methods."""
+    return AsyncPostgresSaver(conn=conn, serde=serde)
