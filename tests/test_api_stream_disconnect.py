@@ -58,7 +58,8 @@ async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(ser
                 break  # the first node update arrived: the client goes away mid-loop
 
     deadline = time.monotonic() + 20
-    while not (loops := (await served.get(f"{url}/loops")).json()["data"]) and time.monotonic() < deadline:
+    while not (loops := (await served.get(f"{url}/loops")).json()["data"]) or loops[0]["status"] == "running":
+        assert time.monotonic() < deadline, loops
         await asyncio.sleep(0.1)
     assert [loop["loop_index"] for loop in loops] == [1]
     assert loops[0]["status"] == "completed" and loops[0]["rounds"]
@@ -69,3 +70,4 @@ async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(ser
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
     assert again.status_code == 200 and again.json()["loop_index"] == 2
+

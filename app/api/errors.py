@@ -7,13 +7,9 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from psycopg import OperationalError as PsycopgOperationalError
-from psycopg_pool import PoolTimeout
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.services.errors import ServiceError
+from app.services.errors import DATABASE_DOWN, ServiceError
 
 _log = logging.getLogger(__name__)
 
@@ -68,11 +64,5 @@ def install_error_handlers(app: FastAPI) -> None:
         _log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(500, f"internal error ({type(exc).__name__}); see the server log", None)
 
-    for exc_type in (
-        OperationalError,
-        InterfaceError,
-        SQLAlchemyPoolTimeout,
-        PsycopgOperationalError,
-        PoolTimeout,
-    ):
+    for exc_type in DATABASE_DOWN:
         app.add_exception_handler(exc_type, _database_down)

@@ -22,6 +22,7 @@ from app.api.schemas import (
     ItemPublic,
     LoopPublic,
     LoopsPublic,
+    LoopStatus,
     RecommendationCreate,
     RecommendationPublic,
     RoundPublic,
@@ -164,7 +165,13 @@ async def loop_history(
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0)] = 0,
+    status: LoopStatus | None = None,
 ) -> LoopsPublic:
-    """The session's loops, newest first, each with its parameters, outcome, timings and rounds."""
-    rows, count = await service.loop_history(res, caller, session_id, limit=limit, offset=offset)
+    """The session's loops, newest first, each with its parameters, outcome, timings and rounds.
+
+    A loop is ``running`` while it runs and ``failed`` (with ``error``) if it raised; either way it
+    keeps its number. ``status`` keeps the loops of one status."""
+    rows, count = await service.loop_history(
+        res, caller, session_id, limit=limit, offset=offset, status=status
+    )
     return LoopsPublic(data=[LoopPublic.model_validate(r) for r in rows], count=count)

@@ -12,6 +12,7 @@ from app.services.runtime import AgentMode
 
 JudgeMode = Literal["agent", "human"]
 SessionStatus = Literal["idle", "running", "awaiting_feedback"]
+LoopStatus = Literal["running", "awaiting_feedback", "completed", "failed"]
 
 
 class ErrorBody(BaseModel):
@@ -202,7 +203,7 @@ class LoopPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     loop_index: int
-    status: str
+    status: LoopStatus
     params: dict[str, Any]
     final_item: int | None
     final_reason: str | None
@@ -214,6 +215,7 @@ class LoopPublic(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     usage: UsagePublic = Field(description="The loop's LLM usage (the three columns above, and more).")
+    error: str | None = Field(description="Why a failed loop failed.")
     rounds: list[RoundPublic]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
@@ -41,6 +41,7 @@ def new_loop(*, session_id: uuid.UUID, loop_index: int, status: str, params: dic
         llm_calls=0,
         prompt_tokens=0,
         completion_tokens=0,
+        rounds=[],  # loaded (empty), so rounds can be appended after the row is committed
     )
 
 
@@ -81,18 +82,21 @@ async def get_loop(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int) 
 
 
 async def list_loops(
-    db: AsyncSession, *, session_id: uuid.UUID, limit: int, offset: int
+    db: AsyncSession, *, session_id: uuid.UUID, limit: int, offset: int, status: str | None = None
 ) -> tuple[list[Loop], int]:
-    """Loops of a session, newest first, rounds included."""
+    """Loops of a session (optionally of one status), newest first, rounds included."""
+    where = [Loop.session_id == session_id]
+    if status is not None:
+        where.append(Loop.status == status)
     page = (
         select(Loop)
-        .where(Loop.session_id == session_id)
+        .where(*where)
         .order_by(Loop.loop_index.desc())
         .limit(limit)
         .offset(offset)
         .options(selectinload(Loop.rounds))
     )
-    count = select(func.count()).select_from(Loop).where(Loop.session_id == session_id)
+    count = select(func.count()).select_from(Loop).where(*where)
     rows = list((await db.execute(page)).scalars())
     return rows, int((await db.execute(count)).scalar_one())
 
@@ -137,3 +141,23 @@ async def key_usage(
 
 def _utc_today() -> date:
     return datetime.now(UTC).date()
+
+
+async def fail_running(db: AsyncSession, *, session_id: uuid.UUID, error: str) -> None:
+    """Mark the session's ``running`` loops failed: called under the session's lock, where none can run."""
+    await db.execute(
+        update(Loop)
+        .where(Loop.session_id == session_id, Loop.status == "running")
+        .values(status="failed", error=error, finished_at=datetime.now(UTC))
+    )
+
+
+async def set_loop_status(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str) -> None:
+    await db.execute(
+        update(Loop).where(Loop.session_id == session_id, Loop.loop_index == loop_index).values(status=status)
+    )
+
+
+async def without_sync_commit(db: AsyncSession) -> None:
+    """This transaction's commit does not wait for its WAL flush (for rows a crash may lose)."""
+    await db.execute(text("SET LOCAL synchronous_commit TO OFF"))

@@ -123,6 +123,8 @@ class Loop(Base):
     cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
     llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text)
+    """Why a ``failed`` loop failed (exception type and message, shortened)."""
 
     session: Mapped[Session] = relationship(back_populates="loops")
 

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from psycopg import OperationalError as PsycopgOperationalError
+from psycopg_pool import PoolTimeout
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
+
+DATABASE_DOWN = (
+    OperationalError,
+    InterfaceError,
+    SQLAlchemyPoolTimeout,
+    PsycopgOperationalError,
+    PoolTimeout,
+)
+"""Exceptions that mean the database cannot be reached right now (503 with Retry-After)."""
+
 
 class ServiceError(Exception):
     """Base: ``status`` is the HTTP status, ``field`` names the offending input when there is one."""
@@ -46,3 +60,9 @@ class Unavailable(ServiceError):
     """A dependency (database, models, LLM configuration) is not there right now."""
 
     status = 503
+
+
+class LoopFailed(ServiceError):
+    """The loop raised while it ran; it is recorded as failed in the session's history."""
+
+    status = 500

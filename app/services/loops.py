@@ -7,6 +7,7 @@ Human judge mode pauses at the judge's interrupt; :func:`open_feedback` resumes 
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,7 +23,15 @@ from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
 from app.services import metrics, steering
 from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
-from app.services.errors import AwaitingFeedback, InvalidInput, NotAwaitingFeedback, Unavailable
+from app.services.errors import (
+    DATABASE_DOWN,
+    AwaitingFeedback,
+    InvalidInput,
+    LoopFailed,
+    NotAwaitingFeedback,
+    ServiceError,
+    Unavailable,
+)
 from app.services.keys import Caller
 from app.services.runtime import AgentMode, ServiceResources
 from app.services.sessions import get_session, locked_session
@@ -32,6 +41,10 @@ from graph.runner import default_candidates, loop_config
 from graph.state import sum_usage
 
 JudgeMode = Literal["agent", "human"]
+ERROR_CHARS = 500
+"""Longest error summary a failed loop keeps."""
+ABANDONED = "abandoned: the worker running the loop stopped before it finished"
+_log = logging.getLogger(__name__)
 UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Receives (node name, the node's state update) as the graph runs: the SSE stream."""
 
@@ -73,14 +86,47 @@ def _fallbacks(rounds: list[dict[str, Any]]) -> int:
 class LoopRun:
     """One locked run on a session (a new loop, or the resumption of a paused one)."""
 
-    def __init__(self, res: ServiceResources, session: Session, graph: Any, graph_input: Any, params: dict):
+    def __init__(
+        self,
+        res: ServiceResources,
+        session: Session,
+        graph: Any,
+        graph_input: Any,
+        params: dict,
+        *,
+        loop_index: int,
+    ):
         self.res, self.session, self.graph = res, session, graph
         self.graph_input, self.params = graph_input, params
         self.resumed = isinstance(graph_input, Command)
+        self.loop_index = loop_index
+        """The loop's number in the session's history: the next one, or the paused loop's."""
+        self._loop: Loop | None = None
+        self._values: dict[str, Any] = {}
+        """The graph's state as far as the run got (a failed loop keeps the rounds it finished)."""
 
     async def run(self, on_update: UpdateSink | None = None) -> LoopOutcome:
+        """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises."""
         started = time.perf_counter()
-        values: dict[str, Any] = {}
+        await self._start()
+        try:
+            pending = await self._stream(on_update)
+            duration_ms = (time.perf_counter() - started) * 1000
+            outcome = self._outcome(self._values, pending, duration_ms)
+            await self._record(outcome)
+        except Exception as exc:
+            await self._record_failure(exc, (time.perf_counter() - started) * 1000)
+            if isinstance(exc, (ServiceError, *DATABASE_DOWN)):
+                raise
+            raise LoopFailed(
+                f"loop {self.loop_index} failed ({type(exc).__name__}); it is in the session's loop "
+                "history as failed, with the error"
+            ) from exc
+        metrics.LOOP_LATENCY.observe(duration_ms / 1000)
+        return outcome
+
+    async def _stream(self, on_update: UpdateSink | None) -> dict[str, Any] | None:
+        """Run the graph to its end or its interrupt; returns the interrupt's value, if any."""
         pending: dict[str, Any] | None = None
         stream = self.graph.astream(
             self.graph_input,
@@ -92,7 +138,7 @@ class LoopRun:
         try:
             async for mode, chunk in stream:
                 if mode == "values":
-                    values = chunk
+                    self._values = chunk
                     continue
                 for node, update in chunk.items():
                     if node == "__interrupt__":
@@ -108,18 +154,64 @@ class LoopRun:
             if not finished and isinstance(self.res.saver, PooledPostgresSaver):
                 # What the failed run wrote is kept (a finished run commits it with its history).
                 await self.res.saver.aflush(self.session.thread_id)
-        duration_ms = (time.perf_counter() - started) * 1000
-        outcome = self._outcome(values, pending, duration_ms)
-        await self._record(outcome)
-        metrics.LOOP_LATENCY.observe(duration_ms / 1000)
-        return outcome
+        return pending
+
+    async def _start(self) -> None:
+        """Show the loop as ``running`` (and keep its number) before the graph starts.
+
+        Not waited for on disk (synchronous_commit off): losing it in a crash loses nothing the
+        run would have kept, and the run's own record commits synchronously after it.
+        """
+        async with self.res.sessionmaker.begin() as db:
+            await loops_repo.without_sync_commit(db)
+            if self.session.status == "running":  # the last run on the session died with its worker
+                await loops_repo.fail_running(db, session_id=self.session.id, error=ABANDONED)
+            if self.resumed:
+                await loops_repo.set_loop_status(
+                    db, session_id=self.session.id, loop_index=self.loop_index, status="running"
+                )
+            else:
+                self._loop = loops_repo.new_loop(
+                    session_id=self.session.id,
+                    loop_index=self.loop_index,
+                    status="running",
+                    params=self.params,
+                )
+                db.add(self._loop)
+            await sessions_repo.set_loop_status(
+                db, session_id=self.session.id, status="running", n_loops=self.loop_index
+            )
+
+    async def _record_failure(self, exc: Exception, duration_ms: float) -> None:
+        """The loop keeps its number, the rounds it finished and why it failed; the session is free."""
+        if not isinstance(exc, ServiceError):
+            _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
+        error = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+        outcome = self._outcome(self._values, None, duration_ms)
+        try:
+            async with self.res.sessionmaker.begin() as db:
+                loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
+                if loop is not None:
+                    stored = {r.round for r in loop.rounds}
+                    new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
+                    _finish_loop(loop, outcome, status="failed")
+                    loop.error, loop.finished_at = error, datetime.now(UTC)
+                    loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
+                await sessions_repo.set_loop_status(
+                    db, session_id=self.session.id, status="idle", n_loops=self.loop_index
+                )
+        except Exception:  # the database is gone too: the next run on the session marks it failed
+            _log.exception(
+                "could not record the failure of loop %s of session %s", self.loop_index, self.session.id
+            )
+        metrics.LOOPS.labels(stop_reason="failed").inc()
 
     def _outcome(self, values: dict[str, Any], pending: dict | None, duration_ms: float) -> LoopOutcome:
-        loop_index = int(values.get("loop_index") or 0)
-        rounds = [r for r in values.get("rounds") or [] if r.get("loop_index", loop_index) == loop_index]
+        graph_loop = int(values.get("loop_index") or 0)
+        rounds = [r for r in values.get("rounds") or [] if r.get("loop_index", graph_loop) == graph_loop]
         return LoopOutcome(
             session_id=self.session.id,
-            loop_index=loop_index,
+            loop_index=self.loop_index,
             status="awaiting_feedback" if pending is not None else "completed",
             final_item=None if pending is not None else values.get("final_item"),
             final_reason=None if pending is not None else values.get("final_reason"),
@@ -145,17 +237,12 @@ class LoopRun:
             else nullcontext([])
         )
         async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
-            loop = None
-            if self.resumed:
-                loop = await loops_repo.get_loop(
-                    db, session_id=self.session.id, loop_index=outcome.loop_index
-                )
+            loop = self._loop  # a new loop's row, as _start inserted it
             if loop is None:
-                loop = loops_repo.new_loop(
-                    session_id=self.session.id,
-                    loop_index=outcome.loop_index,
-                    status=outcome.status,
-                    params=self.params,
+                loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
+            if loop is None:
+                raise RuntimeError(
+                    f"loop {self.loop_index} of session {self.session.id} is not in the history"
                 )
             stored = {r.round for r in loop.rounds} if self.resumed else set()
             new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
@@ -184,8 +271,8 @@ class LoopRun:
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
 
 
-def _finish_loop(loop: Loop, outcome: LoopOutcome) -> None:
-    loop.status = outcome.status
+def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str | None = None) -> None:
+    loop.status = status or outcome.status
     loop.duration_ms = (loop.duration_ms or 0.0) + outcome.duration_ms
     if outcome.status == "completed":
         loop.final_item = outcome.final_item
@@ -241,7 +328,7 @@ async def open_loop(
             "judge_mode": request.judge_mode,
             "history_length": len(session.history),
         }
-        yield LoopRun(res, session, graph, graph_input, params)
+        yield LoopRun(res, session, graph, graph_input, params, loop_index=session.n_loops + 1)
 
 
 async def _default_candidates(res: ServiceResources, agents: AgentMode, history: list[int]) -> list[int]:
@@ -262,15 +349,25 @@ async def open_feedback(
             )
         async with res.sessionmaker() as db:
             loops, _ = await loops_repo.list_loops(db, session_id=session.id, limit=1, offset=0)
-        params = loops[0].params if loops else {}
+        if not loops:
+            raise NotAwaitingFeedback("the session has no loop waiting for feedback", field="session_id")
+        params = loops[0].params
         graph = _graph_for(res, params.get("agents", "offline"))
         command = Command(resume={"decision": decision, "reason": reason})
-        yield LoopRun(res, session, graph, command, params)
+        yield LoopRun(res, session, graph, command, params, loop_index=loops[0].loop_index)
 
 
 async def loop_history(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
+    res: ServiceResources,
+    caller: Caller,
+    session_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+    status: str | None = None,
 ) -> tuple[list[Loop], int]:
     session = await get_session(res, caller, session_id)
     async with res.sessionmaker() as db:
-        return await loops_repo.list_loops(db, session_id=session.id, limit=limit, offset=offset)
+        return await loops_repo.list_loops(
+            db, session_id=session.id, limit=limit, offset=offset, status=status
+        )
