@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import httpx
@@ -11,7 +12,7 @@ import uvicorn
 
 from app.main import create_app
 from app.services.keys import create_key
-from graph.agents.offline import OfflineUserAgent
+from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 
 pytestmark = pytest.mark.integration
 
@@ -71,3 +72,42 @@ async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(ser
         await asyncio.sleep(0.1)
     assert again.status_code == 200 and again.json()["loop_index"] == 2
 
+
+async def test_a_client_leaving_before_the_first_event_frees_the_session(served, monkeypatch):
+    """The client sends its request and hangs up at once, before any byte of the answer."""
+    proposed = OfflineRecAgent.propose
+
+    def slow_propose(self, ctx):  # the first event comes after the first node: well after the hang-up
+        time.sleep(0.3)
+        return proposed(self, ctx)
+
+    monkeypatch.setattr(OfflineRecAgent, "propose", slow_propose)
+    created = await served.post("/v1/sessions", json={"user_id": "leaver", "history": [49, 180, 257, 293]})
+    session_id = created.json()["id"]
+    url = f"/v1/sessions/{session_id}"
+    body = json.dumps({"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 2}).encode()
+    host, port = served.base_url.host, served.base_url.port
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(
+        (
+            f"POST {url}/recommendations HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: {served.headers['Authorization']}\r\nAccept: text/event-stream\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        + body
+    )
+    await writer.drain()
+    writer.close()  # gone before the first event (before the response even starts)
+    await writer.wait_closed()
+
+    # The loop still runs to its end and is recorded, and then the session is free again.
+    deadline = time.monotonic() + 20
+    while not (loops := (await served.get(f"{url}/loops")).json()["data"]) or loops[0]["status"] == "running":
+        assert time.monotonic() < deadline, loops
+        await asyncio.sleep(0.1)
+    assert [(loop["loop_index"], loop["status"]) for loop in loops] == [(1, "completed")]
+    monkeypatch.setattr(OfflineRecAgent, "propose", proposed)
+    while (again := await served.post(f"{url}/recommendations", json={"max_rounds": 1})).status_code == 409:
+        assert time.monotonic() < deadline, "the session's lock is still held"
+        await asyncio.sleep(0.1)
+    assert again.status_code == 200 and again.json()["loop_index"] == 2

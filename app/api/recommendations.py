@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Annotated, Any
 
@@ -84,7 +85,14 @@ async def _respond(
     return EventSourceResponse(_stream(res, run, stack), ping=15)
 
 
-async def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack):
+def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack) -> AsyncIterator[ServerSentEvent]:
+    """Start the loop now and return its events.
+
+    The loop runs in a task of its own, started before the response is: a client that goes away
+    (even before the stream's first event, when the events below were never asked for) does not
+    cut it short, which would leave a loop number without history; the loop finishes, is
+    recorded, and only then is the session's lock released.
+    """
     events: asyncio.Queue[ServerSentEvent | None] = asyncio.Queue()
 
     async def on_update(node: str, update: Any) -> None:
@@ -107,22 +115,22 @@ async def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack):
         finally:
             await events.put(None)
 
-    task = asyncio.create_task(produce())
-    # Closing waits for the loop: a client that goes away does not cut a loop short (which would
-    # leave a loop number without history); the loop finishes, is recorded, and only then is the
-    # session's lock released. Shielded, so the client's cancellation cannot interrupt it.
-    closing = asyncio.ensure_future(_close_after(task, stack))
+    closing = asyncio.ensure_future(_close_after(asyncio.create_task(produce()), stack))
     _closing.add(closing)
     closing.add_done_callback(_closing.discard)
-    try:
-        while (event := await events.get()) is not None:
-            yield event
-    finally:
-        await asyncio.shield(closing)
+
+    async def relay() -> AsyncIterator[ServerSentEvent]:
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+        finally:
+            await asyncio.shield(closing)  # the client's cancellation cannot interrupt the loop
+
+    return relay()
 
 
 _closing: set[asyncio.Future] = set()
-"""Streams whose client left while their loop still runs (referenced so they are not collected)."""
+"""Loops of event streams that still run (referenced so they are not collected)."""
 
 
 async def _close_after(task: asyncio.Task, stack: AsyncExitStack) -> None:
