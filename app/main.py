@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from app.api import catalog, health, recommendations, runs, sessions, steering, ui, usage
 from app.api.errors import install_error_handlers
 from app.api.metrics import RequestMetricsMiddleware
+from app.api.openapi import install_openapi
 from app.services import steering as steering_service
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     if resources is not None:
         app.state.resources = resources  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
+    install_openapi(app)
     for module in (sessions, recommendations, steering, catalog, usage, runs, health, ui):
         app.include_router(module.router)
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")

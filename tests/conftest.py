@@ -202,6 +202,33 @@ async def api(make_api_client):
     return await make_api_client("owner-a")
 
 
+@pytest.fixture
+async def served(service_settings, service_resources):
+    """The app behind a real uvicorn server on 127.0.0.1 (a free port), and a client with a new key."""
+    import asyncio
+
+    import httpx
+    import uvicorn
+
+    from app.main import create_app
+    from app.services.keys import create_key
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(service_settings, resources=service_resources), port=0, log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]  # port 0: the OS picked a free one
+    key = await create_key(service_resources.sessionmaker, owner="served")
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
+    ) as client:
+        yield client
+    server.should_exit = True
+    await serving
+
+
 # --- LLM (a local OpenAI-compatible server; see tests/fake_openai.py) ---------------------------
 
 

@@ -6,33 +6,11 @@ import asyncio
 import json
 import time
 
-import httpx
 import pytest
-import uvicorn
 
-from app.main import create_app
-from app.services.keys import create_key
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def served(service_settings, service_resources):
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(service_settings, resources=service_resources), port=0, log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]  # port 0: the OS picked a free one
-    key = await create_key(service_resources.sessionmaker, owner="leaver")
-    async with httpx.AsyncClient(
-        base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
-    ) as client:
-        yield client
-    server.should_exit = True
-    await serving
 
 
 async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(served, monkeypatch):

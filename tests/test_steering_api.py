@@ -88,7 +88,7 @@ async def test_bad_commands_and_foreign_sessions_are_refused(steering_client, se
     sid = await _session(owner)
     empty = await owner.post(f"/v1/sessions/{sid}/commands", json={"text": "   "})
     assert empty.status_code == 422 and empty.json() == {
-        "detail": "text: the command is empty",
+        "detail": "text: is blank or contains a NUL character",
         "field": "text",
     }
     too_long = await owner.post(f"/v1/sessions/{sid}/commands", json={"text": "no horror " * 100})

@@ -7,12 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.schemas import ErrorBody, ItemPublic, ItemsPublic
+from app.api.openapi import V1_ERRORS, error_responses
+from app.api.schemas import ItemPublic, ItemsPublic
 from app.services import catalog as service
 
-router = APIRouter(
-    prefix="/v1/items", tags=["catalog"], responses={401: {"model": ErrorBody}, 422: {"model": ErrorBody}}
-)
+router = APIRouter(prefix="/v1/items", tags=["catalog"], responses=V1_ERRORS)
 
 
 @router.get("", response_model=ItemsPublic)
@@ -28,7 +27,7 @@ async def search_items(
     return ItemsPublic(data=data, count=len(data))
 
 
-@router.get("/{item_id}", response_model=ItemPublic, responses={404: {"model": ErrorBody}})
+@router.get("/{item_id}", response_model=ItemPublic, responses=error_responses(404))
 async def get_item(item_id: int, res: ResourcesDep, caller: CallerDep) -> ItemPublic:
     item = service.get_item(res, item_id)
     return ItemPublic(id=item.id, title=item.title, attributes=item.attributes)

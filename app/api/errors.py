@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.schemas import NO_NUL, SOME_TEXT
 from app.services.errors import DATABASE_DOWN, ServiceError
 
 _log = logging.getLogger(__name__)
@@ -26,6 +28,24 @@ def _field_path(loc: tuple) -> str | None:
     for part in parts[1:]:
         path += f"[{part}]" if part.isdigit() else f".{part}"
     return path
+
+
+_PATTERN_MESSAGES = {
+    SOME_TEXT: "is blank or contains a NUL character",
+    NO_NUL: "contains a NUL character (text cannot hold one)",
+}
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every documented method on the request's path (Starlette's 405 names only its first route's)."""
+    methods: set[str] = set()
+    for template, operations in request.app.openapi()["paths"].items():
+        pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, request.url.path):
+            methods |= {method.upper() for method in operations}
+    if "GET" in methods:
+        methods.add("HEAD")  # served for every GET route
+    return sorted(methods)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -46,11 +66,18 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(
                 422, f"malformed JSON: {first.get('ctx', {}).get('error', first['msg'])}", "body"
             )
-        return error_response(422, f"{field or 'request'}: {first['msg']}", field)
+        message = _PATTERN_MESSAGES.get(first.get("ctx", {}).get("pattern"), first["msg"])
+        return error_response(422, f"{field or 'request'}: {message}", field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail), None, **(exc.headers or {}))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            headers["Allow"] = ", ".join(allowed)
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it cannot decode (not UTF-8): the same shape as malformed JSON.
+            return error_response(422, "malformed body: not UTF-8 encoded JSON", "body")
+        return error_response(exc.status_code, str(exc.detail), None, **headers)
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
         _log.warning("database unavailable: %s", exc)

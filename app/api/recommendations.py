@@ -17,8 +17,9 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
+from app.api.openapi import V1_ERRORS, error_responses
 from app.api.schemas import (
-    ErrorBody,
+    MAX_OFFSET,
     FeedbackCreate,
     ItemPublic,
     LoopPublic,
@@ -34,14 +35,13 @@ from app.services.errors import ServiceError
 from app.services.loops import LoopOutcome, LoopRequest, LoopRun
 from app.services.runtime import ServiceResources
 
-ERRORS = {
-    401: {"model": ErrorBody},
-    404: {"model": ErrorBody},
-    409: {"model": ErrorBody, "description": "The session is busy or awaits feedback."},
-    422: {"model": ErrorBody},
+STREAM_DOC = {
+    200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."},
+    **error_responses(409, 500),
 }
-STREAM_DOC = {200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."}}
-router = APIRouter(prefix="/v1/sessions", tags=["recommendations"], responses=ERRORS)
+router = APIRouter(
+    prefix="/v1/sessions", tags=["recommendations"], responses={**V1_ERRORS, **error_responses(404)}
+)
 
 AcceptHeader = Annotated[str | None, Header(include_in_schema=False)]
 
@@ -172,7 +172,7 @@ async def loop_history(
     res: ResourcesDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: LoopStatus | None = None,
 ) -> LoopsPublic:
     """The session's loops, newest first, each with its parameters, outcome, timings and rounds.

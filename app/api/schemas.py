@@ -4,13 +4,35 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from app.services.runtime import AgentMode
 
 JudgeMode = Literal["agent", "human"]
+
+NO_NUL = r"^[^\x00]*$"
+"""PostgreSQL text cannot hold NUL characters: strings that are stored refuse them."""
+SOME_TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
+"""Not blank, no NUL."""
+MAX_OFFSET = 1_000_000_000
+
+
+def _json_integer(value: Any) -> Any:
+    # JSON Schema's integer: 5 and 5.0, but neither true (pydantic's lax mode reads 1) nor "5".
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise PydanticCustomError(
+            "int_from_float", "Input should be a valid integer, got a number with a fraction"
+        )
+    return int(value)
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+"""An integer as JSON Schema has it (what the OpenAPI schema promises)."""
 SessionStatus = Literal["idle", "running", "awaiting_feedback"]
 LoopStatus = Literal["running", "awaiting_feedback", "completed", "failed"]
 
@@ -28,8 +50,10 @@ class SessionCreate(BaseModel):
         json_schema_extra={"examples": [{"user_id": "user-42", "history": [49, 180, 257, 293]}]}
     )
 
-    user_id: str = Field(min_length=1, max_length=200, description="Your identifier of the end user.")
-    history: list[int] = Field(description="Items the user consumed, oldest first (catalog ids).")
+    user_id: str = Field(
+        min_length=1, max_length=200, pattern=NO_NUL, description="Your identifier of the end user."
+    )
+    history: list[JsonInt] = Field(description="Items the user consumed, oldest first (catalog ids).")
 
 
 class SessionPublic(BaseModel):
@@ -85,7 +109,7 @@ class SessionStatePublic(SessionPublic):
 class ConsumptionCreate(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"items": [0, 171]}]})
 
-    items: list[int] = Field(min_length=1, max_length=1000, description="Consumed items, oldest first.")
+    items: list[JsonInt] = Field(min_length=1, max_length=1000, description="Consumed items, oldest first.")
 
 
 # --- recommendations -------------------------------------------------------------------
@@ -102,10 +126,12 @@ class RecommendationCreate(BaseModel):
         },
     )
 
-    candidates: list[int] | None = Field(
+    candidates: list[JsonInt] | None = Field(
         None, description="Items the loop may recommend; default: the rec model's top unseen items."
     )
-    max_rounds: int | None = Field(None, ge=1, le=20, description="Round limit (default 4).")
+    max_rounds: Annotated[int, Field(ge=1, le=20), BeforeValidator(_json_integer)] | None = Field(
+        None, description="Round limit (default 4)."
+    )
     agents: AgentMode = Field("offline", description="offline: deterministic agents; llm: LLM agents.")
     judge_mode: JudgeMode = Field("agent", description="human: pause at each judgement for /feedback.")
 
@@ -117,7 +143,7 @@ class FeedbackCreate(BaseModel):
     )
 
     decision: Literal["accept", "reject"]
-    reason: str = Field(min_length=1, max_length=2000, pattern=r"\S", description="Why, in your words.")
+    reason: str = Field(min_length=1, max_length=2000, pattern=SOME_TEXT, description="Why, in your words.")
 
 
 class ItemPublic(BaseModel):

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
+from pydantic import BeforeValidator
 
 from app.api.deps import CallerDep, ResourcesDep
+from app.api.openapi import V1_ERRORS, error_responses
 from app.api.schemas import (
+    MAX_OFFSET,
+    NO_NUL,
     ConsumptionCreate,
-    ErrorBody,
     SessionCreate,
     SessionPublic,
     SessionsPublic,
@@ -21,8 +25,20 @@ from app.api.schemas import (
 from app.db.sessions import SessionFilter
 from app.services import sessions as service
 
-ERRORS = {401: {"model": ErrorBody}, 404: {"model": ErrorBody}, 422: {"model": ErrorBody}}
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=ERRORS)
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _rfc3339(value: object) -> object:
+    # The schema says format date-time; pydantic alone would also take 0.5 (a Unix time) or a date.
+    if isinstance(value, str) and not _RFC3339.fullmatch(value):
+        raise ValueError("must be an RFC 3339 date-time with a time zone, e.g. 2026-11-30T12:00:00Z")
+    return value
+
+
+Rfc3339 = Annotated[datetime, BeforeValidator(_rfc3339)]
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=V1_ERRORS)
+ON_A_SESSION = error_responses(404)
 
 
 @router.post("", response_model=SessionPublic, status_code=status.HTTP_201_CREATED)
@@ -36,12 +52,12 @@ async def create_session(body: SessionCreate, res: ResourcesDep, caller: CallerD
 async def list_sessions(
     res: ResourcesDep,
     caller: CallerDep,
-    user_id: str | None = None,
+    user_id: Annotated[str | None, Query(max_length=200, pattern=NO_NUL)] = None,
     status: SessionStatus | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    created_after: Rfc3339 | None = None,
+    created_before: Rfc3339 | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> SessionsPublic:
     """Your sessions, newest first, filtered by user id, status and creation time."""
     where = SessionFilter(
@@ -51,7 +67,7 @@ async def list_sessions(
     return SessionsPublic(data=[SessionPublic.model_validate(r) for r in rows], count=count)
 
 
-@router.get("/{session_id}", response_model=SessionStatePublic)
+@router.get("/{session_id}", response_model=SessionStatePublic, responses=ON_A_SESSION)
 async def get_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> SessionStatePublic:
     """The session, the agents' memories on its thread, and any proposal awaiting your judgement."""
     state = await service.get_session_state(res, caller, session_id)
@@ -64,7 +80,7 @@ async def get_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDe
     )
 
 
-@router.post("/{session_id}/consumed", response_model=SessionPublic, responses={409: {"model": ErrorBody}})
+@router.post("/{session_id}/consumed", response_model=SessionPublic, responses=error_responses(404, 409))
 async def record_consumption(
     session_id: uuid.UUID, body: ConsumptionCreate, res: ResourcesDep, caller: CallerDep
 ) -> SessionPublic:
@@ -73,7 +89,7 @@ async def record_consumption(
     return SessionPublic.model_validate(session)
 
 
-@router.delete("/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses={409: {"model": ErrorBody}})
+@router.delete("/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 409))
 async def delete_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> Response:
     """Delete the session, its loop history and its checkpoints."""
     await service.delete_session(res, caller, session_id)

@@ -10,18 +10,15 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.schemas import ErrorBody, ItemPublic, UsagePublic
+from app.api.openapi import V1_ERRORS, error_responses
+from app.api.schemas import MAX_OFFSET, SOME_TEXT, ItemPublic, UsagePublic
 from app.data.dataset import Dataset
 from app.services import steering as service
 from app.steering.preferences import Preferences, PreferenceUpdate
 
-ERRORS = {
-    401: {"model": ErrorBody},
-    404: {"model": ErrorBody},
-    409: {"model": ErrorBody, "description": "A loop is running on the session."},
-    422: {"model": ErrorBody},
-}
-router = APIRouter(prefix="/v1/sessions", tags=["steering"], responses=ERRORS)
+router = APIRouter(prefix="/v1/sessions", tags=["steering"], responses={**V1_ERRORS, **error_responses(404)})
+CHANGES = error_responses(409)
+"""Changing the session's memory waits for no running loop: 409 while one runs."""
 
 
 class CommandCreate(BaseModel):
@@ -31,7 +28,11 @@ class CommandCreate(BaseModel):
         }
     )
 
-    text: str = Field(min_length=1, description="What the user wants, in their words.")
+    text: str = Field(
+        min_length=1,
+        pattern=SOME_TEXT,
+        description="What the user wants, in their words (at most RECLOOP_STEERING_MAX_COMMAND_CHARS).",
+    )
 
 
 class CommandResultPublic(BaseModel):
@@ -73,7 +74,7 @@ def _items(catalog: Dataset, ids: list[int]) -> list[ItemPublic]:
     return [ItemPublic(id=i, title=catalog.title(i), attributes=catalog.item(i).attributes) for i in ids]
 
 
-@router.post("/{session_id}/commands", response_model=CommandResultPublic)
+@router.post("/{session_id}/commands", response_model=CommandResultPublic, responses=CHANGES)
 async def send_command(
     session_id: uuid.UUID, body: CommandCreate, res: ResourcesDep, caller: CallerDep
 ) -> CommandResultPublic:
@@ -98,7 +99,7 @@ async def list_commands(
     res: ResourcesDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> CommandsPublic:
     """The session's commands and resets, oldest first, each with the memory it produced."""
     rows, count = await service.command_history(res, caller, session_id, limit=limit, offset=offset)
@@ -111,7 +112,9 @@ async def get_preferences(session_id: uuid.UUID, res: ResourcesDep, caller: Call
     return await service.get_preferences(res, caller, session_id)
 
 
-@router.delete("/{session_id}/preferences", response_model=Preferences, status_code=status.HTTP_200_OK)
+@router.delete(
+    "/{session_id}/preferences", response_model=Preferences, status_code=status.HTTP_200_OK, responses=CHANGES
+)
 async def reset_preferences(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> Preferences:
     """Forget the preference memory (the reset is kept in the command history)."""
     return await service.reset_preferences(res, caller, session_id)

@@ -12,7 +12,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Session
 from app.db.sessions import SessionFilter
-from app.services.errors import AwaitingFeedback, NotFound, SessionBusy
+from app.services.errors import AwaitingFeedback, Conflict, NotFound, SessionBusy
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history, check_item_ids
@@ -123,7 +123,12 @@ async def record_consumption(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
             )
         history = [*session.history, *items]
-        check_history(history, res.catalog, max_items=res.settings.max_history_items, field="items")
+        if len(history) > res.settings.max_history_items:  # valid input, but not on this session
+            raise Conflict(
+                f"the session's history has {len(session.history)} items: {len(items)} more would exceed "
+                f"the {res.settings.max_history_items} a session keeps",
+                field="items",
+            )
         session.history = history
         await db.flush()
         await db.refresh(session)

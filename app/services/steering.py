@@ -177,9 +177,9 @@ def _check_text(text: str, settings: Settings) -> str:
     stripped = text.strip()
     if not stripped:
         raise InvalidInput("text: the command is empty", field="text")
-    if len(stripped) > settings.steering_max_command_chars:
+    if len(text) > settings.steering_max_command_chars:
         raise InvalidInput(
-            f"text: {len(stripped)} characters, at most {settings.steering_max_command_chars} allowed",
+            f"text: {len(text)} characters, at most {settings.steering_max_command_chars} allowed",
             field="text",
         )
     return stripped
