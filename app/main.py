@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from app.api import catalog, health, recommendations, runs, sessions, steering, ui, usage
 from app.api.errors import install_error_handlers
+from app.api.idempotency import IdempotencyMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
 from app.services import steering as steering_service
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
         app.include_router(module.router)
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 
+    app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(RequestMetricsMiddleware)
     return app
 

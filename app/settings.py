@@ -122,6 +122,23 @@ class Settings(BaseSettings):
         ge=0,
         description="How long a worker trusts a verified API key before asking the database again.",
     )
+    idempotency_ttl_s: int = Field(
+        86_400,
+        ge=60,
+        description="How long an Idempotency-Key's answer is kept for replay (per API key, in PostgreSQL).",
+    )
+    rate_limit_per_minute: int = Field(
+        600,
+        ge=0,
+        description="Requests per API key and minute, over all workers; beyond it 429 with Retry-After. "
+        "0: off.",
+    )
+    llm_token_budget_per_day: int = Field(
+        1_000_000,
+        ge=0,
+        description="LLM tokens (prompt + completion) per API key and UTC day, counted from the loop "
+        "history; LLM requests beyond it answer 429 until midnight UTC. 0: off.",
+    )
     checkpointer: Literal["postgres", "postgres_stock", "memory"] = Field(
         "postgres",
         description="postgres: pooled saver with durable rounds (app/services/checkpoints.py); "

@@ -137,6 +137,8 @@ def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Nam
         "RECLOOP_LOCK_POOL_SIZE": str(max(args.concurrency) // args.workers + 2),
         "RECLOOP_DB_POOL_SIZE": "3",
         "RECLOOP_CHECKPOINT_POOL_SIZE": "4",
+        # One key sends every request: counted (the limiter's cost is measured), never refused.
+        "RECLOOP_RATE_LIMIT_PER_MINUTE": "100000000",
         **VARIANTS[name],
     }
     return VariantServer(name, url, key, port, _start_server(env, port, args.workers))

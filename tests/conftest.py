@@ -148,7 +148,13 @@ def service_db_url(make_database) -> str:
 
 @pytest.fixture(scope="session")
 def service_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return Settings(data_dir=tmp_path_factory.mktemp("service"), _env_file=None, lock_pool_size=30)
+    # The contract test sends ~1,400 requests a minute on one key: no rate limit unless a test sets one.
+    return Settings(
+        data_dir=tmp_path_factory.mktemp("service"),
+        _env_file=None,
+        lock_pool_size=30,
+        rate_limit_per_minute=0,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,8 @@ async def test_schemathesis_finds_no_failure(served, service_resources, tmp_path
         *("--report", "junit", "--report-dir", str(tmp_path)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": "schemathesis_hooks"},
+        cwd=Path(__file__).parent,
     )
     output = (await process.communicate())[0].decode(errors="replace")
     summary = output[output.rfind("SUMMARY") :]

@@ -24,6 +24,8 @@ SERVICE_TABLES = {
     "rounds",
     "steering_commands",
     "key_usage",
+    "idempotency_keys",
+    "rate_windows",
 }
 CHECKPOINT_TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
 

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from app.services.keys import Caller, authenticate
+from app.services.limits import count_request
 from app.services.runtime import ServiceResources
 
 
@@ -17,7 +18,7 @@ def get_resources(request: Request) -> ServiceResources:
 ResourcesDep = Annotated[ServiceResources, Depends(get_resources)]
 
 
-def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
+def bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     if x_api_key:
         return x_api_key
     if authorization and authorization.lower().startswith("bearer "):
@@ -30,9 +31,11 @@ async def get_caller(
     authorization: Annotated[str | None, Header(description="Bearer <API key>")] = None,
     x_api_key: Annotated[str | None, Header(description="Alternative to Authorization")] = None,
 ) -> Caller:
-    return await authenticate(
-        res.sessionmaker, _bearer(authorization, x_api_key), cache_s=res.settings.api_key_cache_s
+    caller = await authenticate(
+        res.sessionmaker, bearer(authorization, x_api_key), cache_s=res.settings.api_key_cache_s
     )
+    await count_request(res, caller)  # 429 past the key's request rate
+    return caller
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

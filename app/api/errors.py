@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import NO_NUL, SOME_TEXT
-from app.services.errors import DATABASE_DOWN, ServiceError
+from app.services.errors import DATABASE_DOWN, RateLimited, ServiceError
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +54,10 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status == 503:
             retry = str(request.app.state.settings.db_retry_after_s)
             return error_response(exc.status, exc.detail, exc.field, **{"Retry-After": retry})
+        if isinstance(exc, RateLimited):
+            return error_response(
+                exc.status, exc.detail, exc.field, **{"Retry-After": str(exc.retry_after_s)}
+            )
         if exc.status == 401:
             return error_response(exc.status, exc.detail, exc.field, **{"WWW-Authenticate": "Bearer"})
         return error_response(exc.status, exc.detail, exc.field)

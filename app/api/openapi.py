@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from app.api.idempotency import idempotency_key
 from app.api.schemas import ErrorBody
 from app.services.runtime import ServiceResources
 
@@ -37,6 +38,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 V1_ERRORS = error_responses(401, 422, 429, 503)
 """What every /v1 call can answer."""
+IDEMPOTENT = [Depends(idempotency_key)]
+"""The POSTs that create or run something take an Idempotency-Key (app/api/idempotency.py)."""
 
 
 def install_openapi(app: FastAPI) -> None:

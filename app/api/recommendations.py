@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.openapi import V1_ERRORS, error_responses
+from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import (
     MAX_OFFSET,
     FeedbackCreate,
@@ -138,7 +138,12 @@ async def _close_after(task: asyncio.Task, stack: AsyncExitStack) -> None:
         await asyncio.gather(task, return_exceptions=True)
 
 
-@router.post("/{session_id}/recommendations", response_model=RecommendationPublic, responses=STREAM_DOC)
+@router.post(
+    "/{session_id}/recommendations",
+    response_model=RecommendationPublic,
+    responses=STREAM_DOC,
+    dependencies=IDEMPOTENT,
+)
 async def recommend(
     session_id: uuid.UUID,
     body: RecommendationCreate,
@@ -153,7 +158,12 @@ async def recommend(
     return await _respond(res, service.open_loop(res, caller, session_id, request), accept)
 
 
-@router.post("/{session_id}/feedback", response_model=RecommendationPublic, responses=STREAM_DOC)
+@router.post(
+    "/{session_id}/feedback",
+    response_model=RecommendationPublic,
+    responses=STREAM_DOC,
+    dependencies=IDEMPOTENT,
+)
 async def feedback(
     session_id: uuid.UUID,
     body: FeedbackCreate,

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response, status
 from pydantic import BeforeValidator
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.openapi import V1_ERRORS, error_responses
+from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import (
     MAX_OFFSET,
     NO_NUL,
@@ -41,7 +41,13 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=V1_ERRORS
 ON_A_SESSION = error_responses(404)
 
 
-@router.post("", response_model=SessionPublic, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    response_model=SessionPublic,
+    status_code=status.HTTP_201_CREATED,
+    dependencies=IDEMPOTENT,
+    responses=error_responses(409),
+)
 async def create_session(body: SessionCreate, res: ResourcesDep, caller: CallerDep) -> SessionPublic:
     """Start a session for a user with an initial history; its id is also its LangGraph thread id."""
     session = await service.create_session(res, caller, user_id=body.user_id, history=body.history)
@@ -80,7 +86,12 @@ async def get_session(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDe
     )
 
 
-@router.post("/{session_id}/consumed", response_model=SessionPublic, responses=error_responses(404, 409))
+@router.post(
+    "/{session_id}/consumed",
+    response_model=SessionPublic,
+    responses=error_responses(404, 409),
+    dependencies=IDEMPOTENT,
+)
 async def record_consumption(
     session_id: uuid.UUID, body: ConsumptionCreate, res: ResourcesDep, caller: CallerDep
 ) -> SessionPublic:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.openapi import V1_ERRORS, error_responses
+from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import MAX_OFFSET, SOME_TEXT, ItemPublic, UsagePublic
 from app.data.dataset import Dataset
 from app.services import steering as service
@@ -74,7 +74,9 @@ def _items(catalog: Dataset, ids: list[int]) -> list[ItemPublic]:
     return [ItemPublic(id=i, title=catalog.title(i), attributes=catalog.item(i).attributes) for i in ids]
 
 
-@router.post("/{session_id}/commands", response_model=CommandResultPublic, responses=CHANGES)
+@router.post(
+    "/{session_id}/commands", response_model=CommandResultPublic, responses=CHANGES, dependencies=IDEMPOTENT
+)
 async def send_command(
     session_id: uuid.UUID, body: CommandCreate, res: ResourcesDep, caller: CallerDep
 ) -> CommandResultPublic:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -233,6 +234,32 @@ def usage_of(row: Any) -> dict[str, Any]:
 def usage_columns(usage: dict[str, Any]) -> dict[str, Any]:
     """An LLMUsage dict as column values (missing keys are zero)."""
     return {column: usage.get(key, 0) or 0 for key, column in USAGE_COLUMNS.items()}
+
+
+class IdempotencyKey(Base):
+    """The answer to a request sent with an Idempotency-Key, replayed to retries until it expires."""
+
+    __tablename__ = "idempotency_keys"
+
+    owner_key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
+    """SHA-256 of the request (method, path, body, streamed or not): a different request is refused."""
+    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
+    content_type: Mapped[str] = mapped_column(String(200), nullable=False)
+    body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = _now_column()
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class RateWindow(Base):
+    """Requests of one API key in one minute (fixed windows), shared by all workers."""
+
+    __tablename__ = "rate_windows"
+
+    owner_key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 # Tables of other areas live on this Base too; importing them here keeps the metadata complete

@@ -66,3 +66,13 @@ class LoopFailed(ServiceError):
     """The loop raised while it ran; it is recorded as failed in the session's history."""
 
     status = 500
+
+
+class RateLimited(ServiceError):
+    """The key's request rate or daily LLM-token budget is used up; ``retry_after_s`` tells when to retry."""
+
+    status = 429
+
+    def __init__(self, detail: str, *, retry_after_s: int, field: str | None = None):
+        super().__init__(detail, field=field)
+        self.retry_after_s = retry_after_s

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from psycopg_pool import AsyncConnectionPool
 
-from app.services.errors import SessionBusy
+from app.services.errors import Conflict, SessionBusy
 from app.services.metrics import BUSY_REJECTIONS
 
 # hashtextextended maps the thread id to the bigint key space of advisory locks.
@@ -26,14 +26,22 @@ class SessionLocks:
     @asynccontextmanager
     async def hold(self, thread_id: str) -> AsyncIterator[None]:
         """Hold the session's lock or raise :class:`SessionBusy` at once (never queue behind it)."""
+        busy = SessionBusy(
+            "another recommendation or update is running on this session; retry when it finishes"
+        )
+        async with self.hold_name(thread_id, busy=busy):
+            yield
+
+    @asynccontextmanager
+    async def hold_name(self, name: str, *, busy: Conflict) -> AsyncIterator[None]:
+        """Hold the lock called ``name`` (any process) or raise ``busy`` at once."""
         async with self.pool.connection() as conn:
-            row = await (await conn.execute(_TRY_LOCK, (thread_id,))).fetchone()
+            row = await (await conn.execute(_TRY_LOCK, (name,))).fetchone()
             if not row or not row[0]:
-                BUSY_REJECTIONS.inc()
-                raise SessionBusy(
-                    "another recommendation or update is running on this session; retry when it finishes"
-                )
+                if isinstance(busy, SessionBusy):
+                    BUSY_REJECTIONS.inc()
+                raise busy
             try:
                 yield
             finally:
-                await conn.execute(_UNLOCK, (thread_id,))
+                await conn.execute(_UNLOCK, (name,))

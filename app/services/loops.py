@@ -21,7 +21,7 @@ from langgraph.types import Command
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
-from app.services import metrics, steering
+from app.services import limits, metrics, steering
 from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.services.errors import (
     DATABASE_DOWN,
@@ -302,6 +302,8 @@ async def open_loop(
 ) -> AsyncIterator[LoopRun]:
     """Validate and lock; the caller runs the loop inside. Every 4xx is raised before anything runs."""
     graph = _graph_for(res, request.agents)
+    if request.agents == "llm":
+        await limits.check_llm_budget(res, caller)
     if request.candidates is not None:
         check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
     async with locked_session(res, caller, session_id) as session:
@@ -353,6 +355,8 @@ async def open_feedback(
             raise NotAwaitingFeedback("the session has no loop waiting for feedback", field="session_id")
         params = loops[0].params
         graph = _graph_for(res, params.get("agents", "offline"))
+        if params.get("agents") == "llm":
+            await limits.check_llm_budget(res, caller)
         command = Command(resume={"decision": decision, "reason": reason})
         yield LoopRun(res, session, graph, command, params, loop_index=loops[0].loop_index)
 

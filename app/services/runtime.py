@@ -121,7 +121,13 @@ async def open_resources(
             max_size=settings.lock_pool_size,
             open=False,
             timeout=settings.db_pool_timeout_s,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s))},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
+                # Advisory locks and request counters (app/services/limits.py): nothing whose commit
+                # must wait for the disk.
+                "options": "-c synchronous_commit=off",
+            },
             check=check_alive,
         )
         await _open_pool(stack, lock_pool)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from app.data.dataset import Dataset
 from app.db import loops as loops_repo
 from app.db.models import usage_columns
-from app.services import metrics
+from app.services import limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
@@ -66,6 +66,8 @@ async def send_command(
 ) -> CommandOutcome:
     """Parse ``text``, update the session's memory, store both, return the steered recommendations."""
     text = _check_text(text, res.settings)
+    if res.settings.llm_enabled:  # the command goes to the LLM parser
+        await limits.check_llm_budget(res, caller)
     async with locked_session(res, caller, session_id) as session:
         memory = await _memory(res, session.id)
         shown = await _current_recommendations(res, session.id)

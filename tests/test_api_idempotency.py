@@ -1,0 +1,133 @@
+"""Idempotency-Key: a retry replays the first answer and runs nothing; reuse for another request is 422."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import func, select, update
+
+from app.db.models import IdempotencyKey, Loop
+from app.db.models import Session as SessionRow
+from graph.agents.offline import OfflineRecAgent
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [49, 180, 257, 293]
+BODY = {"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 2}
+
+
+def _key() -> dict[str, str]:
+    return {"Idempotency-Key": str(uuid.uuid4())}
+
+
+async def _count(resources, model, **where) -> int:
+    async with resources.sessionmaker() as db:
+        stmt = select(func.count()).select_from(model).filter_by(**where)
+        return int((await db.execute(stmt)).scalar_one())
+
+
+async def test_a_retried_session_creation_creates_one_session(api, service_resources):
+    headers = _key()
+    body = {"user_id": "idem-user", "history": HISTORY}
+    first = await api.post("/v1/sessions", json=body, headers=headers)
+    again = await api.post("/v1/sessions", json={"history": HISTORY, "user_id": "idem-user"}, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    assert await _count(service_resources, SessionRow, user_id="idem-user") == 1
+
+
+async def test_a_retried_recommendation_replays_the_loop_and_runs_none(api, service_resources):
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    headers = _key()
+    first = await api.post(url, json=BODY, headers=headers)
+    assert first.status_code == 200 and first.json()["loop_index"] == 1
+    for _ in range(2):
+        again = await api.post(url, json=BODY, headers=headers)
+        assert again.status_code == 200 and again.json() == first.json()
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    other = await api.post(url, json=BODY, headers=_key())  # a new key is a new request
+    assert other.json()["loop_index"] == 2
+
+
+async def test_a_retried_consumption_appends_once(api):
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/consumed"
+    headers = _key()
+    answers = [await api.post(url, json={"items": [7, 8]}, headers=headers) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200] * 3
+    assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == [*HISTORY, 7, 8]
+
+
+async def test_the_same_key_for_another_request_is_422_and_changes_nothing(api, service_resources):
+    headers = _key()
+    session_id = (
+        await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY}, headers=headers)
+    ).json()["id"]
+    other_body = await api.post("/v1/sessions", json={"user_id": "u", "history": [1]}, headers=headers)
+    assert other_body.status_code == 422
+    assert other_body.json()["field"] == "Idempotency-Key"
+    assert "different request" in other_body.json()["detail"]
+    other_path = await api.post(f"/v1/sessions/{session_id}/consumed", json={"items": [1]}, headers=headers)
+    assert other_path.status_code == 422 and other_path.json()["field"] == "Idempotency-Key"
+    assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == HISTORY
+
+
+async def test_a_retry_while_the_first_runs_is_409(api, service_resources, monkeypatch):
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    release = asyncio.Event()
+    apropose = OfflineRecAgent.apropose
+
+    async def held(self, ctx):
+        await release.wait()
+        return await apropose(self, ctx)
+
+    monkeypatch.setattr(OfflineRecAgent, "apropose", held)
+    headers = _key()
+    first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
+    await asyncio.sleep(0.3)
+    try:
+        retry = await api.post(url, json=BODY, headers=headers)
+        assert retry.status_code == 409
+        assert retry.json() == {
+            "detail": "a request with this Idempotency-Key is still running; retry when it has finished",
+            "field": "Idempotency-Key",
+        }
+    finally:
+        release.set()
+    assert (await first).status_code == 200
+    replayed = await api.post(url, json=BODY, headers=headers)
+    assert replayed.json() == (await first).json()
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+
+
+async def test_keys_are_per_owner_and_expire(make_api_client, service_resources):
+    alice, bob = await make_api_client("idem-alice"), await make_api_client("idem-bob")
+    headers = _key()
+    a = await alice.post("/v1/sessions", json={"user_id": "a", "history": HISTORY}, headers=headers)
+    b = await bob.post("/v1/sessions", json={"user_id": "b", "history": [1]}, headers=headers)
+    assert a.status_code == b.status_code == 201 and a.json()["id"] != b.json()["id"]
+
+    async with service_resources.sessionmaker.begin() as db:  # 24 h later
+        await db.execute(
+            update(IdempotencyKey)
+            .where(IdempotencyKey.key == headers["Idempotency-Key"])
+            .values(expires_at=func.now())
+        )
+    again = await alice.post("/v1/sessions", json={"user_id": "a", "history": HISTORY}, headers=headers)
+    assert again.status_code == 201 and again.json()["id"] != a.json()["id"]
+    assert "idempotent-replayed" not in again.headers
+
+
+@pytest.mark.parametrize("key", ["", "has space", "x" * 256, "tab\there"])
+async def test_malformed_keys_are_refused(api, service_resources, key):
+    before = await _count(service_resources, SessionRow)
+    response = await api.post(
+        "/v1/sessions", json={"user_id": "u", "history": HISTORY}, headers={"Idempotency-Key": key}
+    )
+    assert response.status_code == 422 and response.json()["field"] == "Idempotency-Key"
+    assert await _count(service_resources, SessionRow) == before
