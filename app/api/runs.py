@@ -13,11 +13,12 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.schemas import ErrorBody
+from app.api.openapi import V1_ERRORS, error_responses
 from app.services import runs as service
 
-ERRORS = {401: {"model": ErrorBody}, 404: {"model": ErrorBody}, 422: {"model": ErrorBody}}
-router = APIRouter(prefix="/v1/runs", tags=["evaluation runs"], responses=ERRORS)
+router = APIRouter(
+    prefix="/v1/runs", tags=["evaluation runs"], responses={**V1_ERRORS, **error_responses(404)}
+)
 
 # A run's files are only ever fetched by the UI's scripts; should one be opened directly, it
 # runs nothing and is shown as what it is.

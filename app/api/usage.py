@@ -7,13 +7,12 @@ from datetime import date
 from fastapi import APIRouter
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.schemas import DayUsagePublic, ErrorBody, KeyUsagePublic, UsagePublic
+from app.api.openapi import V1_ERRORS
+from app.api.schemas import DayUsagePublic, KeyUsagePublic, UsagePublic
 from app.services import usage as service
 from graph.state import sum_usage
 
-router = APIRouter(
-    prefix="/v1/usage", tags=["usage"], responses={401: {"model": ErrorBody}, 422: {"model": ErrorBody}}
-)
+router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=V1_ERRORS)
 
 
 @router.get("", response_model=KeyUsagePublic)

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Loop, Session
+from app.steering.store import SteeringCommand
 
 _COUNT_REQUEST = """
 INSERT INTO rate_windows AS w (owner_key_id, window_start, count)
@@ -33,10 +34,13 @@ async def count_request(
 
 
 async def llm_tokens_since(db: AsyncSession, *, owner_key_id: int, since: datetime) -> int:
-    """LLM tokens (prompt + completion) of the key's loops started since ``since``."""
-    stmt = (
-        select(func.coalesce(func.sum(Loop.prompt_tokens + Loop.completion_tokens), 0))
-        .join(Session, Session.id == Loop.session_id)
-        .where(Session.owner_key_id == owner_key_id, Loop.started_at >= since)
-    )
-    return int((await db.execute(stmt)).scalar_one())
+    """LLM tokens (prompt + completion) of the key's loops and steering commands since ``since``."""
+    total = 0
+    for table, started in ((Loop, Loop.started_at), (SteeringCommand, SteeringCommand.created_at)):
+        stmt = (
+            select(func.coalesce(func.sum(table.prompt_tokens + table.completion_tokens), 0))
+            .join(Session, Session.id == table.session_id)
+            .where(Session.owner_key_id == owner_key_id, started >= since)
+        )
+        total += int((await db.execute(stmt)).scalar_one())
+    return total

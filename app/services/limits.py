@@ -5,7 +5,8 @@
   counts, never block a key). Past ``rate_limit_per_minute``: 429 with Retry-After (the rest of
   the minute).
 - Budget: before an LLM request runs (a loop or feedback with LLM agents, a command for the LLM
-  parser), the key's LLM tokens since midnight UTC are summed from the loop history. At or past
+  parser), the key's LLM tokens since midnight UTC are summed from the loop history and the
+  steering commands. At or past
   ``llm_token_budget_per_day``: 429 saying the budget and when it resets. A run in progress counts
   when it is recorded, so concurrent runs of one key can overshoot by what they use.
 """

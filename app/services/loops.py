@@ -197,6 +197,12 @@ class LoopRun:
                     _finish_loop(loop, outcome, status="failed")
                     loop.error, loop.finished_at = error, datetime.now(UTC)
                     loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
+                    await loops_repo.add_key_usage(  # what its finished rounds used is spent all the same
+                        db,
+                        owner_key_id=self.session.owner_key_id,
+                        usage=_usage(new_rounds),
+                        fallbacks=_fallbacks(new_rounds),
+                    )
                 await sessions_repo.set_loop_status(
                     db, session_id=self.session.id, status="idle", n_loops=self.loop_index
                 )
