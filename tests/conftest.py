@@ -209,6 +209,25 @@ async def api(make_api_client):
 
 
 @pytest.fixture
+def held_rec_agent(monkeypatch):
+    """The recommendation agent waits for the returned event: a loop held mid-run until it is set."""
+    import asyncio
+
+    from graph.agents.offline import OfflineRecAgent
+
+    release = asyncio.Event()
+    apropose = OfflineRecAgent.apropose
+
+    async def held(self, ctx):
+        await release.wait()
+        return await apropose(self, ctx)
+
+    monkeypatch.setattr(OfflineRecAgent, "apropose", held)
+    yield release
+    release.set()
+
+
+@pytest.fixture
 async def served(service_settings, service_resources):
     """The app behind a real uvicorn server on 127.0.0.1 (a free port), and a client with a new key."""
     import asyncio

@@ -86,17 +86,10 @@ async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_i
     assert (await api.get(f"{url}/loops", params={"status": "completed"})).json()["count"] == 1
 
 
-async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_resources, monkeypatch):
+async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_resources, held_rec_agent):
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}"
-    release = asyncio.Event()
-    apropose = OfflineRecAgent.apropose
-
-    async def held(self, ctx):
-        await release.wait()
-        return await apropose(self, ctx)
-
-    monkeypatch.setattr(OfflineRecAgent, "apropose", held)
+    release = held_rec_agent
     running = asyncio.create_task(api.post(f"{url}/recommendations", json=BODY))
     try:
         for _ in range(100):

@@ -10,7 +10,6 @@ from sqlalchemy import func, select, update
 
 from app.db.models import IdempotencyKey, Loop
 from app.db.models import Session as SessionRow
-from graph.agents.offline import OfflineRecAgent
 
 pytestmark = pytest.mark.integration
 
@@ -76,17 +75,10 @@ async def test_the_same_key_for_another_request_is_422_and_changes_nothing(api, 
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == HISTORY
 
 
-async def test_a_retry_while_the_first_runs_is_409(api, service_resources, monkeypatch):
+async def test_a_retry_while_the_first_runs_is_409(api, service_resources, held_rec_agent):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
-    release = asyncio.Event()
-    apropose = OfflineRecAgent.apropose
-
-    async def held(self, ctx):
-        await release.wait()
-        return await apropose(self, ctx)
-
-    monkeypatch.setattr(OfflineRecAgent, "apropose", held)
+    release = held_rec_agent
     headers = _key()
     first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
     await asyncio.sleep(0.3)

@@ -108,9 +108,7 @@ class PooledPostgresSaver(BasePostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Any:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        config = {**config, "configurable": {**configurable, "thread_id": thread_id}}
+        thread_id, config = _thread_of(config)
         # Serialised now: a value the graph changes in place later must not change this checkpoint.
         self._pending.setdefault(thread_id, []).extend(
             checkpoint_rows(self.serde, config, checkpoint, metadata, new_versions)
@@ -125,7 +123,7 @@ class PooledPostgresSaver(BasePostgresSaver):
         return {
             "configurable": {
                 "thread_id": thread_id,
-                "checkpoint_ns": configurable["checkpoint_ns"],
+                "checkpoint_ns": config["configurable"]["checkpoint_ns"],
                 "checkpoint_id": checkpoint["id"],
             }
         }
@@ -133,9 +131,7 @@ class PooledPostgresSaver(BasePostgresSaver):
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        config = {**config, "configurable": {**configurable, "thread_id": thread_id}}
+        thread_id, config = _thread_of(config)
         self._pending.setdefault(thread_id, []).extend(
             write_rows(self.serde, config, writes, task_id, task_path)
         )
@@ -289,6 +285,12 @@ class PooledPostgresSaver(BasePostgresSaver):
         """Drop the thread's uncommitted rows (it is being deleted)."""
         await self._settle(thread_id)
         self._pending.pop(thread_id, None)
+
+
+def _thread_of(config: Any) -> tuple[str, Any]:
+    """The config's thread id as text (the buffer's key and the rows' value), and the config with it."""
+    thread_id = str(config["configurable"]["thread_id"])
+    return thread_id, {**config, "configurable": {**config["configurable"], "thread_id": thread_id}}
 
 
 async def execute_in_transaction(conn: AsyncConnection, rows: list[Row], schema: str) -> None:
