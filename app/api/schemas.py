@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
@@ -33,6 +34,23 @@ def _json_integer(value: Any) -> Any:
 
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
 """An integer as JSON Schema has it (what the OpenAPI schema promises)."""
+
+_DATE = r"\d{4}-\d{2}-\d{2}"
+_RFC3339 = re.compile(_DATE + r"[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _matching(pattern: re.Pattern[str], example: str):
+    def check(value: Any) -> Any:
+        # The schema says format date / date-time; pydantic alone would also take 0 or 0.5 (Unix times).
+        if isinstance(value, str) and not pattern.fullmatch(value):
+            raise PydanticCustomError("format", "must look like {example}", {"example": example})
+        return value
+
+    return BeforeValidator(check)
+
+
+Rfc3339 = Annotated[datetime, _matching(_RFC3339, "2026-11-30T12:00:00Z (RFC 3339, with a time zone)")]
+IsoDate = Annotated[date, _matching(re.compile(_DATE), "2026-11-30")]
 SessionStatus = Literal["idle", "running", "awaiting_feedback"]
 LoopStatus = Literal["running", "awaiting_feedback", "completed", "failed"]
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import uuid
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import BeforeValidator
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
@@ -16,6 +13,7 @@ from app.api.schemas import (
     MAX_OFFSET,
     NO_NUL,
     ConsumptionCreate,
+    Rfc3339,
     SessionCreate,
     SessionPublic,
     SessionsPublic,
@@ -24,18 +22,6 @@ from app.api.schemas import (
 )
 from app.db.sessions import SessionFilter
 from app.services import sessions as service
-
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-
-
-def _rfc3339(value: object) -> object:
-    # The schema says format date-time; pydantic alone would also take 0.5 (a Unix time) or a date.
-    if isinstance(value, str) and not _RFC3339.fullmatch(value):
-        raise ValueError("must be an RFC 3339 date-time with a time zone, e.g. 2026-11-30T12:00:00Z")
-    return value
-
-
-Rfc3339 = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=V1_ERRORS)
 ON_A_SESSION = error_responses(404)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import date
-
 from fastapi import APIRouter
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import V1_ERRORS
-from app.api.schemas import DayUsagePublic, KeyUsagePublic, UsagePublic
+from app.api.schemas import DayUsagePublic, IsoDate, KeyUsagePublic, UsagePublic
 from app.services import usage as service
 from graph.state import sum_usage
 
@@ -17,7 +15,7 @@ router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=V1_ERRORS)
 
 @router.get("", response_model=KeyUsagePublic)
 async def key_usage(
-    res: ResourcesDep, caller: CallerDep, since: date | None = None, until: date | None = None
+    res: ResourcesDep, caller: CallerDep, since: IsoDate | None = None, until: IsoDate | None = None
 ) -> KeyUsagePublic:
     """LLM calls, tokens (prompt, completion, cached), time and fallbacks of all your sessions
     (deleted ones included), per UTC day from ``since`` to ``until`` (inclusive, both optional)."""

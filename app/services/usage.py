@@ -6,7 +6,6 @@ from datetime import date
 
 from app.db import loops as loops_repo
 from app.db.models import KeyUsage
-from app.services.errors import InvalidInput
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 
@@ -14,8 +13,7 @@ from app.services.runtime import ServiceResources
 async def key_usage(
     res: ServiceResources, caller: Caller, *, since: date | None, until: date | None
 ) -> list[KeyUsage]:
-    """The caller's key's usage per day in [since, until] (both optional, UTC days)."""
-    if since is not None and until is not None and since > until:
-        raise InvalidInput(f"since: {since} is after until ({until})", field="since")
+    """The caller's key's usage per day in [since, until] (both optional, UTC days; empty when
+    since > until: a valid query the OpenAPI schema cannot forbid, with no day in it)."""
     async with res.sessionmaker() as db:
         return await loops_repo.key_usage(db, owner_key_id=caller.key_id, since=since, until=until)
