@@ -70,3 +70,15 @@ def test_autogenerate_ignores_the_checkpoint_schema(make_database):
     downgrade(url, "base")
     assert _tables(url, "langgraph") == CHECKPOINT_TABLES  # Alembic never touches them
     asyncio.run(setup_checkpoints(url, "langgraph"))  # the saver's own migrations are idempotent
+
+
+def test_the_checkpoint_values_are_compressed_with_lz4(make_database):
+    url = make_database()
+    for _ in range(2):  # set-up runs at every deploy
+        asyncio.run(setup_checkpoints(url, "langgraph"))
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT attrelid::regclass::text, attcompression FROM pg_attribute WHERE attname = 'blob' AND "
+            "attrelid IN ('langgraph.checkpoint_blobs'::regclass, 'langgraph.checkpoint_writes'::regclass)"
+        ).fetchall()
+    assert sorted(rows) == [("langgraph.checkpoint_blobs", "l"), ("langgraph.checkpoint_writes", "l")]

@@ -6,6 +6,7 @@ Workers never run these: two workers running setup() at once would race on DDL.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import psycopg
@@ -16,6 +17,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from app.db.urls import libpq_url
+
+_log = logging.getLogger(__name__)
 
 # `migrations` is installed next to `app` (a package in the wheel, a directory in a checkout).
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -45,6 +48,31 @@ async def setup_checkpoints(url: str, schema: str) -> None:
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         await AsyncPostgresSaver(conn).setup()
+        await _compress_with_lz4(conn)
+
+
+LARGE_COLUMNS = (("checkpoint_blobs", "blob"), ("checkpoint_writes", "blob"))
+"""Where the saver keeps channel values and task writes (agent memories, sends with the state)."""
+
+
+async def _compress_with_lz4(conn: psycopg.AsyncConnection) -> None:
+    """lz4 instead of pglz for the saver's large values: a loop's ~70 rows commit in about half
+    the time (measured 7.9 vs 12-17 ms). A storage setting only; LangGraph's format is unchanged.
+    Skipped where the server has no lz4 (built without it, or PostgreSQL 13)."""
+    try:
+        async with conn.transaction():
+            for table, column in LARGE_COLUMNS:
+                await conn.execute(
+                    sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET COMPRESSION lz4").format(
+                        sql.Identifier(table), sql.Identifier(column)
+                    )
+                )
+    except (
+        psycopg.errors.FeatureNotSupported,
+        psycopg.errors.SyntaxError,
+        psycopg.errors.InvalidParameterValue,
+    ):
+        _log.warning("this PostgreSQL has no lz4 compression: checkpoint values stay compressed with pglz")
 
 
 def migrate_all(url: str, checkpoint_schema: str) -> None:
