@@ -100,7 +100,7 @@ class Settings(BaseSettings):
         "transaction when the round closes (one fsync per round instead of about ten).",
     )
     checkpoint_commit_delay_ms: float = Field(
-        20.0,
+        100.0,
         ge=0,
         le=1000,
         description="Longest a finished round waits for its background commit, so that rounds closing "
