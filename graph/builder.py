@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
 from graph.deps import LoopDeps
-from graph.nodes import LoopNodes, route_after_memory_update, route_start
+from graph.nodes import LoopNodes, route_after_memory_update
 from graph.state import LoopInput, LoopState
 
 NODE_NAMES = ("recommend", "score", "judge", "memory_update")
@@ -25,7 +25,7 @@ def build_graph(deps: LoopDeps) -> StateGraph:
     graph.add_node("score", nodes.score)
     graph.add_node("judge", RunnableLambda(nodes.judge, afunc=nodes.ajudge, name="judge"))
     graph.add_node("memory_update", nodes.memory_update)
-    graph.add_conditional_edges(START, route_start, ["recommend"])
+    graph.add_edge(START, "recommend")
     graph.add_edge("recommend", "score")
     graph.add_edge("score", "judge")
     graph.add_edge("judge", "memory_update")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langgraph.graph import END
-from langgraph.types import Overwrite, Send, interrupt
+from langgraph.types import Overwrite, interrupt
 
 from app.steering.tools import hard_violations
 from graph import describe
@@ -65,23 +65,17 @@ def validate_loop_input(
         raise LoopInputError("judge_mode", f"must be one of {JUDGE_MODES}, got {judge_mode!r}")
 
 
-NEW_LOOP = "new_loop"
-"""Key the START route adds to the state it sends to ``recommend``: this run came with new input."""
-
-
-def route_start(state: LoopState) -> Send:
-    """Every new input enters ``recommend`` marked, so it always opens a new loop.
-
-    Continuations (``invoke(None)``, ``Command(resume=...)``) never pass START and so
-    continue the open loop; the marker is what tells the two apart exactly, whatever
-    state a previous loop was left in (finished, paused, abandoned mid-round).
-    """
-    return Send("recommend", {**state, NEW_LOOP: True})
-
-
 def is_new_loop(state: LoopState) -> bool:
-    """Whether ``recommend`` runs at the start of a loop rather than after a rejected round."""
-    return bool(state.get(NEW_LOOP)) or not state.get("loop_index")
+    """Whether ``recommend`` runs at the start of a loop rather than after a rejected round.
+
+    New input carries the ephemeral ``new_loop`` marker (graph.runner.loop_input sets it), which
+    tells it apart from a continuation (``invoke(None)``, ``Command(resume=...)``) whatever state
+    the previous loop was left in (finished, paused, abandoned mid-round). Without the marker, a
+    thread whose last loop has ended (or that has none) opens one all the same.
+    """
+    if state.get("new_loop") or not state.get("loop_index"):
+        return True
+    return state.get("stop_reason") is not None
 
 
 def reward_rank(scores: list[float], index: int) -> int:

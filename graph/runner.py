@@ -96,6 +96,7 @@ def loop_input(
 ) -> LoopInput:
     """Every input key spelled out, so nothing carries over from a thread's previous loop."""
     return {
+        "new_loop": True,
         "history": list(history),
         "candidates": list(candidates) if candidates is not None else default_candidates(deps, history),
         "max_rounds": deps.settings.max_rounds if max_rounds is None else max_rounds,

@@ -1,8 +1,8 @@
 """The one state of the feedback loop (AFL/FLOW, arXiv 2410.20027, Algorithm 1).
 
 A thread (one session) runs many loops over time: every invocation with a new
-:class:`LoopInput` starts a new loop (the START route marks it, see
-``graph.nodes.route_start``), while ``invoke(None)`` or ``Command(resume=...)``
+:class:`LoopInput` starts a new loop (its ``new_loop`` marker says so, see
+``graph.nodes.is_new_loop``), while ``invoke(None)`` or ``Command(resume=...)``
 continue the open one. Per-loop fields (``rounds``, ``final_*``, ``stop_reason``,
 the cached scores, the pending proposal) are reset by the ``recommend`` node when
 it opens a loop; the agents' memories (``rec_memory``, ``user_memory``)
@@ -20,6 +20,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from langgraph.channels import EphemeralValue
 
 JudgeMode = Literal["agent", "human"]
 Decision = Literal["accept", "reject"]
@@ -194,9 +196,16 @@ def remember(memory: list[MemoryEntry], new: list[MemoryEntry]) -> list[MemoryEn
     return (memory + new)[-MEMORY_WINDOW:]
 
 
+NewLoopMarker = Annotated[bool, EphemeralValue(bool)]
+"""True in the step after new input arrived, cleared after it: marks a loop's opening without
+copying the state into a START ``Send`` (which stored the whole state again with every loop)."""
+
+
 class LoopInput(TypedDict):
     """What a caller passes to start one loop on a thread (the graph's input schema)."""
 
+    new_loop: NotRequired[NewLoopMarker]
+    """True: this input opens a new loop (graph.runner.loop_input sets it)."""
     history: list[int]
     """The user's items, oldest first."""
     candidates: list[int]
@@ -212,6 +221,8 @@ class LoopInput(TypedDict):
 class LoopState(TypedDict):
     """The full state: the input, the per-loop progress, and the thread's memories."""
 
+    new_loop: NotRequired[NewLoopMarker]
+    """The input's marker: set for the step after new input, then cleared (input)."""
     history: list[int]
     """The user's items, oldest first (input)."""
     candidates: list[int]

@@ -28,7 +28,12 @@ def slow_to_please(ml_dataset, ml_scorers):
         candidates = sample_candidates(history, row.next, ml_dataset.n_items, rng)
         favourite = deps.reward_scorer.rank(history, candidates)[0]
         if deps.rec_scorer.rank(history, candidates).index(favourite) >= MAX_ROUNDS:
-            return deps, {"history": history, "candidates": candidates, "max_rounds": MAX_ROUNDS}
+            return deps, {
+                "new_loop": True,
+                "history": history,
+                "candidates": candidates,
+                "max_rounds": MAX_ROUNDS,
+            }
     pytest.fail("no test row needs four rounds")
 
 
@@ -97,3 +102,35 @@ def test_new_input_while_a_human_answer_is_pending_opens_a_new_loop(slow_to_plea
     assert fresh["loop_index"] == 2 and fresh["rounds"][0]["round"] == 1
     assert fresh["stop_reason"] in ("accepted", "max_rounds")
     assert not graph.get_state(config).next
+
+
+def test_input_without_the_marker_opens_a_loop_only_after_the_last_one_ended(slow_to_please):
+    deps, loop_input = slow_to_please
+    unmarked = {k: v for k, v in loop_input.items() if k != "new_loop"}
+    saver = InMemorySaver()
+    config = loop_config("unmarked-thread", MAX_ROUNDS)
+    graph = build_graph(deps).compile(checkpointer=saver)
+    first = graph.invoke({**unmarked, "max_rounds": 1}, config)  # a thread's first loop
+    second = graph.invoke({**unmarked, "max_rounds": 1}, config)  # the first one ended
+    assert (first["loop_index"], second["loop_index"]) == (1, 2)
+
+    paused = build_graph(deps).compile(checkpointer=saver, interrupt_after=["memory_update"])
+    open_loop = paused.invoke({**loop_input, "max_rounds": 3}, config)
+    assert open_loop["loop_index"] == 3 and open_loop["stop_reason"] is None
+    # unmarked input on an open loop continues it; the marker is what opens a new one mid-loop
+    assert graph.invoke(unmarked, config)["loop_index"] == 3
+    assert graph.invoke({**loop_input, "max_rounds": 1}, config)["loop_index"] == 4
+
+
+def test_a_loop_stores_no_copy_of_the_state_in_its_task_writes(slow_to_please):
+    deps, loop_input = slow_to_please
+    saver = InMemorySaver()
+    config = loop_config("lean-thread", MAX_ROUNDS)
+    graph = build_graph(deps).compile(checkpointer=saver)
+    graph.invoke(loop_input, config)
+    graph.invoke(loop_input, config)  # the second loop starts with four remembered rounds
+    writes = [w for saved in saver.list(config) for w in saved.pending_writes or []]
+    assert writes and {channel for _, channel, _ in writes} >= {"proposal", "rounds"}
+    assert [
+        w for w in writes if w[1] == "__pregel_tasks"
+    ] == []  # new input marks itself; nothing sends the whole state to `recommend`

@@ -323,6 +323,7 @@ async def open_loop(
         candidates = steered or await _default_candidates(res, request.agents, session.history)
         max_rounds = request.max_rounds or res.settings.max_rounds
         graph_input = {
+            "new_loop": True,
             "history": list(session.history),
             "candidates": candidates,
             "max_rounds": max_rounds,
