@@ -161,11 +161,15 @@ def table4(
     max_rows: int | None = MaxRowsOpt,
     run_dir: Path | None = RunDirOpt,
     candidates: Path | None = CandidatesOpt,
+    draws: int = typer.Option(
+        20, "--draws", min=1, help="Candidate draws per user for the expected HR@1 (seeds 0..N-1)."
+    ),
     as_json: bool = JsonOpt,
     concurrency: int = ConcurrencyOpt,
     progress: bool = ProgressOpt,
 ) -> None:
-    """Table 4: HR@1 of Model, Agent and FLOW for each rec model (default: all three)."""
+    """Table 4: HR@1 of Model, Agent and FLOW for each rec model (default: all three), beside the
+    reward model alone and the two-model ensembles, with paired 95 % intervals over users."""
     from app.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
@@ -173,6 +177,7 @@ def table4(
         seeds=tuple(range(seeds)),
         max_rows=max_rows,
         candidates_file=str(candidates) if candidates else None,
+        draws=draws,
     )
     execute(
         "table4",
@@ -186,6 +191,7 @@ def table4(
         extra_config={
             "rec_models": list(options.rec_models),
             "seeds": list(options.seeds),
+            "draws": draws,
             "max_rows": max_rows,
         },
         body=lambda ctx: run_table4(ctx, options),

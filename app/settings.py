@@ -37,8 +37,13 @@ class Settings(BaseSettings):
     # --- the feedback loop -----------------------------------------------------------
     max_rounds: int = Field(4, ge=1, le=20, description="Paper default round limit.")
     n_candidates: int = Field(20, ge=2, le=200)
-    accept_top_k: int = Field(
-        5, ge=1, description="Offline user agent accepts items the reward model ranks within this top-k."
+    accept_top_k: int | None = Field(
+        None,
+        ge=1,
+        description="Offline user agent also accepts what the reward model ranks within this top-k; "
+        "unset: only its favourite (then the loop's answer is the validation-weighted agreement of both "
+        "models, graph/README.md). The reward-model-only baseline of user simulation likes this share "
+        "(k / n_candidates, unset: 1) of a list.",
     )
     reward_display: Literal["top_picks", "score"] = Field(
         "top_picks",

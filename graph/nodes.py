@@ -114,6 +114,7 @@ class LoopNodes:
             round=len(rounds) + 1,
             preferences=view.get("preferences"),
             llm_budget_s=self._budget_left(view),
+            reward_scores=list(view["reward_scores"]),
         )
         return update, ctx
 
@@ -216,6 +217,7 @@ class LoopNodes:
         candidates = state["candidates"]
         show_picks = self.deps.settings.reward_display == "top_picks"
         spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
+        rounds = state.get("rounds") or []
         return UserContext(
             history=list(state["history"]),
             candidates=list(candidates),
@@ -225,9 +227,12 @@ class LoopNodes:
             reward_rank=verdict["rank"],
             top_picks=self.top_picks(candidates, state["reward_scores"]) if show_picks else [],
             memory=list(state.get("user_memory") or []),
-            round=len(state.get("rounds") or []) + 1,
+            round=len(rounds) + 1,
             preferences=state.get("preferences"),
             llm_budget_s=self._budget_left(state, spent_on_proposal),
+            reward_scores=list(state["reward_scores"]) if show_picks else [],
+            rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
+            asked_for_this_loop=[i for r in rounds for i in r["preferred_items"]],
         )
 
     @staticmethod

@@ -49,6 +49,10 @@ class LoopResult:
     rec_memory: list[MemoryEntry] = field(default_factory=list)
     user_memory: list[MemoryEntry] = field(default_factory=list)
 
+    def accepted_items(self) -> list[int]:
+        """Items the user agent accepted in this loop (at most one: acceptance ends it)."""
+        return [r["item"] for r in self.rounds if r["decision"] == "accept"]
+
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LoopResult:
         if state.get("stop_reason") is None or state.get("final_item") is None:
@@ -201,12 +205,14 @@ def judge_items(
     items: Sequence[int],
     memory: Sequence[MemoryEntry] = (),
     preferences: dict[str, Any] | None = None,
+    accepted: Sequence[int] = (),
 ) -> list[bool]:
     """User simulation (AFL Table 5): the user agent's like/dislike for each item, no loop.
 
-    Pass the memory a loop left (``LoopResult.user_memory``) for FLOW, none for "Agent".
+    Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
+    :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
     """
-    return assess_items(deps, history, items, memory, preferences).likes
+    return assess_items(deps, history, items, memory, preferences, accepted).likes
 
 
 def assess_items(
@@ -215,8 +221,18 @@ def assess_items(
     items: Sequence[int],
     memory: Sequence[MemoryEntry] = (),
     preferences: dict[str, Any] | None = None,
+    accepted: Sequence[int] = (),
 ) -> ItemsVerdict:
     """:func:`judge_items` with what the verdict cost (LLM calls and tokens) and any fallback."""
     scores = deps.reward_scorer.score(list(history), list(items)) if items else []
-    ctx = JudgeItemsContext(list(history), list(items), scores, list(memory), preferences)
+    log_probs = deps.reward_scorer.log_probs(list(history), list(items)) if items else []
+    ctx = JudgeItemsContext(
+        list(history),
+        list(items),
+        scores,
+        list(memory),
+        preferences,
+        reward_log_probs=log_probs,
+        accepted=list(accepted),
+    )
     return deps.user_agent.assess_items(ctx)

@@ -43,20 +43,37 @@ def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> lis
     for start in range(0, len(rows), _BATCH):
         chunk = rows[start : start + _BATCH]
         seqs = pad_histories([r.history for r in chunk], model.max_len, model.pad_id)  # [B, T]
-        logits = model.score_all(seqs)  # [B, N]
-        masked = mask_seen(logits, seqs, model.pad_id)  # [B, N]
-        targets = torch.as_tensor([r.next for r in chunk])  # [B]
-        target_scores = logits.gather(1, targets.unsqueeze(1))  # [B, 1] unmasked
-        ids = torch.arange(model.n_items).unsqueeze(0)  # [1, N]
-        above = (masked > target_scores) | ((masked == target_scores) & (ids < targets.unsqueeze(1)))
-        above &= ids != targets.unsqueeze(1)
-        n_above = above.sum(dim=1).tolist()  # [B]
-        for row, n in zip(chunk, n_above, strict=True):
-            in_history = row.next in row.history
-            pool = model.n_items - len(set(row.history) - {row.next}) - 1
-            stats.append(RankingStats(model.n_items if in_history else n, n, pool))
+        stats += ranking_stats_from_scores(model.score_all(seqs), chunk)
     model.train(was_training)
     return stats
+
+
+@torch.no_grad()
+def ranking_stats_from_scores(scores: torch.Tensor, rows: Sequence[Row]) -> list[RankingStats]:
+    """Where each row's target lands under per-item scores ``scores`` [B, N] (any model or mix of
+    models: higher is better). History items are left out; ties go to the lower item id."""
+    _B, N = scores.shape  # batch, catalog
+    if not rows:
+        return []
+    seqs = pad_histories([r.history for r in rows], max(1, *(len(r.history) for r in rows)), N)
+    masked = mask_seen(scores, seqs, N)  # [B, N]
+    targets = torch.as_tensor([r.next for r in rows])  # [B]
+    target_scores = scores.gather(1, targets.unsqueeze(1))  # [B, 1] unmasked
+    ids = torch.arange(N).unsqueeze(0)  # [1, N]
+    above = (masked > target_scores) | ((masked == target_scores) & (ids < targets.unsqueeze(1)))
+    above &= ids != targets.unsqueeze(1)
+    n_above = above.sum(dim=1).tolist()  # [B]
+    stats: list[RankingStats] = []
+    for row, n in zip(rows, n_above, strict=True):
+        in_history = row.next in row.history
+        pool = N - len(set(row.history) - {row.next}) - 1
+        stats.append(RankingStats(N if in_history else n, n, pool))
+    return stats
+
+
+def expected_hr_at_1_of(stats: Sequence[RankingStats]) -> list[float]:
+    """Per row: the exact HR@1-of-20 averaged over every draw of the 19 negatives."""
+    return [metrics.expected_hr_at_1(s.n_outranking, s.pool_size, N_CANDIDATES - 1) for s in stats]
 
 
 def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, float]:
@@ -64,9 +81,7 @@ def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, flo
     return {
         f"hit{k}": metrics.mean([metrics.hit_at_k(s.rank, k) for s in stats]),
         f"ndcg{k}": metrics.mean([metrics.ndcg_at_k(s.rank, k) for s in stats]),
-        "hr1_expected": metrics.mean(
-            [metrics.expected_hr_at_1(s.n_outranking, s.pool_size, N_CANDIDATES - 1) for s in stats]
-        ),
+        "hr1_expected": metrics.mean(expected_hr_at_1_of(stats)),
     }
 
 

@@ -56,6 +56,18 @@ class Scorer:
         return [candidates[i] for i in order]
 
     @torch.no_grad()
+    def catalog_log_probs(self, histories: Sequence[Sequence[int]]) -> torch.Tensor:
+        """[B, N] next-item log-probabilities over the whole catalog, each history's items left out
+        (-inf): one scale for every user, whatever the model's raw logit offset."""
+        seqs = self._seqs(histories)
+        return torch.log_softmax(mask_seen(self.model.score_all(seqs), seqs, self.model.pad_id), dim=1)
+
+    def log_probs(self, history: Sequence[int], items: Sequence[int]) -> list[float]:
+        """:meth:`catalog_log_probs` of ``items`` for one history (-inf for history items)."""
+        ids = torch.as_tensor(list(items), dtype=torch.long)
+        return self.catalog_log_probs([history])[0, ids].tolist()
+
+    @torch.no_grad()
     def top_k(self, history: Sequence[int], k: int, exclude: Collection[int] = ()) -> list[int]:
         """The k best items over the whole catalog, never an item of the history or ``exclude``."""
         seqs = self._seqs([history])

@@ -27,6 +27,12 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", _env_file=None)
 
 
+@pytest.fixture(scope="session")
+def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir for settings built without one (the loop caches text item vectors under it)."""
+    return tmp_path_factory.mktemp("data")
+
+
 # --- datasets (session-scoped: imported once from the shared LLaRA files) ---------------
 
 

@@ -23,13 +23,21 @@ def test_table4_matches_the_models_and_resumes_after_interruption(
     cli_data_dir: Path, ml_dataset, ml_scorers
 ) -> None:
     run_dir = cli_data_dir / "runs" / "t4"
-    args = ("table4", "--dataset", "movielens", "--seeds", "2", "--max-rows", "5", "--run-dir", str(run_dir))
+    args = ("table4", "--dataset", "movielens", "--seeds", "2", "--draws", "3", "--max-rows", "5")
+    args = (*args, "--run-dir", str(run_dir))
     first = invoke_json(*args)
 
     assert [r["rec_model"] for r in first["rows"]] == ["sasrec", "gru4rec", "caser"]
     for row in first["rows"]:
-        assert set(row) == {"dataset", "rec_model", "model_hr1", "agent_hr1", "flow_hr1", "n_rows"}
+        assert {"dataset", "rec_model", "model_hr1", "agent_hr1", "flow_hr1", "n_rows"} <= set(row)
         assert row["n_rows"] == 5 and row["dataset"] == "movielens"
+        # paired differences with their bootstrap intervals, FLOW against each baseline
+        for other in ("model", "reward", "ensemble", "weighted", "agent"):
+            ci = row[f"flow_minus_{other}"]
+            assert ci["low"] <= ci["mean"] <= ci["high"]
+            assert ci["mean"] == pytest.approx(row["flow_hr1_expected"] - row[f"{other}_hr1_expected"])
+    gain = first["flow_minus_model_over_models"]
+    assert gain["low"] <= gain["mean"] <= gain["high"]
     # The "Model" column is the rec model's own top candidate, recomputed here independently.
     from recmodels.candidates import sample_candidates
 
@@ -45,18 +53,22 @@ def test_table4_matches_the_models_and_resumes_after_interruption(
         assert row["model_hr1"] == pytest.approx(sum(hits) / len(hits))
 
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["config"]["seeds"] == [0, 1] and results["code_version"]
+    assert results["config"]["seeds"] == [0, 1] and results["config"]["draws"] == 3
+    assert results["code_version"] and results["sampled_sources"] == ["seed0", "seed1"]
+    for row in results["rows"]:  # exact expectations beside the sampled ones, and what was learned
+        assert 0.0 <= row["model_hr1_exact"] <= 1.0 and row["n_draws"] == 3
+        assert row["calibration"]["trust"] in [i / 20 for i in range(21)]
     assert {m for m in results["models"]} >= {"movielens/sasrec", "movielens/gru4rec", "movielens/caser"}
     assert all(len(m["artifact_sha256"]) == 64 for m in results["models"].values())
     assert "Table 4" in (run_dir / "report.md").read_text()
     assert (run_dir / "table4_hr1.png").stat().st_size > 1000
 
-    # Interrupt: keep 7 of the 30 finished rows plus a torn line, then resume the same run dir.
+    # Interrupt: keep 7 of the 45 finished rows plus a torn line, then resume the same run dir.
     lines = (run_dir / "rows.jsonl").read_text().splitlines()
-    assert len(lines) == 3 * 2 * 5
+    assert len(lines) == 3 * 3 * 5
     (run_dir / "rows.jsonl").write_text("\n".join(lines[:7]) + "\n" + lines[7][:20])
     assert invoke_json(*args) == first
-    assert len((run_dir / "rows.jsonl").read_text().splitlines()) == 30
+    assert len((run_dir / "rows.jsonl").read_text().splitlines()) == 45
 
     # Resuming with other settings is refused instead of mixing numbers.
     other = CliRunner().invoke(cli, ["eval", *args[:-2], "--run-dir", str(run_dir), "--max-rows", "4"])

@@ -12,6 +12,7 @@ from app.eval.table4 import summarise
 def record(source: str, target: int, model: int, agent: int, flow: int, rounds: int = 1) -> dict:
     return {
         "source": source,
+        "row_id": target,  # one user per target in these records
         "target": target,
         "model_pick": model,
         "agent_pick": agent,
@@ -35,6 +36,28 @@ def test_table4_row_averages_hr1_over_candidate_seeds() -> None:
     assert (row["n_rows"], row["n_sources"], row["mean_rounds"]) == (2, 2, 2.0)
     assert row["flow_changed_share"] == 0.5
     assert hr(records, "agent_pick") == 0.25
+    # expected HR@1: per user, the share of its draws that hit, then the mean over users
+    assert row["flow_hr1_expected"] == pytest.approx((1.0 + 0.5) / 2)
+    assert row["model_hr1_expected"] == pytest.approx((0.5 + 0.0) / 2)
+    gain = row["flow_minus_model"]
+    assert gain["mean"] == pytest.approx(0.5) and gain["low"] <= 0.5 <= gain["high"]
+
+
+def test_table4_sampled_figure_uses_only_the_sampled_seeds() -> None:
+    records = [record("seed0", 5, 5, 5, 5), record("seed1", 5, 1, 1, 1), record("seed2", 5, 1, 1, 5)]
+    row = summarise("movielens", "sasrec", records, sampled={"seed0", "seed1"})
+    assert row["flow_hr1"] == pytest.approx(0.5) and row["n_sources"] == 2 and row["n_draws"] == 3
+    assert row["flow_hr1_expected"] == pytest.approx(2 / 3)
+
+
+def test_paired_interval_is_deterministic_and_brackets_the_mean() -> None:
+    from app.eval.metrics import paired_interval
+
+    diffs = [0.0, 1.0, 0.0, 0.5, 0.0, -0.5, 1.0, 0.0]
+    a, b = paired_interval(diffs), paired_interval(diffs)
+    assert a == b and a.low <= a.mean <= a.high and a.mean == pytest.approx(sum(diffs) / len(diffs))
+    assert paired_interval([0.25] * 10).to_json() == {"mean": 0.25, "low": 0.25, "high": 0.25}
+    assert paired_interval([0.1, 0.2, 0.3] * 20).excludes_zero()
 
 
 def test_arrangements_move_only_the_target() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -16,9 +17,31 @@ from graph.runner import LoopRunner, judge_items, loop_config, recursion_limit_f
 from recmodels.candidates import sample_candidates
 
 
+@pytest.fixture(autouse=True)
+def _data_dir(session_data_dir: Path) -> None:
+    """Settings built here keep their files (text item vectors) under the session's data dir."""
+    DATA_DIR[0] = session_data_dir
+
+
+DATA_DIR: list[Path] = [Path("unset")]
+
+
 def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
-    settings = Settings(_env_file=None, **settings_fields)
+    settings = Settings(_env_file=None, data_dir=DATA_DIR[0], **settings_fields)
     return make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
+
+
+def own_pick(deps: LoopDeps, history: list[int], candidates: list[int]) -> int:
+    """The offline recommendation agent's first proposal: the best candidate by its belief (the rec
+    model, plus weighted history similarity when validation chose it)."""
+    from graph.calibration import combined_scores
+
+    lr = deps.rec_scorer.catalog_log_probs([history])
+    lu = deps.reward_scorer.catalog_log_probs([history])
+    vectors = deps.rec_vectors
+    similarity = vectors.history_similarity_all([history]) if vectors is not None else None
+    belief = combined_scores(deps.calibration, lr, lu, similarity)["agent"][0]
+    return max(candidates, key=lambda c: (float(belief[c]), -candidates.index(c)))
 
 
 def sample_rows(ml_dataset, n: int = 40, seed: int = 0) -> list[tuple[list[int], list[int]]]:
@@ -64,26 +87,32 @@ def test_loops_terminate_within_the_limit_and_only_propose_candidates(ml_dataset
             assert result.final_item == result.rounds[-1]["item"]
         else:
             assert result.stop_reason == "max_rounds" and result.n_rounds == 4
-        # the user agent accepts exactly what the reward model ranks within accept_top_k
-        for r in result.rounds:
-            assert (r["decision"] == "accept") == (r["reward_rank"] <= deps.settings.accept_top_k)
-        assert result.prior_item == result.rounds[0]["item"]  # offline agent starts from the prior
+        # the user agent accepts its reward model's favourite, an item it asked for, or a kept pick
+        for k, r in enumerate(result.rounds):
+            asked = {i for p in result.rounds[:k] for i in p["preferred_items"]}
+            earlier = {p["item"] for p in result.rounds[:k]}
+            accepts = r["reward_rank"] == 1 or r["item"] in asked or r["item"] in earlier
+            assert (r["decision"] == "accept") == accepts
+        assert result.rounds[0]["item"] == own_pick(deps, history, candidates)
+        assert result.n_rounds <= 2  # the feedback is weighed once: take a named item or keep the pick
         stops.add(result.stop_reason)
-    assert "accepted" in stops
+    assert stops == {"accepted"}
 
 
-def test_rejection_names_preferences_and_the_next_proposal_follows_them(ml_dataset, ml_scorers):
+def test_rejection_names_preferences_and_the_next_proposal_weighs_them(ml_dataset, ml_scorers):
     deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=3)
     history, candidates = find_row(deps, ml_dataset, lambda rec, reward: reward.index(rec[0]) >= 5)
     result = run_loop(deps, history, candidates, max_rounds=4)
     first, second = result.rounds[0], result.rounds[1]
     assert first["decision"] == "reject" and first["preferred_items"]
-    assert set(first["preferred_items"]) <= set(deps.reward_scorer.rank(history, candidates)[:5])
-    assert second["item"] in first["preferred_items"]
-    # of the named items, the one the rec model ranks highest
-    rec_order = deps.rec_scorer.rank(history, candidates)
-    assert second["item"] == min(first["preferred_items"], key=rec_order.index)
-    assert ml_dataset.title(second["item"]) in second["rec_reason"]
+    reward_order = deps.reward_scorer.rank(history, candidates)
+    assert set(first["preferred_items"]) <= set(reward_order[:5])
+    # better than the proposal by the reward model, best first
+    assert first["preferred_items"] == sorted(first["preferred_items"], key=reward_order.index)
+    assert all(reward_order.index(i) < reward_order.index(first["item"]) for i in first["preferred_items"])
+    # the next proposal is a named item or the kept pick, whichever the trust-weighted evidence favours
+    assert second["item"] in [*first["preferred_items"], first["item"]] and second["decision"] == "accept"
+    assert "learned on validation" in second["rec_reason"]
     assert ml_dataset.title(first["item"]) in first["user_reason"]
 
 
@@ -176,7 +205,7 @@ def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers):
 
 
 def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
-    settings = Settings(_env_file=None)
+    settings = Settings(_env_file=None, data_dir=DATA_DIR[0])
     rec, reward = ml_scorers["gru4rec"], ml_scorers["sasrec"]
     no_prior = make_deps(settings, ml_dataset, rec, reward, "offline", rec_prior=False)
     no_reward = make_deps(settings, ml_dataset, rec, reward, "offline", user_reward=False)
@@ -189,18 +218,28 @@ def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
     assert firsts_differ
 
 
-def test_judge_items_uses_reward_model_and_memory(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers)  # accept share 5/20
+def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_scorers):
+    deps = offline_deps(ml_dataset, ml_scorers)
+    cal = deps.calibration
+    assert cal.learned and cal.verdict_threshold is not None
     history, candidates = sample_rows(ml_dataset, n=1)[0]
     liked = judge_items(deps, history, candidates)
-    assert sum(liked) == 5
-    best = deps.reward_scorer.rank(history, candidates)[:5]
-    assert {c for c, ok in zip(candidates, liked, strict=True) if ok} == set(best)
-    memory = [
-        {"item": best[0], "item_title": "", "rec_reason": "", "user_reason": "no", "preferred_items": []}
-    ]
+    # with an empty memory: evidence (reward log-probability + history similarity) >= the threshold
+    from graph.agents.evidence import MemoryView, VerdictFeatures
+    from graph.similarity import load_vectors
+
+    vectors = load_vectors(cal.user_similarity, deps.settings, ml_dataset, deps.reward_scorer)
+    log_probs = deps.reward_scorer.log_probs(history, candidates)
+    features = VerdictFeatures.of(log_probs, candidates, history, MemoryView((), ()), vectors)
+    evidence = features.evidence(*cal.verdict_weights())
+    assert liked == [e >= cal.verdict_threshold for e in evidence]
+    # with a memory: the same evidence plus the learned memory weights, against the same threshold
+    best = candidates[max(range(len(candidates)), key=evidence.__getitem__)]
+    memory = [{"item": best, "item_title": "", "rec_reason": "", "user_reason": "no", "preferred_items": []}]
+    view = MemoryView.of(memory)
+    remembered = VerdictFeatures.of(log_probs, candidates, history, view, vectors)
     after = judge_items(deps, history, candidates, memory)
-    assert not after[candidates.index(best[0])] and sum(after) == 4
+    assert after == [e >= cal.verdict_threshold for e in remembered.evidence(*cal.verdict_weights())]
 
 
 def test_memory_keeps_only_the_newest_window():

@@ -17,10 +17,10 @@ MAX_ROUNDS = 4
 
 
 @pytest.fixture
-def slow_to_please(ml_dataset, ml_scorers):
+def slow_to_please(ml_dataset, ml_scorers, session_data_dir):
     """Deps and a row on which the offline loop needs all four rounds (the rec model never finds
     the reward model's favourite early; score display, so no items are named)."""
-    settings = Settings(_env_file=None, accept_top_k=1, reward_display="score")
+    settings = Settings(_env_file=None, data_dir=session_data_dir, accept_top_k=1, reward_display="score")
     deps = make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
     rng = random.Random(1)
     for row in ml_dataset.eval_rows("test")[0]:

@@ -14,8 +14,8 @@ from graph.runner import default_candidates, run_loop
 
 
 @pytest.fixture(scope="module")
-def deps(ml_dataset, ml_scorers):
-    settings = Settings(_env_file=None, max_rounds=4)
+def deps(ml_dataset, ml_scorers, session_data_dir):
+    settings = Settings(_env_file=None, data_dir=session_data_dir, max_rounds=4)
     return make_deps(settings, ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline")
 
 
@@ -46,7 +46,7 @@ def test_the_user_agent_rejects_a_proposal_that_breaks_a_hard_constraint(deps, m
     """Unsteered candidates may hold excluded items: the judge turns them down, naming the rule."""
     history = list(ml_dataset.eval_rows("test")[0][0].history)
     candidates = default_candidates(deps, history, 20)
-    prior = deps.rec_scorer.rank(history, candidates)[0]
+    prior = run_loop(deps, history, candidates, max_rounds=1).rounds[0]["item"]  # its first proposal
     memory = Preferences.model_validate({"negative": {"items": [prior]}})
     result = run_loop(deps, history, candidates, max_rounds=3, preferences=memory.model_dump(mode="json"))
     first = result.rounds[0]

@@ -17,6 +17,7 @@ from app.settings import Settings
 from recmodels.scorer import Scorer
 
 AgentKind = Literal["offline", "llm"]
+_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class LoopOutcome:
     stop_reason: str
     user_memory: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    accepted_items: list[int] = field(default_factory=list)
+    """Items the user agent accepted (AFL's user memory keeps them beside the rejected rounds)."""
 
 
 class ModelBank:
@@ -74,6 +77,63 @@ def model_picks(
     return picks
 
 
+BASELINES = ("reward", "ensemble", "weighted")
+"""Picks the loop is compared with: the reward model alone, the plain two-model score ensemble
+(mean of both models' log-probabilities over the catalog) and the trust-weighted combination the
+calibration learned on validation (the offline loop's evidence, without the loop)."""
+
+
+def _scores(deps: Any, rec: Scorer, reward: Scorer, histories: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """[B, N] per-item scores of every single-score pick for a batch of histories."""
+    from graph.calibration import combined_scores
+
+    hist = [list(h) for h in histories]
+    lr = rec.catalog_log_probs(hist)
+    lu = lr if reward is rec else reward.catalog_log_probs(hist)
+    vectors = deps.rec_vectors
+    similarity = vectors.history_similarity_all(hist) if vectors is not None else None
+    return {"model": lr, "reward": lu, "ensemble": (lr + lu) / 2} | combined_scores(
+        deps.calibration, lr, lu, similarity
+    )
+
+
+def baseline_picks(
+    deps: Any,
+    rec: Scorer,
+    reward: Scorer,
+    histories: Sequence[Sequence[int]],
+    candidates: Sequence[Sequence[int]],
+) -> list[dict[str, int]]:
+    """Per row, each baseline's top candidate (ties: the first candidate), ``{name}_pick`` keys."""
+    import torch
+
+    out: list[dict[str, int]] = []
+    for start in range(0, len(histories), _BATCH):
+        cands = torch.as_tensor([list(c) for c in candidates[start : start + _BATCH]], dtype=torch.long)
+        scores = _scores(deps, rec, reward, histories[start : start + _BATCH])
+        per_name = {name: scores[name].gather(1, cands).tolist() for name in BASELINES}
+        per_name["reward"] = reward.score_batch(
+            [list(h) for h in histories[start : start + _BATCH]], cands.tolist()
+        )
+        for b, row in enumerate(cands.tolist()):
+            out.append({f"{name}_pick": row[_argmax(per_name[name][b])] for name in BASELINES})
+    return out
+
+
+def _argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def exact_expected_hr1(deps: Any, rec: Scorer, reward: Scorer, rows: Sequence[Any]) -> dict[str, list[float]]:
+    """Per row, the exact HR@1-of-20 over every draw of the 19 negatives (no sampling noise) of each
+    pick that ranks items by one score of its own: the rec model, the reward model, the plain
+    ensemble, the offline recommendation agent's first proposal and the trust-weighted combination."""
+    from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
+
+    scores = _scores(deps, rec, reward, [r.history for r in rows])
+    return {name: expected_hr_at_1_of(ranking_stats_from_scores(s, rows)) for name, s in scores.items()}
+
+
 def reward_ranks(scorer: Scorer, history: Sequence[int], items: Sequence[int]) -> list[int]:
     """1-based rank of each item among ``items`` under the reward model (ties keep list order)."""
     order = scorer.rank(list(history), list(items))
@@ -108,17 +168,22 @@ def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_r
         stop_reason=str(result.stop_reason),
         user_memory=[dict(entry) for entry in result.user_memory],
         usage=dict(result.usage),
+        accepted_items=result.accepted_items(),
     )
 
 
 def judge_items(
-    deps: Any, history: Sequence[int], items: Sequence[int], memory: Sequence[dict[str, Any]]
+    deps: Any,
+    history: Sequence[int],
+    items: Sequence[int],
+    memory: Sequence[dict[str, Any]],
+    accepted: Sequence[int] = (),
 ) -> tuple[list[bool], dict[str, Any]]:
     """The user agent's verdict (True = would interact) on each evaluation item (Table 5), and
-    what it cost (LLM usage; zeros offline)."""
+    what it cost (LLM usage; zeros offline). ``accepted``: the items it accepted in the loop."""
     from graph.runner import assess_items
 
-    verdict = assess_items(deps, history, items, memory)  # type: ignore[arg-type]
+    verdict = assess_items(deps, history, items, memory, accepted=accepted)  # type: ignore[arg-type]
     likes = [bool(v) for v in verdict.likes]
     if len(likes) != len(items):
         raise RuntimeError(f"user agent judged {len(likes)} of {len(items)} items")

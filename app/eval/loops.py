@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.data.dataset import Dataset
-from app.eval.adapters import AgentKind, ModelBank, make_loop_deps, model_picks, run_flow
+from app.eval.adapters import AgentKind, ModelBank, baseline_picks, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
 from graph.state import sum_usage
@@ -122,8 +122,9 @@ def flow_jobs(
 
 
 def run_loop_jobs(ctx: EvalContext, jobs: Sequence[LoopJob], desc: str) -> list[dict[str, Any]]:
-    """Run (or resume) the loops; each record has the target, the model's, agent's and FLOW's picks."""
-    model_pick = _model_picks_by_job(ctx, jobs)
+    """Run (or resume) the loops; each record has the target, the model's, agent's and FLOW's picks,
+    and the baselines' (reward model alone, plain and trust-weighted ensembles of both models)."""
+    picks = _model_picks_by_job(ctx, jobs)
     by_key = {job.key: job for job in jobs}
 
     def work(unit: Unit) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def run_loop_jobs(ctx: EvalContext, jobs: Sequence[LoopJob], desc: str) -> list[
             "max_rounds": job.max_rounds,
             "arrangement": job.arrangement,
             "target": job.row.target,
-            "model_pick": model_pick[job.key],
+            **picks[job.key],
             "agent_pick": outcome.first_item,
             "flow_pick": outcome.final_item,
             "n_rounds": outcome.n_rounds,
@@ -157,16 +158,21 @@ def _concurrency(ctx: EvalContext) -> int:
     return ctx.concurrency if ctx.agents == "llm" else 1
 
 
-def _model_picks_by_job(ctx: EvalContext, jobs: Sequence[LoopJob]) -> dict[str, int]:
-    """The rec model's own pick per job, scored in one batch per rec model (order-independent)."""
-    picks: dict[str, int] = {}
+def _model_picks_by_job(ctx: EvalContext, jobs: Sequence[LoopJob]) -> dict[str, dict[str, int]]:
+    """Per job: the rec model's own pick (``model_pick``) and the baselines' (``reward_pick``,
+    ``ensemble_pick``, ``weighted_pick``), scored in batches per rec model (order-independent)."""
+    picks: dict[str, dict[str, int]] = {}
+    reward = ctx.models.get(ctx.dataset, ctx.settings.reward_model)
     for rec_model in sorted({job.rec_model for job in jobs}):
         mine = [job for job in jobs if job.rec_model == rec_model and job.key not in ctx.run.rows]
         if not mine:
             continue
         scorer = ctx.models.get(ctx.dataset, rec_model)
-        found = model_picks(scorer, [j.row.history for j in mine], [j.row.candidates for j in mine])
-        picks.update({job.key: pick for job, pick in zip(mine, found, strict=True)})
+        histories, candidates = [j.row.history for j in mine], [j.row.candidates for j in mine]
+        found = model_picks(scorer, histories, candidates)
+        others = baseline_picks(ctx.deps(rec_model, FLOW), scorer, reward, histories, candidates)
+        for job, pick, more in zip(mine, found, others, strict=True):
+            picks[job.key] = {"model_pick": pick, **more}
     return picks
 
 

@@ -1,8 +1,19 @@
 """Table 4: HR@1 of Model (rec model's top candidate), Agent (recommendation agent, one round,
-no user agent) and FLOW (the full loop), mean and spread over candidate seeds.
+no user agent) and FLOW (the full loop), next to the baselines FLOW must beat: the reward model
+alone, the plain score ensemble of both models, and the trust-weighted ensemble the calibration
+learned on validation (the loop's evidence without the loop).
 
-Agent is read from the loop's first proposal: the recommendation agent's first round never sees
-the user agent, so it *is* the single-agent answer and costs no extra loop.
+Two figures per pick:
+
+- **sampled**: HR@1 on the first ``seeds`` candidate draws (``random.Random(seed)`` through the
+  rows, the LLaRA protocol), mean and spread over those draws (the paper's kind of number);
+- **expected**: HR@1 averaged over ``draws`` candidate draws per user (seeds 0..draws-1, the
+  sampled ones included): close to the exact expectation over the 19 uniform negatives. For the
+  models and ensembles that exact expectation is also computed from their full-catalog scores.
+
+Differences are paired user by user (same candidate draws) with 95 % bootstrap intervals over the
+test users. Agent is read from the loop's first proposal: the recommendation agent's first round
+never sees the user agent, so it *is* the single-agent answer and costs no extra loop.
 """
 
 from __future__ import annotations
@@ -11,12 +22,34 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.eval.adapters import exact_expected_hr1
 from app.eval.common import ExperimentOutput, bar_plot, markdown_table
-from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, hr, run_loop_jobs, total_usage
-from app.eval.metrics import mean_std
+from app.eval.loops import (
+    FLOW,
+    EvalContext,
+    eval_candidate_rows,
+    flow_jobs,
+    hr,
+    run_loop_jobs,
+    total_usage,
+)
+from app.eval.metrics import Interval, mean_std, paired_interval
 from app.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
 
-PICKS = (("model", "model_pick"), ("agent", "agent_pick"), ("flow", "flow_pick"))
+PICKS = (
+    ("model", "model_pick"),
+    ("agent", "agent_pick"),
+    ("flow", "flow_pick"),
+    ("reward", "reward_pick"),
+    ("ensemble", "ensemble_pick"),
+    ("weighted", "weighted_pick"),
+)
+COMPARED = ("model", "reward", "ensemble", "weighted", "agent")
+"""FLOW is compared, user by user, with each of these."""
+EXACT = ("model", "reward", "ensemble", "agent", "weighted")
+PLOTTED = ("model", "reward", "ensemble", "flow")
+SHOWN = ("model", "reward", "ensemble", "weighted", "agent", "flow")
+PAPER_COLUMNS = (PAPER_MODEL_HR1, PAPER_AGENT_HR1, PAPER_FLOW_HR1)
 
 
 @dataclass(frozen=True)
@@ -25,89 +58,232 @@ class Table4Options:
     seeds: tuple[int, ...]
     max_rows: int | None = None
     candidates_file: str | None = None
+    draws: int = 20
+    """Candidate draws per user for the expected HR@1 (seeds 0..draws-1; at least ``seeds``)."""
+
+
+def draw_seeds(options: Table4Options) -> tuple[int, ...]:
+    """Every seed the loops run on: the sampled ones plus the further draws for the expectation."""
+    return tuple(range(max(len(options.seeds), options.draws, max(options.seeds, default=-1) + 1)))
 
 
 def run_table4(ctx: EvalContext, options: Table4Options) -> ExperimentOutput:
     sources = eval_candidate_rows(
-        ctx.dataset, options.seeds, options.candidates_file, options.max_rows, ctx.settings.n_candidates
+        ctx.dataset, draw_seeds(options), options.candidates_file, options.max_rows, ctx.settings.n_candidates
     )
+    sampled = {f"seed{s}" for s in options.seeds} if not options.candidates_file else set(sources)
     jobs = flow_jobs(options.rec_models, sources, ctx.settings.max_rounds)
     records = run_loop_jobs(ctx, jobs, desc=f"table4 {ctx.dataset.name}")
-    rows = [
-        summarise(ctx.dataset.name, m, [r for r in records if r["rec_model"] == m])
-        for m in options.rec_models
-    ]
+    test_rows = _test_rows(ctx, options)
+    reward = ctx.models.get(ctx.dataset, ctx.settings.reward_model)
+    rows = []
+    for m in options.rec_models:
+        deps = ctx.deps(m, FLOW)
+        exact = exact_expected_hr1(deps, ctx.models.get(ctx.dataset, m), reward, test_rows)
+        row = summarise(ctx.dataset.name, m, [r for r in records if r["rec_model"] == m], sampled, exact)
+        row["calibration"] = deps.calibration.summary()
+        rows.append(row)
+    overall = {"flow_minus_model_over_models": mean_gain(records, options.rec_models).to_json()}
     plot = bar_plot(
         ctx.run.path / "table4_hr1.png",
         [r["rec_model"] for r in rows],
-        {label: [r[f"{label}_hr1"] for r in rows] for label, _ in PICKS},
-        title=f"HR@1, {ctx.dataset.name} ({ctx.agents} agents)",
+        {label: [r[f"{label}_hr1_expected"] for r in rows] for label in PLOTTED},
+        title=f"Expected HR@1, {ctx.dataset.name} ({ctx.agents} agents)",
         ylabel="HR@1",
     )
-    results = {"rows": rows, "sources": sorted(sources), "usage": total_usage(records)}
+    results = {
+        "rows": rows,
+        "sources": sorted(sources),
+        "sampled_sources": sorted(sampled),
+        "usage": total_usage(records),
+        **overall,
+    }
     contract = ("dataset", "rec_model", "model_hr1", "agent_hr1", "flow_hr1", "n_rows")
+    extra = (
+        "reward_hr1",
+        "ensemble_hr1",
+        *(f"{label}_hr1_expected" for label, _ in PICKS),
+        *(f"flow_minus_{other}" for other in COMPARED),
+    )
     return ExperimentOutput(
         results=results,
-        report=render_table4(ctx.dataset.name, ctx.agents, rows, plot.name),
-        json_line={"rows": [{k: r[k] for k in contract} for r in rows]},
+        report=render_table4(
+            ctx.dataset.name, ctx.agents, rows, plot.name, overall, ctx.settings.reward_model
+        ),
+        json_line={"rows": [{k: r[k] for k in (*contract, *extra)} for r in rows], **overall},
     )
 
 
-def summarise(dataset: str, rec_model: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Mean and spread over candidate sources (seeds) of each pick's HR@1 for one rec model."""
+def _test_rows(ctx: EvalContext, options: Table4Options) -> list[Any]:
+    rows, _dropped = ctx.dataset.eval_rows("test")
+    return rows[: options.max_rows] if options.max_rows else rows
+
+
+def per_user(records: Sequence[Mapping[str, Any]], field: str) -> dict[int, float]:
+    """Per test row (user): the share of its candidate draws on which ``field`` hit the target."""
+    hits: dict[int, list[bool]] = {}
+    for r in records:
+        hits.setdefault(int(r["row_id"]), []).append(r[field] == r["target"])
+    return {row: sum(h) / len(h) for row, h in sorted(hits.items())}
+
+
+def summarise(
+    dataset: str,
+    rec_model: str,
+    records: Sequence[Mapping[str, Any]],
+    sampled: set[str] | None = None,
+    exact: Mapping[str, Sequence[float]] | None = None,
+) -> dict[str, Any]:
+    """One rec model's row: sampled mean and spread over the ``sampled`` sources, the expected HR@1
+    over every source, paired differences FLOW - X with bootstrap intervals, exact expectations."""
     by_source: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         by_source.setdefault(record["source"], []).append(record)
+    sampled = set(by_source) if sampled is None else sampled & set(by_source)
     row: dict[str, Any] = {"dataset": dataset, "rec_model": rec_model}
+    users: dict[str, dict[int, float]] = {}
     for label, field in PICKS:
-        per_source = {source: hr(rs, field) for source, rs in sorted(by_source.items())}
+        present = [r for r in records if field in r]
+        if len(present) != len(records):
+            continue  # rows from an older run without this baseline
+        per_source = {s: hr(rs, field) for s, rs in sorted(by_source.items()) if s in sampled}
         row[f"{label}_hr1"], row[f"{label}_hr1_std"] = mean_std(list(per_source.values()))
         row[f"{label}_hr1_per_source"] = per_source
+        users[label] = per_user(records, field)
+        row[f"{label}_hr1_expected"] = _mean(users[label].values())
+    for other in COMPARED:
+        if other in users:
+            diffs = [users["flow"][u] - users[other][u] for u in users["flow"]]
+            row[f"flow_minus_{other}"] = paired_interval(diffs).to_json()
+    if exact is not None:
+        for label in EXACT:
+            row[f"{label}_hr1_exact"] = _mean(exact[label])
     row["n_rows"] = len(next(iter(by_source.values()), []))
-    row["n_sources"] = len(by_source)
+    row["n_sources"] = len(sampled)
+    row["n_draws"] = len(by_source)
     row["mean_rounds"] = sum(r["n_rounds"] for r in records) / len(records) if records else 0.0
-    row["flow_changed_share"] = (
-        sum(r["flow_pick"] != r["agent_pick"] for r in records) / len(records) if records else 0.0
-    )
+    row["flow_changed_share"] = _share(records, lambda r: r["flow_pick"] != r["agent_pick"])
+    if records and "weighted_pick" in records[0]:
+        row["flow_is_weighted_share"] = _share(records, lambda r: r["flow_pick"] == r["weighted_pick"])
     return row
 
 
-def render_table4(dataset: str, agents: str, rows: Sequence[Mapping[str, Any]], plot_name: str) -> str:
-    def cell(row: Mapping[str, Any], label: str) -> str:
+def mean_gain(records: Sequence[Mapping[str, Any]], rec_models: Sequence[str]) -> Interval:
+    """FLOW - Model averaged over the rec models, per user, with one bootstrap over the users."""
+    flow = {m: per_user([r for r in records if r["rec_model"] == m], "flow_pick") for m in rec_models}
+    model = {m: per_user([r for r in records if r["rec_model"] == m], "model_pick") for m in rec_models}
+    users = sorted(set.intersection(*(set(flow[m]) for m in rec_models))) if rec_models else []
+    diffs = [sum(flow[m][u] - model[m][u] for m in rec_models) / len(rec_models) for u in users]
+    return paired_interval(diffs)
+
+
+def _mean(values: Any) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def _share(records: Sequence[Mapping[str, Any]], test: Any) -> float:
+    return sum(1 for r in records if test(r)) / len(records) if records else 0.0
+
+
+def _ci(row: Mapping[str, Any], other: str) -> str:
+    if f"flow_minus_{other}" not in row:
+        return "n/a"
+    ci = row[f"flow_minus_{other}"]
+    return str(Interval(ci["mean"], ci["low"], ci["high"]))
+
+
+def render_table4(
+    dataset: str,
+    agents: str,
+    rows: Sequence[Mapping[str, Any]],
+    plot_name: str,
+    overall: Mapping[str, Any] | None = None,
+    reward_model: str = "sasrec",
+) -> str:
+    def sampled(row: Mapping[str, Any], label: str) -> str:
+        if f"{label}_hr1" not in row:
+            return "n/a"
         return f"{row[f'{label}_hr1']:.4f} ± {row[f'{label}_hr1_std']:.4f}"
 
-    table = markdown_table(
+    def expected(row: Mapping[str, Any], label: str) -> str:
+        value = row.get(f"{label}_hr1_expected")
+        exact = row.get(f"{label}_hr1_exact")
+        if value is None:
+            return "n/a"
+        return f"{value:.4f}" + (f" ({exact:.4f})" if exact is not None else "")
+
+    paper = [" / ".join(paper_value(t, dataset, r["rec_model"]) for t in PAPER_COLUMNS) for r in rows]
+    main = markdown_table(
         [
             "Rec model",
             "Model",
+            f"Reward ({reward_model})",
+            "Ensemble",
+            "λ-ensemble",
             "Agent",
             "FLOW",
             "FLOW − Model",
-            "mean rounds",
-            "rows × sources",
-            "paper M/A/F",
+            "FLOW − Reward",
+            "FLOW − Ensemble",
+            "FLOW − λ-ensemble",
+            "FLOW − Agent",
+            "paper M / A / F",
         ],
         [
             [
                 r["rec_model"],
-                cell(r, "model"),
-                cell(r, "agent"),
-                cell(r, "flow"),
-                f"{r['flow_hr1'] - r['model_hr1']:+.4f}",
+                *(expected(r, label) for label in SHOWN),
+                *(_ci(r, other) for other in COMPARED),
+                p,
+            ]
+            for r, p in zip(rows, paper, strict=True)
+        ],
+    )
+    five = markdown_table(
+        ["Rec model", "Model", "Reward", "Ensemble", "Agent", "FLOW", "mean rounds", "rows × draws"],
+        [
+            [
+                r["rec_model"],
+                *(sampled(r, label) for label in ("model", "reward", "ensemble", "agent", "flow")),
                 f"{r['mean_rounds']:.2f}",
                 f"{r['n_rows']} × {r['n_sources']}",
-                " / ".join(
-                    paper_value(t, dataset, r["rec_model"])
-                    for t in (PAPER_MODEL_HR1, PAPER_AGENT_HR1, PAPER_FLOW_HR1)
-                ),
             ]
             for r in rows
         ],
     )
+    trust = markdown_table(
+        ["Rec model", "trust λ", "T rec", "T reward", "FLOW pick = λ-ensemble pick", "FLOW ≠ first proposal"],
+        [
+            [
+                r["rec_model"],
+                f"{r['calibration']['trust']:.2f}" if "calibration" in r else "n/a",
+                f"{r['calibration']['rec_temperature']:.3g}" if "calibration" in r else "n/a",
+                f"{r['calibration']['reward_temperature']:.3g}" if "calibration" in r else "n/a",
+                f"{r.get('flow_is_weighted_share', 0.0):.1%}",
+                f"{r['flow_changed_share']:.1%}",
+            ]
+            for r in rows
+        ],
+    )
+    gain = ""
+    if overall and "flow_minus_model_over_models" in overall:
+        g = overall["flow_minus_model_over_models"]
+        gain = (
+            "\n\nFLOW − Model averaged over the rec models (per user, one bootstrap over users): "
+            f"**{Interval(g['mean'], g['low'], g['high'])}**.\n"
+        )
+    n_draws = rows[0]["n_draws"] if rows else 0
     return (
         f"## Table 4: recommendation HR@1 on {dataset} ({agents} agents)\n\n"
-        "HR@1 among 20 candidates (LLaRA protocol), mean ± population std over candidate sources.\n"
-        "Model: the rec model's top candidate. Agent: the recommendation agent's first proposal "
-        "(one round, no user agent). FLOW: the loop's final item.\n\n"
-        f"{table}\n\n![HR@1]({plot_name})\n"
+        f"Expected HR@1 among 20 candidates (LLaRA protocol): the mean over {n_draws} candidate draws "
+        "per user; in parentheses the exact expectation over every draw of the 19 negatives, for the "
+        "picks that rank by one score. Model: the rec model's top candidate; Reward: the reward model's; "
+        "Ensemble: the plain mean of both models' log-probabilities; λ-ensemble: the two calibrated "
+        "models weighted by the trust the offline agents learned on validation (the loop's evidence "
+        "without the loop); Agent: the recommendation agent's first proposal; FLOW: the loop's final "
+        "item. FLOW − X: mean paired difference over users [95 % bootstrap interval].\n\n"
+        f"{main}{gain}\n\nSampled HR@1 (mean ± population std over the first candidate seeds, the "
+        f"paper's kind of number):\n\n{five}\n\nWhat the offline agents learned on validation:\n\n"
+        f"{trust}\n\n![HR@1]({plot_name})\n"
     )

@@ -6,8 +6,10 @@ runs on the history before it (filling the agents' memories); then the user agen
 evaluation items where true future items and non-interacted items are in ratio 1:m.
 
 Methods: ``reward_model`` (positive iff the reward model ranks the item within the best
-``accept_top_k / n_candidates`` share of the list, the offline user agent's own acceptance share),
-``agent`` (the user agent with empty memory) and ``flow`` (the same agent with the loop's memory).
+``accept_top_k / n_candidates`` share of the list; 1/20 unless accept_top_k is set), ``agent``
+(the user agent with empty memory) and ``flow`` (the same agent with the loop's memory: its rejected
+rounds and the item it accepted, as AFL's user memory keeps every round). The offline user agent
+judges each item on its own against one threshold learned on validation (graph/calibration.py).
 """
 
 from __future__ import annotations
@@ -20,37 +22,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import DatasetError, Row
+from app.data.dataset import DatasetError
 from app.eval.adapters import judge_items, reward_ranks, run_flow
 from app.eval.common import ExperimentOutput, Unit, bar_plot, markdown_table, run_units
 from app.eval.loops import FLOW, EvalContext, total_usage
-from app.eval.metrics import PRF, confusion, macro_prf, micro_prf
+from app.eval.metrics import PRF, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
+from app.eval.paper import paper_prf
+from app.eval.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
+    RATIOS,
+    EvalList,
+    UserSimCase,
+    build_eval_list,
+    cases_from_rows,
+    split_positives,
+)
 from graph.state import sum_usage
 
-RATIOS = (1, 3, 9)
 METHODS = ("reward_model", "agent", "flow")
-MIN_INIT_HISTORY = 3  # the user agent needs a few known items to have a taste at all
-MAX_FUTURE = 10  # AFL: init_num 10 true future items per user
-
-
-@dataclass(frozen=True)
-class EvalList:
-    items: tuple[int, ...]
-    labels: tuple[bool, ...]
-
-
-@dataclass(frozen=True)
-class UserSimCase:
-    """One simulated user: what it knows, the loop it takes part in, the lists it judges."""
-
-    case_id: str
-    """``s<seed>-<user>``: unique over seeds."""
-    init_history: tuple[int, ...]
-    rec_history: tuple[int, ...]
-    rec_target: int
-    rec_candidates: tuple[int, ...]
-    eval_lists: Mapping[int, EvalList]
-    """Per ratio m: the evaluation items and whether each is a true future item."""
 
 
 @dataclass(frozen=True)
@@ -61,56 +49,6 @@ class Table5Options:
     max_rows: int | None = None
     usersim_file: str | None = None
     n_eval: int = 20
-
-
-def split_positives(n_eval: int, ratio: int, n_future: int) -> tuple[int, int]:
-    """(positives, negatives) for 1:ratio in a list of ``n_eval``, capped by the known future items."""
-    n_pos = min(max(n_eval // (1 + ratio), 1), n_future)
-    return n_pos, ratio * n_pos
-
-
-def build_eval_list(
-    future: Sequence[int], n_pos: int, n_neg: int, pool: Sequence[int], rng: random.Random
-) -> EvalList:
-    """The ``n_pos`` nearest future items plus ``n_neg`` items drawn from ``pool``, shuffled."""
-    if len(pool) < n_neg:
-        raise ValueError(f"need {n_neg} non-interacted items but only {len(pool)} are available")
-    labelled = [(item, True) for item in future[:n_pos]] + [(item, False) for item in rng.sample(pool, n_neg)]
-    rng.shuffle(labelled)
-    return EvalList(tuple(i for i, _ in labelled), tuple(label for _, label in labelled))
-
-
-def cases_from_rows(
-    rows: Sequence[Row], n_items: int, ratios: Sequence[int], seed: int, n_eval: int, n_candidates: int
-) -> list[UserSimCase]:
-    """The same protocol from a dataset's test users (MovieLens, Steam, LastFM without the file).
-
-    Each test row gives the user's known sequence (history + next, at most 11 items): the last
-    ``min(10, len - 3)`` items are the true future, the rest initialise the user agent; the loop
-    recommends the last initial item from the ones before it.
-    """
-    from recmodels.candidates import sample_candidates
-
-    rng = random.Random(seed)
-    cases: list[UserSimCase] = []
-    for index, row in enumerate(rows):
-        sequence = [*row.history, row.next]
-        n_future = min(MAX_FUTURE, len(sequence) - MIN_INIT_HISTORY)
-        if n_future < 1:
-            continue
-        init, future = sequence[:-n_future], sequence[-n_future:]
-        rec_candidates = sample_candidates(init[:-1], init[-1], n_items, rng, n=n_candidates)
-        excluded = set(sequence) | set(rec_candidates)
-        pool = [item for item in range(n_items) if item not in excluded]
-        eval_lists = {
-            m: build_eval_list(future, *split_positives(n_eval, m, n_future), pool, rng) for m in ratios
-        }
-        cases.append(
-            UserSimCase(
-                f"s{seed}-{index}", tuple(init), tuple(init[:-1]), init[-1], tuple(rec_candidates), eval_lists
-            )
-        )
-    return cases
 
 
 def cases_from_reference(
@@ -182,7 +120,7 @@ def usersim_records(
     """Run (or resume) the loop per simulated user, then every method's verdicts per ratio."""
     deps = ctx.deps(rec_model, FLOW)
     reward = ctx.models.get(ctx.dataset, ctx.settings.reward_model)
-    share = ctx.settings.accept_top_k / ctx.settings.n_candidates
+    share = (ctx.settings.accept_top_k or 1) / ctx.settings.n_candidates
     by_key = {f"usersim/{rec_model}/r{max_rounds}/{case.case_id}": case for case in cases}
 
     def work(unit: Unit) -> dict[str, Any]:
@@ -192,7 +130,9 @@ def usersim_records(
         usages = [loop.usage]
         for m, eval_list in case.eval_lists.items():
             agent, agent_usage = judge_items(deps, case.init_history, eval_list.items, [])
-            flow, flow_usage = judge_items(deps, case.init_history, eval_list.items, loop.user_memory)
+            flow, flow_usage = judge_items(
+                deps, case.init_history, eval_list.items, loop.user_memory, loop.accepted_items
+            )
             usages += [agent_usage, flow_usage]
             judged[str(m)] = {
                 "labels": list(eval_list.labels),
@@ -228,6 +168,8 @@ def run_table5(ctx: EvalContext, options: Table5Options) -> ExperimentOutput:
         ctx, cases, options.rec_model, ctx.settings.max_rounds, desc=f"table5 {ctx.dataset.name}"
     )
     rows = summarise_usersim(ctx.dataset.name, records, options.ratios)
+    gains = flow_minus_agent(records, options.ratios)
+    calibration = ctx.deps(options.rec_model, FLOW).calibration.summary()
     plot = bar_plot(
         ctx.run.path / "table5_f1.png",
         [f"1:{m}" for m in options.ratios],
@@ -243,10 +185,38 @@ def run_table5(ctx: EvalContext, options: Table5Options) -> ExperimentOutput:
             "mean_rounds": sum(r["n_rounds"] for r in records) / max(len(records), 1),
             "usage": total_usage(records),
             "protocol": "reference file" if options.usersim_file else "test rows",
+            "flow_minus_agent_f1": gains,
+            "verdicts_changed_by_memory": changed_share(records, options.ratios),
+            "calibration": calibration,
         },
-        report=render_table5(ctx.dataset.name, ctx.agents, rows, len(records), plot.name),
-        json_line={"rows": [{k: r[k] for k in contract} for r in rows]},
+        report=render_table5(ctx.dataset.name, ctx.agents, rows, len(records), plot.name, gains, calibration),
+        json_line={"rows": [{k: r[k] for k in contract} for r in rows], "flow_minus_agent_f1": gains},
     )
+
+
+def flow_minus_agent(records: Sequence[Mapping[str, Any]], ratios: Sequence[int]) -> dict[str, Any]:
+    """Per ratio: micro F1 of FLOW minus Agent, paired over users, with a 95 % bootstrap interval."""
+    out: dict[str, Any] = {}
+    for m in ratios:
+        per = {
+            method: [confusion(r["ratios"][str(m)][method], r["ratios"][str(m)]["labels"]) for r in records]
+            for method in ("flow", "agent")
+        }
+        out[f"1:{m}"] = paired_f1_interval(per["flow"], per["agent"]).to_json()
+    return out
+
+
+def changed_share(records: Sequence[Mapping[str, Any]], ratios: Sequence[int]) -> dict[str, float]:
+    """Per ratio: the share of judged items whose verdict the loop's memory changed (FLOW vs Agent)."""
+    out: dict[str, float] = {}
+    for m in ratios:
+        pairs = [
+            (a, f)
+            for r in records
+            for a, f in zip(r["ratios"][str(m)]["agent"], r["ratios"][str(m)]["flow"], strict=True)
+        ]
+        out[f"1:{m}"] = sum(a != f for a, f in pairs) / len(pairs) if pairs else 0.0
+    return out
 
 
 def load_cases(ctx: EvalContext, options: Table5Options) -> list[UserSimCase]:
@@ -292,20 +262,49 @@ def summarise_usersim(
 
 
 def render_table5(
-    dataset: str, agents: str, rows: Sequence[Mapping[str, Any]], n_users: int, plot: str
+    dataset: str,
+    agents: str,
+    rows: Sequence[Mapping[str, Any]],
+    n_users: int,
+    plot: str,
+    gains: Mapping[str, Any] | None = None,
+    calibration: Mapping[str, Any] | None = None,
 ) -> str:
     def fmt(prf: PRF | Mapping[str, float]) -> str:
         values = prf.to_json() if isinstance(prf, PRF) else prf
         return f"{values['precision']:.4f} / {values['recall']:.4f} / {values['f1']:.4f}"
 
+    def paper(row: Mapping[str, Any]) -> str:
+        found = paper_prf(dataset, row["ratio"], row["method"])
+        return " / ".join(f"{v:.4f}" for v in found) if found else "n/a"
+
+    def gain(row: Mapping[str, Any]) -> str:
+        if not gains or row["method"] != "flow" or row["ratio"] not in gains:
+            return ""
+        g = gains[row["ratio"]]
+        return str(Interval(g["mean"], g["low"], g["high"]))
+
     table = markdown_table(
-        ["Ratio", "Method", "micro P / R / F1", "macro P / R / F1", "items judged"],
-        [[r["ratio"], r["method"], fmt(r), fmt(r["macro"]), r["n_items"]] for r in rows],
+        ["Ratio", "Method", "micro P / R / F1", "macro P / R / F1", "FLOW − Agent F1", "paper P / R / F1"],
+        [[r["ratio"], r["method"], fmt(r), fmt(r["macro"]), gain(r), paper(r)] for r in rows],
     )
+    learned = ""
+    if calibration and calibration.get("verdict_threshold") is not None:
+        learned = (
+            "\nThe user agent likes an item when the reward model's log-probability of it over the catalog "
+            f"+ {calibration['user_history_weight']:g} × its similarity to the history "
+            f"+ {calibration['user_liked_weight']:g} × its similarity to what it liked in the loop "
+            f"− {calibration['user_turned_down_weight']:g} × its similarity to what it turned down "
+            f"(similarity: {calibration['user_similarity']}) reaches {calibration['verdict_threshold']:.3f}: "
+            "one threshold for every ratio, all chosen on validation users.\n"
+        )
     return (
         f"## Table 5: user simulation on {dataset} ({agents} agents, {n_users} users)\n\n"
         "Positives are the user's true future items, negatives items it never interacted with.\n"
-        "reward_model: reward model's top accept_top_k/n_candidates share; agent: user agent without memory; "
-        "flow: user agent with the loop's memory.\n\n"
-        f"{table}\n\n![F1]({plot})\n"
+        "reward_model: the reward model alone likes its best accept_top_k / n_candidates share of a list "
+        "(1 / 20 by default, like the paper's SASRec row); agent: the user agent with an empty memory; "
+        "flow: the same agent with the loop's memory (rejected rounds and the accepted item). "
+        "FLOW − Agent: paired over users [95 % bootstrap interval]. Paper: GPT-4o-mini agents, "
+        "SASRec rec and reward model.\n"
+        f"{learned}\n{table}\n\n![F1]({plot})\n"
     )

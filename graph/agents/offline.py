@@ -1,18 +1,31 @@
 """Deterministic agents: the default without an LLM, and the LLM agents' fallback.
 
-They use the same models, memory and graph as the LLM agents; only the decision
-rule is fixed. The policy is designed so the loop adds information the rec model
-alone lacks: the user agent judges with the *reward* model and, on rejection,
-names the reward model's top picks; the recommendation agent then proposes the
-named item its own (rec) model ranks highest. The final item is thus the rec
-model's best item among the reward model's best -- an agreement of two models,
-which is where the HR@1 gain over the rec model alone comes from.
+They use the same models, memory and graph as the LLM agents; only the decision rule is fixed,
+and every weight in it is learned on the validation split (:mod:`graph.calibration`).
+
+- The **recommendation agent** proposes its own model's pick first. After a rejection it weighs
+  the user agent's feedback: for the item it just proposed and each item the user agent named, it
+  combines its own model's calibrated chance with the reward model's chance the feedback quotes,
+  the latter weighted by the learned ``trust``. A named item replaces the standing pick only if
+  the feedback outweighs the prior this way; otherwise it proposes its pick again and says why.
+- The **user agent** judges with the reward model: it accepts its own favourite (or anything
+  within ``accept_top_k``), an item it asked for earlier in the loop, or a pick the recommendation
+  agent kept after weighing its objection; otherwise it rejects and names the candidates its
+  reward model prefers to the proposal. In user simulation (``judge_items``) it likes an item when
+  the reward model's log-probability over the catalog, plus learned weights times the item's
+  similarity to the user's history and to what it liked / turned down in the loop, reaches one
+  validation-chosen threshold.
+
+With calibrated trust the loop's answer is the trust-weighted agreement of the two models (the
+combination's best item among the prior and the reward model's preferred items), so its gain over
+the rec model is, by construction, close to that of a validation-weighted two-model ensemble.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from app.data.dataset import Dataset
 from graph import describe
@@ -25,29 +38,113 @@ from graph.agents.base import (
     UserAgent,
     UserContext,
 )
-from graph.state import MemoryEntry
+from graph.agents.evidence import (
+    ItemVectors,
+    MemoryView,
+    VerdictFeatures,
+    calibrated_log_probs,
+    percent,
+    trust_weighted,
+)
+from graph.calibration import LoopCalibration
 
 # Without the reward model the offline user agent likes an item when at least half of its
 # history shares one of the item's genres (a plain, explainable taste rule).
 GENRE_ACCEPT_SHARE = 0.5
 RECENT_SHOWN = 2
+NAMED_SHOWN = 3  # items a reason spells out; the rest are counted
 
 
 class OfflineRecAgent(RecAgent):
-    """Starts from the rec model's pick; after a rejection, follows the user's named preferences."""
+    """Proposes its own best candidate; after a rejection, weighs the feedback by learned trust.
 
-    def __init__(self, catalog: Dataset, *, use_prior: bool = True):
+    Its belief in a candidate is the rec model's calibrated log-probability plus, when validation
+    chose so, a weight times the candidate's similarity to the recent history (item vectors).
+    """
+
+    def __init__(
+        self,
+        catalog: Dataset,
+        *,
+        use_prior: bool = True,
+        calibration: LoopCalibration | None = None,
+        vectors: ItemVectors | None = None,
+    ):
         self.catalog = catalog
         self.use_prior = use_prior
+        self.calibration = calibration or LoopCalibration()
+        self.vectors = vectors
+        """Item vectors of ``calibration.rec_similarity`` (None: no similarity evidence)."""
 
     def propose(self, ctx: RecContext) -> Proposal:
         if not ctx.candidates:
             raise ValueError("candidates: empty; the recommendation agent needs at least one")
+        if not self.use_prior:
+            return self._without_model(ctx)
+        evidence = _RecEvidence.of(self, ctx)
+        weighed = self._weigh_feedback(ctx, evidence)
+        if weighed is not None:
+            return weighed
         pool = self._pool(ctx)
         preferred = [i for i in ctx.last_preferred if i in pool]
-        ranked = self._ranked(ctx, preferred or pool)
-        item = ranked[0]
-        return Proposal(item=item, reason=self._reason(ctx, item, preferred))
+        item = evidence.best(preferred or pool)
+        if preferred:
+            return Proposal(item, self._followed(ctx, evidence, item, preferred))
+        return Proposal(item, self._own_pick(ctx, evidence, item))
+
+    # --- weighing the user agent's feedback ----------------------------------------------------
+
+    def _weigh_feedback(self, ctx: RecContext, evidence: _RecEvidence) -> Proposal | None:
+        """After a rejection that named items: keep the turned-down pick or take the best named item,
+        whichever the trust-weighted evidence of both agents favours. None: nothing to weigh."""
+        if not ctx.rejected_this_loop or not evidence.user:
+            return None
+        standing = ctx.rejected_this_loop[-1]
+        rejected = set(ctx.rejected_this_loop)
+        named = [i for i in ctx.last_preferred if i in evidence.belief and i not in rejected]
+        if not named or standing not in evidence.belief:
+            return None
+        best = evidence.best(named, combined=True)
+        outweighs = evidence.combined(best) > evidence.combined(standing)
+        insisted_before = ctx.rejected_this_loop.count(standing) > 1
+        name, kept = describe.quoted(self.catalog, best), describe.quoted(self.catalog, standing)
+        numbers = (
+            f"your reward model gives {name} {percent(evidence.user[best])} against "
+            f"{percent(evidence.user[standing])} for {kept}, {self._mine()} gives {kept} "
+            f"{percent(evidence.belief[standing])} against {percent(evidence.belief[best])} for {name}"
+        )
+        wished, how = self._names(named), self._trust_phrase()
+        if outweighs or insisted_before:
+            why = f"{how} your feedback outweighs my prior" if outweighs else "you turned my pick down twice"
+            return Proposal(
+                best,
+                f"You would rather have {wished}, and {why}: {numbers}. So: {name}."
+                f"{self._genre_note(ctx, best)}",
+            )
+        return Proposal(
+            standing,
+            f"You would rather have {wished}, but {how} your feedback does not outweigh my prior: "
+            f"{numbers}. My pick stands: {kept}.{self._genre_note(ctx, standing)}",
+        )
+
+    def _mine(self) -> str:
+        """What the recommendation agent's belief is made of."""
+        if self.vectors is not None and self.calibration.rec_history_weight:
+            return "my evidence (the sequential model and the similarity to your history)"
+        return "my sequential model"
+
+    def _trust_phrase(self) -> str:
+        cal = self.calibration
+        if cal.learned:
+            return f"at the trust learned on validation ({cal.trust:.2f})"
+        return f"at a default trust ({cal.trust:.2f}; no validation split to learn it from)"
+
+    def _names(self, items: Sequence[int]) -> str:
+        shown = describe.either(self.catalog, items[:NAMED_SHOWN])
+        more = len(items) - NAMED_SHOWN
+        return f"{shown} (or {more} more)" if more > 0 else shown
+
+    # --- its own pick, and the plain fallbacks -------------------------------------------------
 
     def _pool(self, ctx: RecContext) -> list[int]:
         """Candidates not rejected in this loop; items rejected in earlier loops go last."""
@@ -59,47 +156,72 @@ class OfflineRecAgent(RecAgent):
         fresh = [c for c in remaining if c not in remembered]
         return fresh or remaining
 
-    def _ranked(self, ctx: RecContext, items: Sequence[int]) -> list[int]:
-        position = {c: i for i, c in enumerate(ctx.candidates)}
-        if self.use_prior:
-            score = dict(zip(ctx.candidates, ctx.rec_scores, strict=True))
-            return sorted(items, key=lambda i: (-score[i], position[i]))
+    def _own_pick(self, ctx: RecContext, evidence: _RecEvidence, item: int) -> str:
+        name, n = describe.quoted(self.catalog, item), len(ctx.candidates)
+        recent = describe.either(self.catalog, ctx.history[-RECENT_SHOWN:][::-1]).replace(" or ", " and ")
+        after = f" after {recent}" if ctx.history else ""
+        rank = evidence.rec_rank(item)
+        chance = f" (a {percent(evidence.rec[item])} chance by its calibrated scores)"
+        note = self._similarity_note(ctx, item) + self._genre_note(ctx, item)
+        if rank == 1:
+            return f"{name} is the sequential model's top pick among the {n} candidates{after}{chance}.{note}"
+        model_pick = min(evidence.belief, key=evidence.rec_rank)
+        if ctx.rejected_this_loop or model_pick in {m["item"] for m in ctx.memory}:
+            choice = f"{describe.ordinal(rank)} choice of {n} candidates{after}"
+            return (
+                f"{name} is the sequential model's {choice}{chance}; its better picks were turned down.{note}"
+            )
+        return (
+            f"The sequential model's top pick is {describe.quoted(self.catalog, model_pick)} "
+            f"({percent(evidence.rec[model_pick])}), but {name} ({percent(evidence.rec[item])}, "
+            f"{describe.ordinal(rank)}) is closer to your history{after}: weighing both as learned on "
+            f"validation, it comes first.{note}"
+        )
+
+    def _followed(self, ctx: RecContext, evidence: _RecEvidence, item: int, preferred: list[int]) -> str:
+        name, n = describe.quoted(self.catalog, item), len(ctx.candidates)
+        wished = describe.either(self.catalog, preferred)
+        rank = describe.ordinal(evidence.rec_rank(item))
+        return (
+            f"You said you would rather have {wished}; of those, {name} is the one I rank highest "
+            f"(the sequential model: {rank} of {n}).{self._genre_note(ctx, item)}"
+        )
+
+    def _without_model(self, ctx: RecContext) -> Proposal:
+        """Ablation (no rec model): genre overlap with the history, else candidate order."""
+        pool = self._pool(ctx)
+        preferred = [i for i in ctx.last_preferred if i in pool]
         profile = describe.genre_profile(self.catalog, ctx.history)
-        n_hist = len(ctx.history)
+        n_hist, position = len(ctx.history), {c: i for i, c in enumerate(ctx.candidates)}
 
         def affinity(i: int) -> float:
             return describe.genre_affinity(self.catalog, i, profile, n_hist)
 
-        return sorted(items, key=lambda i: (-affinity(i), position[i]))
-
-    def _reason(self, ctx: RecContext, item: int, preferred: list[int]) -> str:
-        name, n = describe.quoted(self.catalog, item), len(ctx.candidates)
-        genre_note = self._genre_note(ctx, item)
+        item = sorted(preferred or pool, key=lambda i: (-affinity(i), position[i]))[0]
+        name, genre_note = describe.quoted(self.catalog, item), self._genre_note(ctx, item)
         if preferred:
-            how = (
-                f"the sequential model ranks highest ({describe.ordinal(self._rec_rank(ctx, item))} of {n})"
-                if self.use_prior
-                else "that best matches your history"
-            )
             wished = describe.either(self.catalog, preferred)
-            return f"You said you would rather have {wished}; of those, {name} is the one {how}.{genre_note}"
-        if self.use_prior:
-            recent = describe.either(self.catalog, ctx.history[-RECENT_SHOWN:][::-1]).replace(" or ", " and ")
-            after = f" after {recent}" if ctx.history else ""
-            rank = self._rec_rank(ctx, item)
-            if rank == 1:
-                return (
-                    f"{name} is the sequential model's top pick among the {n} candidates{after}.{genre_note}"
-                )
-            choice = f"{describe.ordinal(rank)} choice of {n} candidates{after}"
-            return (
-                f"{name} is the sequential model's {choice}; its better picks were turned down.{genre_note}"
+            return Proposal(
+                item,
+                f"You said you would rather have {wished}; of those, {name} is the one that best "
+                f"matches your history.{genre_note}",
             )
         if genre_note:
-            return f"{name} fits your history:{genre_note}"
-        return (
+            return Proposal(item, f"{name} fits your history:{genre_note}")
+        return Proposal(
+            item,
             f"{name} is the first candidate not yet turned down; "
-            "without the sequential model there is no other evidence."
+            "without the sequential model there is no other evidence.",
+        )
+
+    def _similarity_note(self, ctx: RecContext, item: int) -> str:
+        if self.vectors is None or not self.calibration.rec_history_weight or not ctx.history:
+            return ""
+        closest, similarity = self.vectors.closest(item, ctx.history)
+        kind = "title and genres" if self.vectors.name == "text" else "co-consumption"
+        return (
+            f" By {kind} it is most like {describe.quoted(self.catalog, closest)} in your history "
+            f"(similarity {similarity:.2f})."
         )
 
     def _genre_note(self, ctx: RecContext, item: int) -> str:
@@ -110,36 +232,117 @@ class OfflineRecAgent(RecAgent):
         top = shared[0]
         return f" It is {top}, like {profile[top]} of your {len(ctx.history)} history items."
 
-    @staticmethod
-    def _rec_rank(ctx: RecContext, item: int) -> int:
-        score = dict(zip(ctx.candidates, ctx.rec_scores, strict=True))
-        return 1 + sum(1 for c in ctx.candidates if score[c] > score[item])
+
+@dataclass(frozen=True)
+class _RecEvidence:
+    """One round's numbers, per candidate: the rec model's calibrated log-probability, the agent's
+    belief (that plus weighted history similarity), and the user agent's calibrated log-probability
+    as its feedback quotes it (empty when the context carries no reward scores)."""
+
+    candidates: list[int]
+    rec: dict[int, float]
+    belief: dict[int, float]
+    user: dict[int, float]
+    trust: float
+
+    @classmethod
+    def of(cls, agent: OfflineRecAgent, ctx: RecContext) -> _RecEvidence:
+        cal = agent.calibration
+        rec = calibrated_log_probs(ctx.rec_scores, cal.rec_temperature)
+        belief = list(rec)
+        if agent.vectors is not None and cal.rec_history_weight and ctx.history:
+            similarity = agent.vectors.history_similarity(ctx.candidates, ctx.history)
+            belief = [b + cal.rec_history_weight * s for b, s in zip(belief, similarity, strict=True)]
+        belief = calibrated_log_probs(belief, 1.0)  # a distribution over the candidates again
+        user: list[float] = []
+        if len(ctx.reward_scores) == len(ctx.candidates):
+            user = calibrated_log_probs(ctx.reward_scores, cal.reward_temperature)
+        return cls(
+            list(ctx.candidates),
+            dict(zip(ctx.candidates, rec, strict=True)),
+            dict(zip(ctx.candidates, belief, strict=True)),
+            dict(zip(ctx.candidates, user, strict=True)) if user else {},
+            cal.trust,
+        )
+
+    def combined(self, item: int) -> float:
+        return trust_weighted(self.belief[item], self.user[item], self.trust)
+
+    def best(self, items: Sequence[int], *, combined: bool = False) -> int:
+        """The item of ``items`` with the highest belief (or combined evidence); ties: candidate order."""
+        position = {c: k for k, c in enumerate(self.candidates)}
+        score = self.combined if combined else self.belief.__getitem__
+        return max(items, key=lambda i: (score(i), -position[i]))
+
+    def rec_rank(self, item: int) -> int:
+        return 1 + sum(1 for c in self.candidates if self.rec[c] > self.rec[item])
 
 
 class OfflineUserAgent(UserAgent):
-    """Accepts what the reward model ranks within ``accept_top_k``; otherwise names its top picks."""
+    """Judges with the reward model and its memory; see the module docstring for the rules."""
 
-    def __init__(self, catalog: Dataset, *, accept_top_k: int, accept_share: float, use_reward: bool = True):
+    def __init__(
+        self,
+        catalog: Dataset,
+        *,
+        accept_top_k: int,
+        accept_share: float,
+        use_reward: bool = True,
+        calibration: LoopCalibration | None = None,
+        vectors: ItemVectors | None = None,
+    ):
         self.catalog = catalog
         self.accept_top_k = accept_top_k
+        """Besides its favourite, the agent accepts what the reward model ranks within this top-k."""
         self.accept_share = accept_share
-        """Share of a judged item list liked in user simulation (accept_top_k / n_candidates)."""
+        """Share of a judged item list liked in user simulation when no threshold was learned."""
         self.use_reward = use_reward
+        self.calibration = calibration or LoopCalibration()
+        self.vectors = vectors
+        """Item vectors of ``calibration.user_similarity`` (None: no similarity evidence)."""
+
+    # --- one proposal --------------------------------------------------------------------------
 
     def judge(self, ctx: UserContext) -> Judgement:
         if not self.use_reward:
             return self._judge_by_genres(ctx)
         name, n = describe.quoted(self.catalog, ctx.item), len(ctx.candidates)
-        rank = describe.ordinal(ctx.reward_rank)
-        where = f"{rank} of {n} candidates for my history (score {ctx.reward_score:.2f})"
+        chance = self._chance(ctx, ctx.item)
+        where = f"{describe.ordinal(ctx.reward_rank)} of {n} candidates for my history{chance}"
+        if ctx.item in ctx.rejected_this_loop:
+            return Judgement(
+                "accept",
+                f"I turned {name} down, but you weighed my objection against your model's evidence and "
+                f"kept it; I accept it (my reward model ranks it {where}).",
+            )
+        if ctx.item in ctx.asked_for_this_loop:
+            return Judgement("accept", f"{name} is one I asked for: the reward model ranks it {where}.")
         if ctx.reward_rank <= self.accept_top_k:
-            return Judgement("accept", f"{name} suits me: the reward model ranks it {where}.")
-        turned_down = {m["item"] for m in ctx.memory} | {ctx.item}
-        preferred = [i for i in ctx.top_picks if i not in turned_down]
+            favourite = (
+                "my reward model's favourite"
+                if ctx.reward_rank == 1
+                else "in its top " + str(self.accept_top_k)
+            )
+            return Judgement("accept", f"{name} suits me: it is {favourite}, {where}.")
+        turned_down = {m["item"] for m in ctx.memory} | set(ctx.rejected_this_loop) | {ctx.item}
+        preferred = [i for i in self._preferred_over(ctx) if i not in turned_down]
         wish = f"; I would rather have {describe.either(self.catalog, preferred)}" if preferred else ""
         return Judgement(
             "reject", f"Not for me: the reward model ranks {name} only {where}{wish}.", preferred
         )
+
+    def _preferred_over(self, ctx: UserContext) -> list[int]:
+        """The shown top picks the reward model ranks above the proposal (all of them without scores)."""
+        if len(ctx.reward_scores) != len(ctx.candidates):
+            return list(ctx.top_picks)
+        score = dict(zip(ctx.candidates, ctx.reward_scores, strict=True))
+        return [i for i in ctx.top_picks if i in score and score[i] > score[ctx.item]]
+
+    def _chance(self, ctx: UserContext, item: int) -> str:
+        if len(ctx.reward_scores) != len(ctx.candidates):
+            return f" (score {ctx.reward_score:.2f})"
+        log_probs = calibrated_log_probs(ctx.reward_scores, self.calibration.reward_temperature)
+        return f" (a {percent(log_probs[ctx.candidates.index(item)])} chance)"
 
     def _judge_by_genres(self, ctx: UserContext) -> Judgement:
         name = describe.quoted(self.catalog, ctx.item)
@@ -154,27 +357,30 @@ class OfflineUserAgent(UserAgent):
             return Judgement("reject", f"{name} is {shared[0]}, which only a few of my items are.")
         return Judgement("reject", f"{name} shares no genre with anything in my history.")
 
+    # --- user simulation -----------------------------------------------------------------------
+
     def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        liked_before, turned_down = _memory_sets(ctx.memory)
-        if self.use_reward:
-            n_liked = max(1, math.ceil(len(ctx.items) * self.accept_share))
-            order = sorted(range(len(ctx.items)), key=lambda i: -ctx.reward_scores[i])
-            liked = {ctx.items[i] for i in order[:n_liked]}
-        else:
+        memory = MemoryView.of(ctx.memory, ctx.accepted)
+        if not self.use_reward:
             profile = describe.genre_profile(self.catalog, ctx.history)
             n_hist = len(ctx.history)
-            liked = {
-                i
+            return [
+                not profile or describe.genre_affinity(self.catalog, i, profile, n_hist) >= GENRE_ACCEPT_SHARE
                 for i in ctx.items
-                if not profile
-                or describe.genre_affinity(self.catalog, i, profile, n_hist) >= GENRE_ACCEPT_SHARE
-            }
-        # What the loop taught the user agent overrides the model's view (FLOW vs Agent in Table 5).
-        return [(i in liked or i in liked_before) and i not in turned_down for i in ctx.items]
+            ]
+        if self.calibration.verdict_threshold is not None and len(ctx.reward_log_probs) == len(ctx.items):
+            return self._liked_by_evidence(ctx, memory)
+        # Uncalibrated: the reward model's best share of the list, and what the loop said outright.
+        n_liked = max(1, math.ceil(len(ctx.items) * self.accept_share))
+        order = sorted(range(len(ctx.items)), key=lambda i: -ctx.reward_scores[i])
+        liked = {ctx.items[i] for i in order[:n_liked]} | set(memory.liked)
+        return [i in liked and i not in memory.turned_down for i in ctx.items]
 
-
-def _memory_sets(memory: Sequence[MemoryEntry]) -> tuple[set[int], set[int]]:
-    """Items the user asked for and items it turned down during earlier loops."""
-    turned_down = {m["item"] for m in memory}
-    asked_for = {i for m in memory for i in m.get("preferred_items", [])} - turned_down
-    return asked_for, turned_down
+    def _liked_by_evidence(self, ctx: JudgeItemsContext, memory: MemoryView) -> list[bool]:
+        """Each item on its own: evidence >= the one validation-chosen threshold. The memory counts
+        through its learned weights only (an item turned down as the *next* one may still be a
+        later favourite)."""
+        cal = self.calibration
+        features = VerdictFeatures.of(ctx.reward_log_probs, ctx.items, ctx.history, memory, self.vectors)
+        assert cal.verdict_threshold is not None
+        return [e >= cal.verdict_threshold for e in features.evidence(*cal.verdict_weights())]

@@ -1,0 +1,131 @@
+"""What the offline agents learn: fitted on the validation split only, deterministic, cached next to
+the models and refitted when they change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from app.data.dataset import Dataset
+from app.settings import Settings
+from graph import calibration as cal_module
+from graph.calibration import (
+    TRUST_GRID,
+    LoopCalibration,
+    calibration_path,
+    fit_calibration,
+    fit_trust,
+    loop_calibration,
+)
+from recmodels.artifacts import load_scorer, read_artifact
+
+
+@pytest.fixture
+def fit_settings(tmp_path: Path) -> Settings:
+    return Settings(_env_file=None, data_dir=tmp_path / "data")
+
+
+def test_calibration_reads_only_the_validation_split(
+    ml_dataset, ml_scorers, fit_settings, monkeypatch
+) -> None:
+    read: list[str] = []
+    original = Dataset.iter_rows
+
+    def spy(self, split):
+        read.append(split)
+        return original(self, split)
+
+    monkeypatch.setattr(Dataset, "iter_rows", spy)
+    fitted = fit_calibration(
+        fit_settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], ("collaborative",)
+    )
+    assert read and set(read) == {"val"}
+    assert fitted.learned and fitted.provenance["split"] == "val"
+    assert fitted.provenance["n_rows"] == len(ml_dataset.eval_rows("val")[0])
+    assert 0.0 <= fitted.trust <= 1.0 and fitted.rec_temperature > 0 and fitted.reward_temperature > 0
+    assert fitted.verdict_threshold is not None and fitted.user_similarity in ("none", "collaborative")
+    # every trust value tried is reported with its validation score, and the chosen one is the best
+    curve = fitted.provenance["val_expected_hr1_by_trust"]
+    assert len(curve) == len(TRUST_GRID) and curve[f"{fitted.trust:.2f}"] == max(curve.values())
+
+
+def test_calibration_is_deterministic(ml_dataset, ml_scorers, fit_settings) -> None:
+    args = (fit_settings, ml_dataset, ml_scorers["caser"], ml_scorers["sasrec"], ("collaborative",))
+    assert fit_calibration(*args) == fit_calibration(*args)
+
+
+def test_trust_follows_the_better_model_and_is_central_when_they_agree(ml_dataset) -> None:
+    rows, _ = ml_dataset.eval_rows("val")
+    n = ml_dataset.n_items
+    informed = torch.full((len(rows), n), -10.0)
+    for b, row in enumerate(rows):
+        informed[b, row.next] = 0.0  # knows every answer
+    noise = torch.randn(len(rows), n, generator=torch.Generator().manual_seed(0))
+    follow, curve = fit_trust(noise, informed, rows)  # the feedback's model is right: follow it
+    assert follow > 0.5 and curve["1.00"] == max(curve.values()) > curve["0.00"]
+    stand, curve = fit_trust(informed, noise, rows)  # the prior is right: it stands
+    assert stand < 0.5 and curve["0.00"] == max(curve.values()) > curve["1.00"]
+    assert fit_trust(noise, noise, rows)[0] == 0.5  # the same model twice: a flat curve, its middle
+
+
+def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_change(
+    ml_dataset, ml_models_dir: Path, fit_settings, tmp_path: Path, monkeypatch
+) -> None:
+    models = tmp_path / "models" / "movielens"
+    models.mkdir(parents=True)
+    for name in ("gru4rec", "sasrec", "caser"):
+        shutil.copy(ml_models_dir / "movielens" / f"{name}.pt", models / f"{name}.pt")
+    rec = load_scorer(models / "gru4rec.pt", ml_dataset)
+    reward = load_scorer(models / "sasrec.pt", ml_dataset)
+    fits: list[str] = []
+    real_fit = cal_module.fit_calibration
+
+    def counted(*args, **kwargs):
+        fits.append(args[2].info.model_name)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(cal_module, "fit_calibration", counted)
+    monkeypatch.setattr(cal_module, "_MEMO", {})
+    first = loop_calibration(fit_settings, ml_dataset, rec, reward, ("collaborative",))
+    path = calibration_path(rec, reward)
+    assert path == models / "calibration" / "gru4rec+sasrec.json" and path.is_file()
+    stored = json.loads(path.read_text())
+    assert stored["key"]["rec_sha256"] == rec.info.artifact_sha256
+    assert stored["key"]["dataset_fingerprint"] == ml_dataset.fingerprint
+    assert LoopCalibration.from_json(stored["calibration"]) == first
+
+    monkeypatch.setattr(cal_module, "_MEMO", {})  # a new process: read from the file, no refit
+    assert loop_calibration(fit_settings, ml_dataset, rec, reward, ("collaborative",)) == first
+    assert fits == ["gru4rec"]
+
+    # The rec model retrained into the same file: its hash differs, so it is refitted.
+    payload = read_artifact(models / "gru4rec.pt")
+    torch.save({**payload, "created_at": "retrained"}, models / "gru4rec.pt")
+    retrained = load_scorer(models / "gru4rec.pt", ml_dataset)
+    assert retrained.info.artifact_sha256 != rec.info.artifact_sha256
+    monkeypatch.setattr(cal_module, "_MEMO", {})
+    loop_calibration(fit_settings, ml_dataset, retrained, reward, ("collaborative",))
+    assert fits == ["gru4rec", "gru4rec"]
+    assert json.loads(path.read_text())["key"]["rec_sha256"] == retrained.info.artifact_sha256
+
+
+def test_models_built_in_memory_are_never_written(ml_dataset, ml_scorers) -> None:
+    from recmodels.scorer import Scorer, ScorerInfo
+
+    base = ml_scorers["sasrec"]
+    anonymous = Scorer(base.model, ScorerInfo("sasrec", "movielens", ml_dataset.fingerprint, base.n_items))
+    assert calibration_path(anonymous, anonymous) is None
+
+
+def test_no_validation_split_means_uncalibrated_defaults(
+    ml_scorers, ml_dataset, fit_settings, tmp_path
+) -> None:
+    empty = tmp_path / "ds"
+    shutil.copytree(ml_dataset.root, empty)
+    (empty / "val.jsonl").write_text("")
+    fitted = fit_calibration(fit_settings, Dataset(empty), ml_scorers["sasrec"], ml_scorers["sasrec"], ())
+    assert fitted == LoopCalibration() and not fitted.learned
