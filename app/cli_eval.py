@@ -30,6 +30,7 @@ from app.settings import Settings, get_settings
 from recmodels.artifacts import ArtifactError
 
 MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
+DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)
 
 DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
 RecModelOpt = typer.Option(None, "--rec-model", help="sasrec | gru4rec | caser (repeatable).")
@@ -161,8 +162,12 @@ def table4(
     max_rows: int | None = MaxRowsOpt,
     run_dir: Path | None = RunDirOpt,
     candidates: Path | None = CandidatesOpt,
-    draws: int = typer.Option(
-        20, "--draws", min=1, help="Candidate draws per user for the expected HR@1 (seeds 0..N-1)."
+    draws: int | None = typer.Option(
+        None,
+        "--draws",
+        min=1,
+        help="Candidate draws per user for the expected HR@1 (seeds 0..N-1); default 20 with "
+        "offline agents, only the --seeds draws with an LLM (each draw is a paid loop per row).",
     ),
     as_json: bool = JsonOpt,
     concurrency: int = ConcurrencyOpt,
@@ -177,7 +182,7 @@ def table4(
         seeds=tuple(range(seeds)),
         max_rows=max_rows,
         candidates_file=str(candidates) if candidates else None,
-        draws=draws,
+        draws=draws if draws is not None else (DEFAULT_DRAWS if agents == "offline" else seeds),
     )
     execute(
         "table4",
@@ -191,7 +196,7 @@ def table4(
         extra_config={
             "rec_models": list(options.rec_models),
             "seeds": list(options.seeds),
-            "draws": draws,
+            "draws": options.draws,
             "max_rows": max_rows,
         },
         body=lambda ctx: run_table4(ctx, options),

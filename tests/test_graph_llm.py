@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fake_openai import Reply
 
@@ -12,9 +14,24 @@ from graph.runner import LoopRunner, assess_items, judge_items, run_loop
 TIMEOUT_S = 0.3
 
 
+@pytest.fixture(autouse=True)
+def _data_dir(session_data_dir: Path) -> None:
+    """Settings built here keep their files (text item vectors) under the session's data dir."""
+    DATA_DIR[0] = session_data_dir
+
+
+DATA_DIR: list[Path] = [Path("unset")]
+
+
+def offline_twin(deps: LoopDeps) -> LoopDeps:
+    """The same models and settings with the offline agents (what the LLM agents fall back to)."""
+    return make_deps(deps.settings, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
+
+
 def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
     settings = Settings(
         _env_file=None,
+        data_dir=DATA_DIR[0],
         llm_base_url=server.base_url,
         llm_timeout_s=fields.pop("llm_timeout_s", TIMEOUT_S),
         llm_max_retries=fields.pop("llm_max_retries", 1),
@@ -103,7 +120,8 @@ def test_bad_recommendation_is_retried_then_falls_back(ml_dataset, ml_scorers, f
     assert result.stop_reason == "accepted"
     (only,) = result.rounds
     assert only["rec_fallback"] and not only["user_fallback"]
-    assert only["item"] == result.prior_item  # the offline policy answered: the rec model's pick
+    # the offline policy answered: the offline recommendation agent's own first proposal
+    assert only["item"] == run_loop(offline_twin(deps), history, candidates, max_rounds=1).final_item
     assert only["llm_usage"]["calls"] == 3  # two recommendation attempts + one judgement
     if kind in ("malformed", "outside"):  # the error is fed back in the retry
         assert "could not be used" in fake_openai.requests[1].text
@@ -119,7 +137,7 @@ def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_o
 
     first = result.rounds[0]
     assert first["user_fallback"] and not first["rec_fallback"]
-    offline_accepts = first["reward_rank"] <= deps.settings.accept_top_k
+    offline_accepts = first["reward_rank"] <= (deps.settings.accept_top_k or 1)
     assert first["decision"] == ("accept" if offline_accepts else "reject")
     assert "reward model ranks" in first["user_reason"]  # the offline agent's sentence
     assert result.stop_reason in ("accepted", "max_rounds")
@@ -157,8 +175,7 @@ def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row)
     # a list that misses an item is invalid twice -> the offline agent judges
     bad = Reply.json({"thoughts": "t", "decisions": [{"item_id": items[0], "like": True}]})
     fake_openai.enqueue(bad, bad)
-    best = deps.reward_scorer.rank(history, items)[0]  # offline: the reward model's top quarter of 4
-    assert judge_items(deps, history, items) == [i == best for i in items]
+    assert judge_items(deps, history, items) == judge_items(offline_twin(deps), history, items)
     assert "every listed item id exactly once" in fake_openai.requests[-1].text
 
 
