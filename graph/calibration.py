@@ -21,7 +21,8 @@ learned here, on the **validation** split only, for one (dataset, rec model, rew
   turned down, in the loop), chosen on validation users built by the Table 5 protocol: threshold
   and history weight for the best mean micro F1 over the ratios 1:1, 1:3, 1:9 with an empty
   memory, then the memory weights for the best mean F1 with the memory each validation loop left,
-  the threshold fixed. One threshold for all ratios.
+  the threshold fixed, kept only if their gain's 95 % bootstrap interval over validation users lies
+  above zero (otherwise the memory does not count). One threshold for all ratios.
 
 The result is a small JSON file beside the rec model's artifact, ``calibration/<rec>+<reward>.json``,
 keyed by the dataset fingerprint, both artifacts' SHA-256, the similarity backends installed and
@@ -64,6 +65,7 @@ FIT_SEED = 20_241_027  # fixed: the calibration is deterministic
 USERSIM_SEEDS = (0, 1)  # validation user-simulation cases per seed (candidates and negatives)
 N_EVAL = 20
 THRESHOLD_POINTS = 500  # verdict thresholds tried (quantiles of the validation evidence)
+MEMORY_RESAMPLES = 1000  # bootstrap resamples of validation users behind the memory weights
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,7 @@ class _Pooled:
     liked: torch.Tensor  # [n]
     turned_down: torch.Tensor  # [n]
     labels: torch.Tensor  # [n] bool
+    users: torch.Tensor  # [n] long: which validation user judged the item
 
     def evidence(self, history: float, liked: float = 0.0, turned_down: float = 0.0) -> torch.Tensor:
         """The same sum as :meth:`VerdictFeatures.evidence`, for every pooled item at once."""
@@ -366,6 +369,9 @@ def fit_user_simulation(
             weights = MEMORY_WEIGHTS if vectors is not None else (0.0,)
             scored = [(_mean_f1(flow, theta, h, a, d), a, d) for a in weights for d in weights]
             flow_f1, a, d = max(scored, key=lambda s: (s[0], -s[1] - s[2]))  # ties: the smaller weights
+            gain = _memory_gain(flow, theta, h, (a, d), len(cases))
+            if gain[1] <= 0:  # not beyond validation noise: the memory does not count
+                flow_f1, a, d = _mean_f1(flow, theta, h, 0.0, 0.0), 0.0, 0.0
             choice = {
                 "user_similarity": name,
                 "user_history_weight": h,
@@ -373,7 +379,12 @@ def fit_user_simulation(
                 "user_liked_weight": a,
                 "user_turned_down_weight": d,
             }
-            report[f"{name}/h={h:g}"] = {**choice, "agent_f1": agent_f1, "flow_f1": flow_f1}
+            report[f"{name}/h={h:g}"] = {
+                **choice,
+                "agent_f1": agent_f1,
+                "flow_f1": flow_f1,
+                "best_memory_gain_f1": {"mean": gain[0], "low": gain[1], "high": gain[2]},
+            }
             if best is None or (flow_f1, agent_f1) > best[0]:
                 best = ((flow_f1, agent_f1), choice)
     assert best is not None
@@ -396,7 +407,7 @@ def _pool(
     *,
     with_memory: bool,
 ) -> _Pooled:
-    columns: list[list[Any]] = [[] for _ in range(5)]
+    columns: list[list[Any]] = [[] for _ in range(6)]
     for u, (case, memory) in enumerate(zip(cases, memories, strict=True)):
         items = list(case.eval_lists[ratio].items)
         view = memory if with_memory else MemoryView((), ())
@@ -406,8 +417,10 @@ def _pool(
         columns[2] += features.liked
         columns[3] += features.turned_down
         columns[4] += list(case.eval_lists[ratio].labels)
+        columns[5] += [u] * len(items)
     floats = [torch.as_tensor(c, dtype=torch.float64) for c in columns[:4]]
-    return _Pooled(*floats, torch.as_tensor(columns[4], dtype=torch.bool))
+    labels, users = torch.as_tensor(columns[4], dtype=torch.bool), torch.as_tensor(columns[5])
+    return _Pooled(*floats, labels, users)
 
 
 def _f1(pooled: _Pooled, evidence: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
@@ -422,6 +435,32 @@ def _f1(pooled: _Pooled, evidence: torch.Tensor, thetas: torch.Tensor) -> torch.
 def _mean_f1(pooled: Sequence[_Pooled], theta: float, *weights: float) -> float:
     thetas = torch.tensor([theta], dtype=torch.float64)
     return float(sum(_f1(p, p.evidence(*weights), thetas) for p in pooled)[0] / len(pooled))
+
+
+def _memory_gain(
+    pooled: Sequence[_Pooled], theta: float, h: float, memory: tuple[float, float], n_users: int
+) -> tuple[float, float, float]:
+    """Mean micro F1 over the ratios with the memory weights minus without, on validation: the
+    difference and its 95 % bootstrap interval over the validation users (fixed seed)."""
+    generator = torch.Generator().manual_seed(FIT_SEED)
+    picks = torch.randint(0, n_users, (MEMORY_RESAMPLES, n_users), generator=generator)  # [R, U]
+
+    def f1s(weights: tuple[float, ...]) -> torch.Tensor:
+        """[1 + R] mean F1 over the ratios: all users first, then each resample."""
+        total = torch.zeros(1 + MEMORY_RESAMPLES, dtype=torch.float64)
+        for p in pooled:
+            liked = p.evidence(h, *weights) >= theta
+            counts = [
+                torch.bincount(p.users, weights=mask.double(), minlength=n_users)  # [U]
+                for mask in (liked & p.labels, liked & ~p.labels, ~liked & p.labels)
+            ]
+            tp, fp, fn = (torch.cat([c.sum().view(1), c[picks].sum(dim=1)]) for c in counts)
+            total += torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), torch.zeros_like(tp))
+        return total / len(pooled)
+
+    diff = f1s(memory) - f1s((0.0, 0.0))
+    low, high = torch.quantile(diff[1:], torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    return float(diff[0]), low, high
 
 
 def _best_threshold(pooled: Sequence[_Pooled], h: float) -> tuple[float, float]:

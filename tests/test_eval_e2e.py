@@ -84,7 +84,12 @@ def test_table5_reports_every_ratio_and_method(cli_data_dir: Path) -> None:
     for row in out["rows"]:
         assert set(row) == {"dataset", "ratio", "method", "precision", "recall", "f1"}
         assert 0.0 <= row["f1"] <= 1.0
+    for ratio in ("1:1", "1:3", "1:9"):  # FLOW - Agent, paired over users, with its interval
+        gain = out["flow_minus_agent_f1"][ratio]
+        assert gain["low"] <= gain["mean"] <= gain["high"]
     results = json.loads((run_dir / "results.json").read_text())
+    assert results["calibration"]["verdict_threshold"] is not None  # one threshold, learned on val
+    assert set(results["verdicts_changed_by_memory"]) == {"1:1", "1:3", "1:9"}
     # MovieLens test users know 11 items: 8 future items, so 1:1 judges 16 items per user.
     one_to_one = next(r for r in results["rows"] if r["ratio"] == "1:1" and r["method"] == "agent")
     assert one_to_one["n_items"] == 4 * 16 and set(one_to_one["macro"]) == {"precision", "recall", "f1"}

@@ -3,11 +3,13 @@
 They use the same models, memory and graph as the LLM agents; only the decision rule is fixed,
 and every weight in it is learned on the validation split (:mod:`graph.calibration`).
 
-- The **recommendation agent** proposes its own model's pick first. After a rejection it weighs
-  the user agent's feedback: for the item it just proposed and each item the user agent named, it
-  combines its own model's calibrated chance with the reward model's chance the feedback quotes,
-  the latter weighted by the learned ``trust``. A named item replaces the standing pick only if
-  the feedback outweighs the prior this way; otherwise it proposes its pick again and says why.
+- The **recommendation agent** believes in a candidate as much as its rec model's calibrated
+  chance says, plus (when validation chose so) a weight times the candidate's similarity to the
+  recent history; it proposes its best candidate. After a rejection it weighs the user agent's
+  feedback: for the pick just turned down and each item the user agent named, it combines its
+  belief with the reward model's chance the feedback quotes, the latter weighted by the learned
+  ``trust``. A named item replaces the pick only if the feedback outweighs the prior this way;
+  otherwise it proposes its pick again and says why.
 - The **user agent** judges with the reward model: it accepts its own favourite (or anything
   within ``accept_top_k``), an item it asked for earlier in the loop, or a pick the recommendation
   agent kept after weighing its objection; otherwise it rejects and names the candidates its
@@ -16,9 +18,9 @@ and every weight in it is learned on the validation split (:mod:`graph.calibrati
   similarity to the user's history and to what it liked / turned down in the loop, reaches one
   validation-chosen threshold.
 
-With calibrated trust the loop's answer is the trust-weighted agreement of the two models (the
-combination's best item among the prior and the reward model's preferred items), so its gain over
-the rec model is, by construction, close to that of a validation-weighted two-model ensemble.
+The loop's answer is therefore the best candidate under the trust-weighted combination of both
+agents' evidence: its gain over the rec model is, by construction, that of a validation-weighted
+combination of the rec model, item similarity and the reward model, reached through the dialogue.
 """
 
 from __future__ import annotations
@@ -166,11 +168,10 @@ class OfflineRecAgent(RecAgent):
         if rank == 1:
             return f"{name} is the sequential model's top pick among the {n} candidates{after}{chance}.{note}"
         model_pick = min(evidence.belief, key=evidence.rec_rank)
-        if ctx.rejected_this_loop or model_pick in {m["item"] for m in ctx.memory}:
+        if model_pick in {*ctx.rejected_this_loop, *(m["item"] for m in ctx.memory)}:
             choice = f"{describe.ordinal(rank)} choice of {n} candidates{after}"
-            return (
-                f"{name} is the sequential model's {choice}{chance}; its better picks were turned down.{note}"
-            )
+            turned_down = "its better picks were turned down"
+            return f"{name} is the sequential model's {choice}{chance}; {turned_down}.{note}"
         return (
             f"The sequential model's top pick is {describe.quoted(self.catalog, model_pick)} "
             f"({percent(evidence.rec[model_pick])}), but {name} ({percent(evidence.rec[item])}, "
