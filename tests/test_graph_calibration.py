@@ -129,3 +129,24 @@ def test_no_validation_split_means_uncalibrated_defaults(
     (empty / "val.jsonl").write_text("")
     fitted = fit_calibration(fit_settings, Dataset(empty), ml_scorers["sasrec"], ml_scorers["sasrec"], ())
     assert fitted == LoopCalibration() and not fitted.learned
+
+
+def test_memory_weights_count_only_beyond_validation_noise() -> None:
+    from graph.calibration import _memory_gain, _Pooled
+
+    generator = torch.Generator().manual_seed(1)
+    n_users, per_user = 60, 10
+    users = torch.arange(n_users).repeat_interleave(per_user)
+    labels = torch.rand(n_users * per_user, generator=generator) < 0.5
+    log_probs = torch.randn(n_users * per_user, generator=generator, dtype=torch.float64)
+    zeros = torch.zeros_like(log_probs)
+
+    def pooled(liked: torch.Tensor) -> _Pooled:
+        return _Pooled(log_probs, zeros, liked, zeros, labels, users)
+
+    telling = pooled(labels.double() * 4 - 2)  # similarity to liked items marks the positives
+    mean, low, _high = _memory_gain([telling], 0.0, 0.0, (1.0, 0.0), n_users)
+    assert mean > 0 and low > 0
+    noise = pooled(torch.randn(n_users * per_user, generator=generator, dtype=torch.float64))
+    _mean, low, high = _memory_gain([noise], 0.0, 0.0, (1.0, 0.0), n_users)
+    assert low < 0 < high

@@ -76,14 +76,18 @@ def run_table4(ctx: EvalContext, options: Table4Options) -> ExperimentOutput:
     records = run_loop_jobs(ctx, jobs, desc=f"table4 {ctx.dataset.name}")
     test_rows = _test_rows(ctx, options)
     reward = ctx.models.get(ctx.dataset, ctx.settings.reward_model)
-    rows = []
+    rows, exact_by_model = [], {}
     for m in options.rec_models:
         deps = ctx.deps(m, FLOW)
         exact = exact_expected_hr1(deps, ctx.models.get(ctx.dataset, m), reward, test_rows)
+        exact_by_model[m] = exact
         row = summarise(ctx.dataset.name, m, [r for r in records if r["rec_model"] == m], sampled, exact)
         row["calibration"] = deps.calibration.summary()
         rows.append(row)
-    overall = {"flow_minus_model_over_models": mean_gain(records, options.rec_models).to_json()}
+    overall = {
+        "flow_minus_model_over_models": mean_gain(records, options.rec_models).to_json(),
+        "weighted_minus_model_over_models_exact": mean_exact_gain(exact_by_model).to_json(),
+    }
     plot = bar_plot(
         ctx.run.path / "table4_hr1.png",
         [r["rec_model"] for r in rows],
@@ -158,6 +162,9 @@ def summarise(
     if exact is not None:
         for label in EXACT:
             row[f"{label}_hr1_exact"] = _mean(exact[label])
+        for other in ("model", "reward", "ensemble", "agent"):  # the loop's combination, no draw noise
+            diffs = [w - o for w, o in zip(exact["weighted"], exact[other], strict=True)]
+            row[f"weighted_minus_{other}_exact"] = paired_interval(diffs).to_json()
     row["n_rows"] = len(next(iter(by_source.values()), []))
     row["n_sources"] = len(sampled)
     row["n_draws"] = len(by_source)
@@ -177,6 +184,15 @@ def mean_gain(records: Sequence[Mapping[str, Any]], rec_models: Sequence[str]) -
     return paired_interval(diffs)
 
 
+def mean_exact_gain(exact: Mapping[str, Mapping[str, Sequence[float]]]) -> Interval:
+    """The trust-weighted combination (what FLOW's pick equals, see ``flow_is_weighted_share``)
+    minus the rec model, exact per user, averaged over the rec models, one bootstrap over users."""
+    if not exact:
+        return Interval(0.0, 0.0, 0.0)
+    per_model = [[w - m for w, m in zip(e["weighted"], e["model"], strict=True)] for e in exact.values()]
+    return paired_interval([sum(d) / len(d) for d in zip(*per_model, strict=True)])
+
+
 def _mean(values: Any) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
@@ -184,6 +200,14 @@ def _mean(values: Any) -> float:
 
 def _share(records: Sequence[Mapping[str, Any]], test: Any) -> float:
     return sum(1 for r in records if test(r)) / len(records) if records else 0.0
+
+
+LABELS = {"model": "Model", "reward": "Reward", "ensemble": "Ensemble", "agent": "Agent"}
+
+
+def _exact_ci(row: Mapping[str, Any], other: str) -> str:
+    ci = row.get(f"weighted_minus_{other}_exact")
+    return str(Interval(ci["mean"], ci["low"], ci["high"])) if ci else "n/a"
 
 
 def _ci(row: Mapping[str, Any], other: str) -> str:
@@ -252,6 +276,13 @@ def render_table4(
             for r in rows
         ],
     )
+    exact = markdown_table(
+        ["Rec model", *(f"λ-ensemble − {LABELS[o]}" for o in ("model", "reward", "ensemble", "agent"))],
+        [
+            [r["rec_model"], *(_exact_ci(r, o) for o in ("model", "reward", "ensemble", "agent"))]
+            for r in rows
+        ],
+    )
     trust = markdown_table(
         ["Rec model", "trust λ", "T rec", "T reward", "FLOW pick = λ-ensemble pick", "FLOW ≠ first proposal"],
         [
@@ -271,8 +302,15 @@ def render_table4(
         g = overall["flow_minus_model_over_models"]
         gain = (
             "\n\nFLOW − Model averaged over the rec models (per user, one bootstrap over users): "
-            f"**{Interval(g['mean'], g['low'], g['high'])}**.\n"
+            f"**{Interval(g['mean'], g['low'], g['high'])}**"
         )
+        x = overall.get("weighted_minus_model_over_models_exact")
+        if x:
+            gain += (
+                "; the same for the λ-ensemble FLOW's pick equals (table below), from exact "
+                f"expectations without draw noise: **{Interval(x['mean'], x['low'], x['high'])}**"
+            )
+        gain += ".\n"
     n_draws = rows[0]["n_draws"] if rows else 0
     return (
         f"## Table 4: recommendation HR@1 on {dataset} ({agents} agents)\n\n"
@@ -283,7 +321,9 @@ def render_table4(
         "models weighted by the trust the offline agents learned on validation (the loop's evidence "
         "without the loop); Agent: the recommendation agent's first proposal; FLOW: the loop's final "
         "item. FLOW − X: mean paired difference over users [95 % bootstrap interval].\n\n"
-        f"{main}{gain}\n\nSampled HR@1 (mean ± population std over the first candidate seeds, the "
+        f"{main}{gain}\nThe same differences for the λ-ensemble, from exact expectations (no draw noise; "
+        "FLOW's pick equals the λ-ensemble's in the share of loops the last table shows):\n\n"
+        f"{exact}\n\nSampled HR@1 (mean ± population std over the first candidate seeds, the "
         f"paper's kind of number):\n\n{five}\n\nWhat the offline agents learned on validation:\n\n"
         f"{trust}\n\n![HR@1]({plot_name})\n"
     )
