@@ -640,7 +640,7 @@ def test_the_run_browser_shows_report_plots_settings_and_the_papers_numbers(
     page.wait_for_text("h1", "table4-lastfm-example")
     table = page.wait_for_css(".report table.report-table")
     assert [th.text for th in table.find_elements("css selector", "th.paper-column")] == ["paper M/A/F"]
-    assert "0.2869 / n/a / n/a" in table.text and "0.3016 ± 0.0203" in table.text
+    assert "0.2869 / 0.3197 / 0.3770" in table.text and "0.3118 (0.3116)" in table.text
     page.wait_for_text(".paper-note", "published numbers")
     page.wait(
         lambda: page.driver.execute_script(

@@ -252,7 +252,7 @@ def render_table4(
             "FLOW − Ensemble",
             "FLOW − λ-ensemble",
             "FLOW − Agent",
-            "paper M / A / F",
+            "paper M/A/F",
         ],
         [
             [
