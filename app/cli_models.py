@@ -45,6 +45,9 @@ def train_command(
         help="Apply the dataset's validation-selected config preset (recmodels/presets.py).",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    as_json: bool = typer.Option(  # unused: the JSON line is printed either way
+        False, "--json", help="Accepted for uniformity: the last line is always one JSON object of metrics."
+    ),
 ) -> None:
     """Train a model (selected on validation) and save it; the last line is a JSON object of metrics.
 

@@ -96,7 +96,7 @@ def test_cli_train_then_eval_model_print_json_last(cli_env: Path) -> None:
     trained = runner.invoke(
         cli,
         ["train", "--dataset", "movielens", "--model", "caser", "--epochs", "1"]
-        + ["--max-train-rows", "400", "--no-progress", "--set", "dropout=0.1"],
+        + ["--max-train-rows", "400", "--no-progress", "--set", "dropout=0.1", "--json"],
     )
     assert trained.exit_code == 0, trained.output
     summary = _last_json(trained.stdout)
