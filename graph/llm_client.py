@@ -17,7 +17,8 @@ because each call must be bounded and counted in ways ``with_structured_output``
   (the openai client keeps a cut-off completion's usage on the exception). Where the server sends
   no usage, the prompt (and any text that came back) is counted with the endpoint's own tokenizer
   when it has one (llama.cpp's ``/apply-template`` + ``/tokenize``), else estimated; each attempt
-  records which (:class:`graph.state.LLMAttempt` ``counted``).
+  records which (:class:`graph.state.LLMAttempt` ``counted``). A timed-out attempt is charged its
+  whole output cap (an upper bound: the server generated an unknown part of it).
 """
 
 from __future__ import annotations
@@ -330,6 +331,11 @@ class StructuredCaller(Generic[AnswerT]):
             prompt, counted = self.counter.count_messages(_as_dicts(conversation))
             completion, _ = self.counter.count_text(_echo(result, limit=None))
             cached = 0
+            if isinstance(result, openai.APITimeoutError):
+                # The server went on generating until it saw the client leave (llama.cpp checks
+                # about once a second) and told no one how far it got: charge the whole cap, an
+                # upper bound, so a budget is never under-spent.
+                completion, counted = max(completion, self.limits.max_tokens), "estimate"
         record: LLMAttempt = {
             "agent": self.agent,
             "attempt": attempt,

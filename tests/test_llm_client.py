@@ -361,3 +361,6 @@ def test_a_timeout_over_http_counts_the_attempt_and_its_time():
     (attempt,) = outcome.attempts
     assert attempt["failure"].startswith("timeout: ") and 0.3 < attempt["seconds"] < 1.5
     assert outcome.usage["seconds"] == pytest.approx(attempt["seconds"], abs=1e-3)
+    # the server may have generated up to the cap before it saw the client leave: charged in full
+    assert attempt["completion_tokens"] == 48 and attempt["counted"] == "estimate"
+    assert attempt["prompt_tokens"] > 0 and outcome.usage["completion_tokens"] == 48
