@@ -48,11 +48,12 @@ def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
         sample_candidates(list(r.history), r.next, ml_dataset.n_items, rng)[0] == r.next for r in rows[:6]
     ]
     assert row["agent_hr1"] == row["flow_hr1"] == sum(first_is_target) / 6
-    # the exact expectation exists for the picks that rank by one score, not for an LLM's proposal
-    assert "model_hr1_exact" in row and "agent_hr1_exact" not in row
-    assert "weighted_minus_agent_exact" not in row
 
     results = json.loads((run_dir / "results.json").read_text())
     assert results["config"]["agents"] == "llm" and results["config"]["llm_model"]
+    # the exact expectation exists for the picks that rank by one score, not for an LLM's proposal
+    stored = results["rows"][0]
+    assert "model_hr1_exact" in stored and "agent_hr1_exact" not in stored
+    assert "weighted_minus_agent_exact" not in stored and "weighted_minus_model_exact" in stored
     assert results["usage"]["calls"] == n_requests == 6 * 2  # one proposal + one judgement per row
     assert results["usage"]["prompt_tokens"] > 0 and results["usage"]["completion_tokens"] > 0
