@@ -15,7 +15,6 @@ from typing import Any
 import torch
 import typer
 
-from app.data.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
 from app.eval.adapters import AgentKind, ModelBank
 from app.eval.common import (
     LLM_RUN_SETTINGS,
@@ -28,6 +27,7 @@ from app.eval.common import (
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
 from recmodels.artifacts import ArtifactError
+from recmodels.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
 
 MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
 DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)

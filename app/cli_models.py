@@ -9,9 +9,9 @@ from typing import Any, NoReturn
 import torch
 import typer
 
-from app.data.dataset import Dataset, DatasetNotFound
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, load_latest_scorer
+from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
 from recmodels.training import train

@@ -40,9 +40,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
+from graph.config import LLMConfig, StructuredMethod
 from graph.state import LLMAttempt, LLMUsage, add_usage, empty_usage
 
-StructuredMethod = Literal["json_schema", "json_mode", "function_calling"]
 FailureKind = Literal[
     "budget", "length", "content_filter", "timeout", "connection", "http", "invalid", "error"
 ]
@@ -73,7 +73,7 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LLMEndpoint:
-    """Where and how to reach the model (built from the settings by the caller)."""
+    """Where and how to reach the model (built from an LLMConfig by :func:`endpoint_of`)."""
 
     base_url: str
     model: str
@@ -101,6 +101,20 @@ def make_chat_model(endpoint: LLMEndpoint) -> ChatOpenAI:
         temperature=endpoint.temperature,
         timeout=endpoint.timeout_s,
         max_retries=0,  # our own bounded retry loop counts every attempt; see the module doc
+    )
+
+
+def endpoint_of(llm: LLMConfig) -> LLMEndpoint:
+    if not llm.base_url:
+        raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
+    return LLMEndpoint(
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key=llm.api_key,
+        temperature=llm.temperature,
+        timeout_s=llm.timeout_s,
+        method=llm.structured_method,
+        max_retries=llm.max_retries,
     )
 
 
@@ -472,3 +486,23 @@ def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 
 def _short(exc: BaseException) -> str:
     return str(exc).replace("\n", " ")[:200]
+
+
+@dataclass(frozen=True)
+class LLMClient:
+    """One chat model and token counter shared by every caller of a process."""
+
+    endpoint: LLMEndpoint
+    chat: ChatOpenAI
+    counter: TokenCounter
+
+    @classmethod
+    def from_config(cls, llm: LLMConfig) -> LLMClient:
+        endpoint = endpoint_of(llm)
+        return cls(endpoint, make_chat_model(endpoint), TokenCounter(endpoint.base_url))
+
+    def caller(self, schema: type[BaseModel], max_tokens: int, agent: AgentName) -> StructuredCaller[Any]:
+        limits = CallLimits(max_tokens, self.endpoint.timeout_s, self.endpoint.max_retries)
+        return StructuredCaller(
+            self.chat, schema, method=self.endpoint.method, limits=limits, agent=agent, counter=self.counter
+        )

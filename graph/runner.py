@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
-from graph.deps import LoopDeps
+from graph.context import LoopDeps
 from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, sum_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
@@ -87,8 +87,8 @@ def loop_config(thread_id: str | None, max_rounds: int) -> RunnableConfig:
 
 
 def default_candidates(deps: LoopDeps, history: Sequence[int], k: int | None = None) -> list[int]:
-    """The rec model's top-k unseen items (k = Settings.n_candidates): the service's default candidates."""
-    return deps.rec_scorer.top_k(list(history), k or deps.settings.n_candidates)
+    """The rec model's top-k unseen items (k = LoopConfig.n_candidates): the service's default candidates."""
+    return deps.rec_scorer.top_k(list(history), k or deps.config.n_candidates)
 
 
 def loop_input(
@@ -103,7 +103,7 @@ def loop_input(
         "new_loop": True,
         "history": list(history),
         "candidates": list(candidates) if candidates is not None else default_candidates(deps, history),
-        "max_rounds": deps.settings.max_rounds if max_rounds is None else max_rounds,
+        "max_rounds": deps.config.max_rounds if max_rounds is None else max_rounds,
         "judge_mode": "agent",
         "preferences": preferences,
     }

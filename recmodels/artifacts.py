@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from app.data.dataset import Dataset, sha256_file
 from recmodels.base import SequentialRecommender
+from recmodels.dataset import Dataset, sha256_file
 from recmodels.ensemble import SeedEnsemble
 from recmodels.registry import MODEL_NAMES, build_model, model_config
 from recmodels.scorer import Scorer, ScorerInfo

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from app.data.dataset import Dataset, Row
 from recmodels.artifacts import artifact_path, save_artifact
 from recmodels.base import SequentialRecommender, pad_histories
+from recmodels.dataset import Dataset, Row
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import all_positions_ce, full_softmax_ce

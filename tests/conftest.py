@@ -169,7 +169,7 @@ def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dic
     from graph.deps import make_deps
 
     scorer = ml_scorers["sasrec"]
-    return {"offline": make_deps(service_settings, ml_dataset, scorer, scorer, "offline")}
+    return {"offline": make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")}
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import torch
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.data.dataset import Dataset
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
+from recmodels.dataset import Dataset
 from recmodels.registry import MODEL_NAMES
 from recmodels.scorer import Scorer
 

@@ -53,6 +53,25 @@ async def check_alive(conn: AsyncConnection) -> None:
     raise psycopg.OperationalError("the server closed the connection")
 
 
+def lock_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+    """A pool for advisory locks (one connection per held lock) and request counters."""
+    return AsyncConnectionPool(
+        libpq_url(url),
+        min_size=1,
+        max_size=settings.lock_pool_size,
+        open=False,
+        timeout=settings.db_pool_timeout_s,
+        kwargs={
+            "autocommit": True,
+            "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
+            # Advisory locks and request counters (app/services/limits.py): nothing whose commit
+            # must wait for the disk.
+            "options": "-c synchronous_commit=off",
+        },
+        check=check_alive,
+    )
+
+
 def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
     """A pool for LangGraph's saver, its connections pinned to the checkpoint schema."""
     return AsyncConnectionPool(

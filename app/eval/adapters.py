@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from app.data.dataset import Dataset
 from app.settings import Settings
+from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 AgentKind = Literal["offline", "llm"]
@@ -152,7 +152,7 @@ def make_loop_deps(
     """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword)."""
     from graph.deps import make_deps
 
-    return make_deps(settings, catalog, rec_scorer, reward_scorer, agents, **knobs)
+    return make_deps(settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, **knobs)
 
 
 def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int) -> LoopOutcome:

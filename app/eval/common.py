@@ -32,8 +32,8 @@ matplotlib.use("Agg")  # headless: plots are files, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from app.data.dataset import Dataset, DatasetError, Row  # noqa: E402
 from graph.state import format_usage  # noqa: E402
+from recmodels.dataset import Dataset, DatasetError, Row  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The candidate files shipped with the shared data that reproduce AFL's reference run.

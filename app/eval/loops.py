@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.data.dataset import Dataset
 from app.eval.adapters import AgentKind, ModelBank, baseline_picks, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
 from graph.state import sum_usage
+from recmodels.dataset import Dataset
 
 Arrangement = Literal["as_sampled", "first", "random", "last"]
 ARRANGEMENTS_FOR_POSITION: tuple[Arrangement, ...] = ("first", "random", "last")

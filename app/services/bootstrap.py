@@ -9,12 +9,12 @@ import asyncio
 import os
 from collections.abc import Callable
 
-from app.data.dataset import Dataset, DatasetNotFound
 from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
 from app.db.migrate import migrate_all
 from app.db.urls import redact
 from app.services.keys import NewKey, create_first_key, create_key, list_keys, revoke_key
 from app.settings import Settings
+from recmodels.dataset import Dataset, DatasetNotFound
 
 Echo = Callable[[str], None]
 

@@ -20,9 +20,9 @@ from langgraph.types import Command
 
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
+from app.db.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.db.models import Loop, Session, usage_columns
 from app.services import limits, metrics, steering
-from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,

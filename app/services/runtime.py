@@ -18,21 +18,21 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.data.dataset import Dataset
+from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import (
-    check_alive,
     checkpoint_pool,
     create_engine,
     create_sessionmaker,
+    lock_pool,
     resolve_database_url,
 )
+from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
-from app.services.checkpoints import PooledPostgresSaver
-from app.services.locks import SessionLocks
 from app.settings import Settings
+from recmodels.dataset import Dataset
 
 if TYPE_CHECKING:
-    from graph.deps import LoopDeps
+    from graph.context import LoopDeps
 
 AgentMode = Literal["offline", "llm"]
 _log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class ServiceResources:
     database_url: str
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
-    locks: SessionLocks
+    locks: AdvisoryLocks
     saver: BaseCheckpointSaver
     catalog: Dataset
     loop_deps: dict[AgentMode, LoopDeps]
@@ -72,9 +72,11 @@ def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, Loop
         if settings.reward_model == settings.rec_model
         else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
     )
-    deps: dict[AgentMode, LoopDeps] = {"offline": make_deps(settings, catalog, rec, reward, "offline")}
+    deps: dict[AgentMode, LoopDeps] = {
+        "offline": make_deps(settings.loop_config(), catalog, rec, reward, "offline")
+    }
     if settings.llm_enabled:
-        deps["llm"] = make_deps(settings, catalog, rec, reward, "llm")
+        deps["llm"] = make_deps(settings.loop_config(), catalog, rec, reward, "llm")
     return deps
 
 
@@ -115,22 +117,7 @@ async def open_resources(
     async with AsyncExitStack() as stack:
         engine = create_engine(url, settings)
         stack.push_async_callback(engine.dispose)
-        lock_pool = AsyncConnectionPool(
-            url,
-            min_size=1,
-            max_size=settings.lock_pool_size,
-            open=False,
-            timeout=settings.db_pool_timeout_s,
-            kwargs={
-                "autocommit": True,
-                "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
-                # Advisory locks and request counters (app/services/limits.py): nothing whose commit
-                # must wait for the disk.
-                "options": "-c synchronous_commit=off",
-            },
-            check=check_alive,
-        )
-        await _open_pool(stack, lock_pool)
+        locks = AdvisoryLocks(await _open_pool(stack, lock_pool(url, settings)))
         saver: BaseCheckpointSaver
         if settings.checkpointer == "memory":
             saver = InMemorySaver()
@@ -143,7 +130,7 @@ async def open_resources(
             database_url=url,
             engine=engine,
             sessionmaker=create_sessionmaker(engine),
-            locks=SessionLocks(lock_pool),
+            locks=locks,
             saver=saver,
             catalog=catalog,
             loop_deps=loop_deps,

@@ -19,22 +19,22 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.data.dataset import Dataset
 from app.db import loops as loops_repo
-from app.db.models import usage_columns
+from app.db import steering as store
+from app.db.models import SteeringCommand, usage_columns
 from app.services import limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
-from app.steering import store
 from app.steering.llm_parser import make_parser
 from app.steering.parser import CommandParser, ParseResult
 from app.steering.planner import PlanWeights, steer_candidates
-from app.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
-from app.steering.similarity import Similarity, embedding_cache_path, load_similarity
-from app.steering.tools import filter_candidates
+from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
+from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
+from graph.steering.tools import filter_candidates
+from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 # Built once per catalog / rec model and process (the text model takes seconds to load).
@@ -55,7 +55,7 @@ class PreferencesUnsatisfiable(Conflict):
 class CommandOutcome:
     """A stored command: how it was parsed, the memory after it, the new candidate list."""
 
-    command: store.SteeringCommand
+    command: SteeringCommand
     parse: ParseResult
     preferences: Preferences
     recommendations: list[int]
@@ -125,7 +125,7 @@ async def reset_preferences(res: ServiceResources, caller: Caller, session_id: u
 
 async def command_history(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
-) -> tuple[list[store.SteeringCommand], int]:
+) -> tuple[list[SteeringCommand], int]:
     session = await get_session(res, caller, session_id)
     async with res.sessionmaker() as db:
         return await store.list_commands(db, session_id=session.id, limit=limit, offset=offset)
