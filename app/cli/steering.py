@@ -18,8 +18,8 @@ import typer
 from tqdm import tqdm
 
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
+from app.eval.steering import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.settings import Settings, get_settings
-from app.steering.evaluation import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.steering.llm_parser import LLMParser
 from app.steering.parser import CommandParser, OfflineParser
 from app.steering.planner import PlanWeights
