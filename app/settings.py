@@ -14,8 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graph.config import LLMConfig, LoopConfig, StructuredMethod
-
-RecModelName = Literal["sasrec", "gru4rec", "caser"]
+from recmodels.names import ModelName
 
 
 class Settings(BaseSettings):
@@ -31,8 +30,8 @@ class Settings(BaseSettings):
 
     # --- models ------------------------------------------------------------------
     dataset: str = Field("movielens", description="Dataset the service recommends from.")
-    rec_model: RecModelName = "sasrec"
-    reward_model: RecModelName = "sasrec"
+    rec_model: ModelName = "sasrec"
+    reward_model: ModelName = "sasrec"
     torch_threads: int = Field(1, ge=1, description="One thread beats two on a shared 2-core box.")
 
     # --- the feedback loop -----------------------------------------------------------

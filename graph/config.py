@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 StructuredMethod = Literal["json_schema", "json_mode", "function_calling"]
 RewardDisplay = Literal["top_picks", "score"]
+AgentMode = Literal["offline", "llm"]
+"""offline: the deterministic agents; llm: LLM agents (endpoint in ``LLMConfig``), offline fallbacks."""
+AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,14 @@ and :func:`build_deps`, which wires the agents for given calibration parameters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
-from graph.config import LoopConfig
+from graph.config import AgentMode, LoopConfig
 from graph.similarity import load_vectors
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
-
-AgentKind = Literal["offline", "llm"]
 
 
 # eq=False keeps identity hashing, so compiled graphs can be cached per deps object.
@@ -52,7 +49,7 @@ def build_deps(
     catalog: Dataset,
     rec_scorer: Scorer,
     reward_scorer: Scorer,
-    agents: AgentKind = "offline",
+    agents: AgentMode = "offline",
     *,
     rec_prior: bool = True,
     user_reward: bool = True,

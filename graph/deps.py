@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from graph.agents.evidence import LoopCalibration
 from graph.calibration import loop_calibration
-from graph.config import LoopConfig
-from graph.context import AgentKind, LoopDeps, build_deps, check_models
+from graph.config import AgentMode, LoopConfig
+from graph.context import LoopDeps, build_deps, check_models
 from graph.similarity import available_backends
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
@@ -17,7 +17,7 @@ def make_deps(
     catalog: Dataset,
     rec_scorer: Scorer,
     reward_scorer: Scorer,
-    agents: AgentKind = "offline",
+    agents: AgentMode = "offline",
     *,
     rec_prior: bool = True,
     user_reward: bool = True,

@@ -18,8 +18,8 @@ from graph import describe
 from graph.agents.base import Judgement, Proposal, RecContext, UserContext
 from graph.context import LoopDeps
 from graph.state import (
+    JUDGE_MODES,
     JudgementRecord,
-    JudgeMode,
     LoopState,
     MemoryEntry,
     RoundRecord,
@@ -27,10 +27,10 @@ from graph.state import (
     empty_usage,
 )
 from graph.steering.tools import hard_violations
+from recmodels.metrics import rank_of
 
 # The reference implementation shows the user agent the reward model's best quarter of the candidates.
 TOP_PICKS_SHARE = 4
-JUDGE_MODES: tuple[JudgeMode, ...] = ("agent", "human")
 
 
 class LoopInputError(ValueError):
@@ -76,11 +76,6 @@ def is_new_loop(state: LoopState) -> bool:
     if state.get("new_loop") or not state.get("loop_index"):
         return True
     return state.get("stop_reason") is not None
-
-
-def reward_rank(scores: list[float], index: int) -> int:
-    """1-based rank of ``scores[index]``; ties share the better rank."""
-    return 1 + sum(1 for s in scores if s > scores[index])
 
 
 class LoopNodes:
@@ -179,7 +174,7 @@ class LoopNodes:
         proposal = _required(state, "proposal")
         index = state["candidates"].index(proposal["item"])
         scores = state["reward_scores"]
-        return {"verdict": {"score": float(scores[index]), "rank": reward_rank(scores, index)}}
+        return {"verdict": {"score": float(scores[index]), "rank": rank_of(scores, index)}}
 
     # --- judge -------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
-from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, sum_usage
+from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, total_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5
@@ -49,6 +49,11 @@ class LoopResult:
     rec_memory: list[MemoryEntry] = field(default_factory=list)
     user_memory: list[MemoryEntry] = field(default_factory=list)
 
+    @property
+    def first_item(self) -> int:
+        """The recommendation agent's first proposal: its one-round answer without a user agent."""
+        return int(self.rounds[0]["item"]) if self.rounds else int(self.final_item)
+
     def accepted_items(self) -> list[int]:
         """Items the user agent accepted in this loop (at most one: acceptance ends it)."""
         return [r["item"] for r in self.rounds if r["decision"] == "accept"]
@@ -58,7 +63,7 @@ class LoopResult:
         if state.get("stop_reason") is None or state.get("final_item") is None:
             raise LoopInterrupted("the loop has not finished (a human judge or an interrupt is pending)")
         rounds = list(state.get("rounds") or [])
-        usage = sum_usage(r["llm_usage"] for r in rounds)
+        usage = total_usage(rounds, "llm_usage")
         return cls(
             final_item=state["final_item"],
             final_reason=state.get("final_reason") or "",

@@ -166,23 +166,25 @@ def load_latest_scorer(models_dir: Path, dataset: str | Dataset, model_name: str
 
 
 def code_version() -> str:
-    """Package version plus the git commit when run from a checkout (for provenance only)."""
+    """``git describe --always --dirty --tags`` of the checkout (``-dirty``: uncommitted changes),
+    else the installed package version: the provenance of artifacts and evaluation runs."""
     try:
-        version = metadata.version("recloop")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
-            timeout=5,
+            timeout=10,
             check=True,
         ).stdout.strip()
+        if described:
+            return described
     except (OSError, subprocess.SubprocessError):
-        return version
-    return f"{version}+g{commit}"
+        pass
+    try:
+        return f"recloop {metadata.version('recloop')}"
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _check_same_data(path: Path, payload: dict[str, Any], dataset: Dataset) -> None:

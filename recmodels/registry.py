@@ -8,13 +8,12 @@ from typing import Any
 from recmodels.base import SequentialRecommender
 from recmodels.caser import Caser, CaserConfig
 from recmodels.gru4rec import GRU4Rec, GRU4RecConfig
+from recmodels.names import MODEL_NAMES, ModelName
 from recmodels.sasrec import SASRec, SASRecConfig
-
-MODEL_NAMES = ("sasrec", "gru4rec", "caser")
 
 ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig
 
-_MODELS: dict[str, tuple[type[ModelConfig], type[SequentialRecommender]]] = {
+_MODELS: dict[ModelName, tuple[type[ModelConfig], type[SequentialRecommender]]] = {
     "sasrec": (SASRecConfig, SASRec),
     "gru4rec": (GRU4RecConfig, GRU4Rec),
     "caser": (CaserConfig, Caser),
@@ -57,3 +56,6 @@ def _entry(name: str) -> tuple[type[ModelConfig], type[SequentialRecommender]]:
         return _MODELS[name]
     except KeyError:
         raise UnknownModelError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}") from None
+
+
+assert tuple(_MODELS) == MODEL_NAMES, "every name in ModelName has one entry in _MODELS, in order"

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import typer
 
-from app.eval.adapters import AgentKind, ModelBank
+from app.eval.adapters import ModelBank
 from app.eval.common import (
     LLM_RUN_SETTINGS,
     EvalError,
@@ -28,10 +28,11 @@ from app.eval.common import (
 )
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
+from graph.config import AGENT_MODES, AgentMode
 from recmodels.artifacts import ArtifactError
 from recmodels.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
+from recmodels.registry import MODEL_NAMES
 
-MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
 DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)
 
 DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
@@ -135,14 +136,14 @@ def _one_model(models: list[str] | None) -> str:
 
 def _check_models(models: list[str] | None, default: tuple[str, ...]) -> tuple[str, ...]:
     chosen = tuple(models) if models else default
-    unknown = [m for m in chosen if m not in MODEL_CHOICES]
+    unknown = [m for m in chosen if m not in MODEL_NAMES]
     if unknown:
-        raise typer.BadParameter(f"unknown rec model(s) {unknown}; choose from {MODEL_CHOICES}")
+        raise typer.BadParameter(f"unknown rec model(s) {unknown}; choose from {MODEL_NAMES}")
     return chosen
 
 
-def _check_agents(settings: Settings, agents: str) -> AgentKind:
-    if agents not in ("offline", "llm"):
+def _check_agents(settings: Settings, agents: str) -> AgentMode:
+    if agents not in AGENT_MODES:
         raise typer.BadParameter(f"--agents must be offline or llm, got {agents!r}")
     if agents == "llm" and not settings.llm_enabled:
         raise typer.BadParameter("--agents llm needs RECLOOP_LLM_BASE_URL (an OpenAI-compatible endpoint)")
@@ -150,7 +151,7 @@ def _check_agents(settings: Settings, agents: str) -> AgentKind:
 
 
 def base_config(
-    settings: Settings, dataset: Dataset, experiment: str, agents: AgentKind, candidates: Path | None
+    settings: Settings, dataset: Dataset, experiment: str, agents: AgentMode, candidates: Path | None
 ) -> dict[str, Any]:
     """The settings that decide a run's numbers: stored in config.json and results.json."""
     config: dict[str, Any] = {
@@ -238,7 +239,7 @@ def table4(
     from app.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
-        rec_models=_check_models(args.rec_model, MODEL_CHOICES),
+        rec_models=_check_models(args.rec_model, MODEL_NAMES),
         seeds=tuple(range(args.seeds)),
         max_rows=args.max_rows,
         candidates_file=str(args.candidates) if args.candidates else None,
@@ -371,7 +372,7 @@ def bias(
     from app.eval.bias import BiasOptions, run_bias
 
     options = BiasOptions(
-        rec_models=_check_models(args.rec_model, MODEL_CHOICES),
+        rec_models=_check_models(args.rec_model, MODEL_NAMES),
         seeds=tuple(range(args.seeds)),
         max_rows=args.max_rows,
         candidates_file=str(args.candidates) if args.candidates else None,

@@ -11,6 +11,7 @@ import torch
 import typer
 
 from app.settings import get_settings
+from graph.config import AGENT_MODES
 from graph.deps import make_deps
 from graph.runner import default_candidates, run_loop
 from graph.transcript import format_transcript
@@ -45,7 +46,7 @@ def simulate_command(
     """Run one feedback loop on a dataset row and print it as a transcript."""
     settings = get_settings()
     torch.set_num_threads(settings.torch_threads)
-    if agents not in ("offline", "llm"):
+    if agents not in AGENT_MODES:
         _fail(f"--agents: must be offline or llm, got {agents!r}")
     if agents == "llm" and not settings.llm_enabled:
         _fail("--agents llm: set RECLOOP_LLM_BASE_URL to an OpenAI-compatible endpoint")

@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -29,12 +29,12 @@ from app.db.engine import (
 from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
 from app.settings import Settings
+from graph.config import AgentMode
 from recmodels.dataset import Dataset
 
 if TYPE_CHECKING:
     from graph.context import LoopDeps
 
-AgentMode = Literal["offline", "llm"]
 _log = logging.getLogger(__name__)
 
 
