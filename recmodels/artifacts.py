@@ -29,6 +29,7 @@ from recmodels.dataset import Dataset, sha256_file
 from recmodels.ensemble import SeedEnsemble
 from recmodels.registry import MODEL_NAMES, build_model, model_config
 from recmodels.scorer import Scorer, ScorerInfo
+from recmodels.train_config import TRAIN_FIELDS, TrainConfig
 
 FORMAT_VERSION = 1  # one model
 ENSEMBLE_FORMAT_VERSION = 2  # a seed ensemble: one state dict per member
@@ -52,6 +53,7 @@ def save_artifact(
     model_name: str,
     dataset: Dataset,
     metrics: dict[str, Any],
+    train_config: TrainConfig | None = None,
 ) -> Path:
     """Write the artifact atomically (temp file + rename) so readers never see half a file.
     A :class:`SeedEnsemble` is written as format 2 (one state dict per member), a model as format 1."""
@@ -66,7 +68,9 @@ def save_artifact(
     payload = {
         "format_version": weights.pop("format_version"),
         "model_name": model_name,
-        "config": dataclasses.asdict(model_config(model)),
+        # The model's config and how it was trained, as one record (older artifacts have the same keys).
+        "config": dataclasses.asdict(model_config(model))
+        | (dataclasses.asdict(train_config) if train_config else {}),
         "n_items": model.n_items,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
@@ -145,7 +149,8 @@ def _plain_state(model: SequentialRecommender) -> dict[str, torch.Tensor]:
 
 def _rebuild(path: Path, payload: dict[str, Any], state: dict[str, torch.Tensor]) -> SequentialRecommender:
     """One model from the artifact's config and one state dict."""
-    model = build_model(payload["model_name"], int(payload["n_items"]), **payload["config"])
+    config = {k: v for k, v in payload["config"].items() if k not in TRAIN_FIELDS}  # the model's part
+    model = build_model(payload["model_name"], int(payload["n_items"]), **config)
     try:
         model.load_state_dict(state)
     except RuntimeError as exc:

@@ -10,6 +10,7 @@ from recmodels.caser import Caser, CaserConfig
 from recmodels.gru4rec import GRU4Rec, GRU4RecConfig
 from recmodels.names import MODEL_NAMES, ModelName
 from recmodels.sasrec import SASRec, SASRecConfig
+from recmodels.train_config import TRAIN_FIELDS, TrainConfig
 
 ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig
 
@@ -36,6 +37,22 @@ def make_config(name: str, **overrides: Any) -> ModelConfig:
     if unknown:
         raise ValueError(f"{name}: unknown config field(s) {unknown}; known: {sorted(known)}")
     return cls(**overrides)
+
+
+def split_overrides(name: str, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Overrides of the model's config and of :class:`TrainConfig`; a field of neither is an error."""
+    known = {f.name for f in dataclasses.fields(config_class(name))}
+    unknown = sorted(set(overrides) - known - TRAIN_FIELDS)
+    if unknown:
+        raise ValueError(f"{name}: unknown config field(s) {unknown}; known: {sorted(known | TRAIN_FIELDS)}")
+    model = {k: v for k, v in overrides.items() if k in known}
+    return model, {k: v for k, v in overrides.items() if k not in known}
+
+
+def make_train_config(name: str, **overrides: Any) -> tuple[ModelConfig, TrainConfig]:
+    """The model's config and the training config, each its defaults with its share of ``overrides``."""
+    model, train = split_overrides(name, overrides)
+    return make_config(name, **model), TrainConfig(**train)
 
 
 def build_model(name: str, n_items: int, **config_overrides: Any) -> SequentialRecommender:

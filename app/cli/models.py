@@ -14,6 +14,7 @@ from recmodels.artifacts import ArtifactError, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
+from recmodels.train_config import TrainConfig
 from recmodels.training import train
 
 _MODEL_HELP = f"One of: {', '.join(MODEL_NAMES)}."
@@ -124,7 +125,9 @@ def _open_dataset(name: str) -> Dataset:
 def _parse_overrides(model: str, pairs: list[str]) -> dict[str, Any]:
     """KEY=VALUE strings -> typed values, using the field types of the model's config class."""
     try:
-        fields = {f.name: f for f in dataclasses.fields(config_class(model))}
+        fields = {
+            f.name: f for f in (*dataclasses.fields(config_class(model)), *dataclasses.fields(TrainConfig))
+        }
     except UnknownModelError as exc:
         raise typer.BadParameter(str(exc), param_hint="--model") from None
     parsed: dict[str, Any] = {}
