@@ -6,6 +6,7 @@ and :func:`build_deps`, which wires the agents for given calibration parameters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
@@ -32,6 +33,8 @@ class LoopDeps:
     calibration: LoopCalibration = field(default_factory=LoopCalibration)
     """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
     rec_vectors: ItemVectors | None = None
+    runners: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Compiled runners of these deps (``graph.runner.cached_runner``): compiled once, kept with them."""
     """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
 
 

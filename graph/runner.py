@@ -9,7 +9,6 @@ in-memory saver so later calls can continue the thread.
 from __future__ import annotations
 
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,12 +166,9 @@ class LoopRunner:
         return thread_id or uuid.uuid4().hex
 
 
-_RUNNERS: weakref.WeakKeyDictionary[LoopDeps, dict[str, LoopRunner]] = weakref.WeakKeyDictionary()
-
-
 def cached_runner(deps: LoopDeps, *, threaded: bool) -> LoopRunner:
     """The per-deps runner: without a checkpointer, or on the per-deps in-memory saver."""
-    runners = _RUNNERS.setdefault(deps, {})
+    runners = deps.runners
     key = "threaded" if threaded else "plain"
     if key not in runners:
         runners[key] = LoopRunner(deps, InMemorySaver() if threaded else None)

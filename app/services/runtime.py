@@ -6,7 +6,9 @@ database) and closed with it. Schema set-up is not done here: see app/db/migrate
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from app.db.engine import (
 )
 from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
+from app.services.keys import VerifiedKeys
 from app.settings import Settings
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
@@ -50,6 +53,16 @@ class ServiceResources:
     loop_deps: dict[AgentMode, LoopDeps]
     graphs: dict[AgentMode, Any] = field(default_factory=dict)
     """Compiled graphs by agent mode, all on the one saver."""
+    verified_keys: VerifiedKeys = field(default_factory=lambda: VerifiedKeys(0.0))
+    """API keys this worker verified recently (``Settings.api_key_cache_s``)."""
+    parsers: dict[tuple, Any] = field(default_factory=dict)
+    """Steering command parsers by the settings that shape them (built once: the LLM client)."""
+    similarities: dict[tuple[Any, str], Any] = field(default_factory=dict)
+    """Steering similarity by (rec scorer, backend): the text model takes seconds to load."""
+    similarity_lock: threading.Lock = field(default_factory=threading.Lock)
+    """A command arriving while the start-up warm-up loads the text model waits for it."""
+    streams: set[asyncio.Future] = field(default_factory=set)
+    """Loops of event streams that still run (referenced here so they are not collected)."""
 
     @property
     def models_loaded(self) -> bool:
@@ -134,6 +147,7 @@ async def open_resources(
             saver=saver,
             catalog=catalog,
             loop_deps=loop_deps,
+            verified_keys=VerifiedKeys(settings.api_key_cache_s),
             graphs=compile_graphs(loop_deps, saver) if loop_deps else {},
         )
         yield resources

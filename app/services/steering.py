@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,16 +32,8 @@ from app.steering.planner import PlanWeights, steer_candidates
 from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
 from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
 from graph.steering.tools import filter_candidates
-from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
-# Built once per catalog / rec model and process (the text model takes seconds to load).
-# Keyed by the objects they are built from, then by the settings that shape them.
-_parsers: weakref.WeakKeyDictionary[Dataset, dict[tuple, CommandParser]] = weakref.WeakKeyDictionary()
-_similarities: weakref.WeakKeyDictionary[Scorer, dict[str, Similarity]] = weakref.WeakKeyDictionary()
-# A command arriving while the start-up warm-up loads the text model waits for it instead of
-# loading a second copy.
-_similarity_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
@@ -241,21 +231,21 @@ def _parser(res: ServiceResources) -> CommandParser:
         "llm_max_tokens_parser",
     )
     key = tuple(getattr(settings, name) for name in llm_fields)
-    by_settings = _parsers.setdefault(res.catalog, {})
-    if key not in by_settings:
-        by_settings[key] = make_parser(res.catalog, settings)
-    return by_settings[key]
+    if key not in res.parsers:
+        res.parsers[key] = make_parser(res.catalog, settings)
+    return res.parsers[key]
 
 
 def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:
     backend = res.settings.steering_similarity
-    with _similarity_lock:
-        by_backend = _similarities.setdefault(scorer, {})
-        if backend not in by_backend:
+    with res.similarity_lock:
+        if (scorer, backend) not in res.similarities:
             catalog = res.catalog
             cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
-            by_backend[backend] = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
-        return by_backend[backend]
+            res.similarities[scorer, backend] = load_similarity(
+                catalog, scorer, backend=backend, cache_path=cache
+            )
+        return res.similarities[scorer, backend]
 
 
 async def warm_up(res: ServiceResources) -> Similarity | None:
