@@ -19,9 +19,8 @@ class TrainConfig:
     patience: int = 6  # early stopping: epochs without a better validation score
     label_smoothing: float = 0.0
     mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
-    all_positions: bool = (
-        False  # loss at every position of each window (models with encode_positions: SASRec)
-    )
+    # Loss at every position of each window, not only the newest (models with encode_positions: SASRec).
+    all_positions: bool = False
 
 
 TRAIN_FIELDS = frozenset(f.name for f in dataclasses.fields(TrainConfig))
