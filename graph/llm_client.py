@@ -72,19 +72,6 @@ _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class LLMEndpoint:
-    """Where and how to reach the model (built from an LLMConfig by :func:`endpoint_of`)."""
-
-    base_url: str
-    model: str
-    api_key: str
-    temperature: float = 0.0
-    timeout_s: float = 30.0
-    method: StructuredMethod = "json_schema"
-    max_retries: int = 2
-
-
-@dataclass(frozen=True)
 class CallLimits:
     """The bounds of one kind of call."""
 
@@ -93,28 +80,17 @@ class CallLimits:
     max_retries: int
 
 
-def make_chat_model(endpoint: LLMEndpoint) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=endpoint.base_url,
-        model=endpoint.model,
-        api_key=endpoint.api_key,
-        temperature=endpoint.temperature,
-        timeout=endpoint.timeout_s,
-        max_retries=0,  # our own bounded retry loop counts every attempt; see the module doc
-    )
-
-
-def endpoint_of(llm: LLMConfig) -> LLMEndpoint:
+def make_chat_model(llm: LLMConfig) -> ChatOpenAI:
+    """The chat model of ``llm``'s endpoint (which must be set)."""
     if not llm.base_url:
         raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
-    return LLMEndpoint(
+    return ChatOpenAI(
         base_url=llm.base_url,
         model=llm.model,
         api_key=llm.api_key,
         temperature=llm.temperature,
-        timeout_s=llm.timeout_s,
-        method=llm.structured_method,
-        max_retries=llm.max_retries,
+        timeout=llm.timeout_s,
+        max_retries=0,  # our own bounded retry loop counts every attempt; see the module doc
     )
 
 
@@ -492,17 +468,21 @@ def _short(exc: BaseException) -> str:
 class LLMClient:
     """One chat model and token counter shared by every caller of a process."""
 
-    endpoint: LLMEndpoint
+    llm: LLMConfig
     chat: ChatOpenAI
     counter: TokenCounter
 
     @classmethod
     def from_config(cls, llm: LLMConfig) -> LLMClient:
-        endpoint = endpoint_of(llm)
-        return cls(endpoint, make_chat_model(endpoint), TokenCounter(endpoint.base_url))
+        return cls(llm, make_chat_model(llm), TokenCounter(str(llm.base_url)))
 
     def caller(self, schema: type[BaseModel], max_tokens: int, agent: AgentName) -> StructuredCaller[Any]:
-        limits = CallLimits(max_tokens, self.endpoint.timeout_s, self.endpoint.max_retries)
+        limits = CallLimits(max_tokens, self.llm.timeout_s, self.llm.max_retries)
         return StructuredCaller(
-            self.chat, schema, method=self.endpoint.method, limits=limits, agent=agent, counter=self.counter
+            self.chat,
+            schema,
+            method=self.llm.structured_method,
+            limits=limits,
+            agent=agent,
+            counter=self.counter,
         )
