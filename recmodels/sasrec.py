@@ -66,6 +66,8 @@ class _Block(nn.Module):
 
 
 class SASRec(SequentialRecommender):
+    trains_all_positions = True
+
     def __init__(self, n_items: int, config: SASRecConfig):
         super().__init__(n_items, config.max_len)
         self.config = config

@@ -187,10 +187,8 @@ def _fit_one(
     config = TrainConfig(**train_overrides)
     torch.manual_seed(seed)
     model = build_model(model_name, n_items, **model_overrides)
-    if config.all_positions and not hasattr(model, "encode_positions"):
-        raise ValueError(
-            f"all_positions: {model_name} has no encode_positions (only SASRec trains at every position)"
-        )
+    if config.all_positions and not model.trains_all_positions:
+        raise ValueError(f"all_positions: {model_name} trains on the newest position only")
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")
