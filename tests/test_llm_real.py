@@ -159,7 +159,7 @@ def test_steering_parser_turns_a_command_into_preferences(tmp_path, ml_dataset, 
     result = parser.parse("no horror please", memory=Preferences(), recommendations=[0, 1, 2])
     assert result.usage["calls"] >= 1
     assert result.parser == "llm"
-    if not result.fallback:  # a 0.5B model may phrase it as "everything else": any reading but horror-positive
+    if not result.fallback:  # a 0.5B model may say "everything else": any reading but horror-positive
         update = result.update
         assert "Horror" not in update.positive.genres
         assert "Horror" in update.negative.genres or update.positive.genres or result.unparsed

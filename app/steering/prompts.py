@@ -5,7 +5,8 @@ Hard constraints: genres (only these catalog genres: {genres}), a release-year r
 Soft preferences: comparisons to catalog titles ('more like X' -> like_titles)
 and other wishes in a few words.
 'positive' is what the user now wants, 'negative' what they do not want ('no horror' -> \
-negative.genres = ['Horror']), 'lift' what they take back ('horror is fine again' -> lift.genres = ['Horror']). Set reset only when they ask to forget everything.
+negative.genres = ['Horror']), 'lift' what they take back \
+('horror is fine again' -> lift.genres = ['Horror']). Set reset only when they ask to forget everything.
 Leave a side's lists empty and years null when the command says nothing about them.
 Never invent: anything you cannot map goes to not_understood, verbatim.
 Answer with only a JSON object: {{"thoughts": "<brief>", "reset": false, "positive": SIDE, \
