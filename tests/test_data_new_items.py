@@ -38,7 +38,10 @@ def test_import_with_new_items_keeps_the_splits_and_the_base_fingerprint(data_di
     assert result.exit_code == 0, result.output
     assert "new items 2 (text, no interactions; ids from 4,606)" in result.output
     grown = Dataset.open(data_dir / "datasets", "lastfm")
-    assert grown.n_items == 4608 and [grown.title(4606), grown.title(4607)] == ["Brand New Band", "Another One"]
+    assert grown.n_items == 4608 and [grown.title(4606), grown.title(4607)] == [
+        "Brand New Band",
+        "Another One",
+    ]
     assert grown.meta["base_fingerprint"] == plain.fingerprint != grown.fingerprint
     assert grown.meta["base_n_items"] == 4606 and grown.meta["new_items"] == 2
     for split in ("train", "val", "test"):
