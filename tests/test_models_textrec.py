@@ -158,3 +158,32 @@ def test_ci_sized_training_beats_chance_by_far(ml_dataset, tmp_path: Path) -> No
     )  # fmt: skip
     assert (tmp_path / "text.npy").is_file()
     assert result.metrics["val_hr1_expected"] > 0.25  # chance is 0.05
+
+
+def test_eval_cold_items_trains_without_the_held_out_targets_and_compares_paired(
+    letter_encoder, ml_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recmodels.coldstart import cold_artifact_path, held_out_items
+
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    _copy_dataset(ml_dataset, tmp_path / "datasets")
+    args = ["eval", "model", "--dataset", "movielens", "--model", "textrec", "--compare", "sasrec"]
+    args += ["--cold-items", "0.1", "--epochs", "1", "--max-train-rows", "1500", "--json"]
+    result = CliRunner().invoke(cli, args)
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output.strip().splitlines()[-1])
+    held = held_out_items(ml_dataset.n_items, 0.1)
+    test_rows = ml_dataset.eval_rows("test")[0]
+    assert out["cold_start"]["rows"] == out["n_rows"] == sum(r.next in held for r in test_rows) > 0
+    assert out["cold_start"]["held_out_items"] == len(held) == 168
+    low, high = out["hr1_expected_ci95"]
+    assert 0.0 <= low <= out["hr1_expected"] <= high <= 1.0
+    diff = out["compare"]["sasrec"]["hr1_expected_diff"]
+    assert diff["low"] <= diff["mean"] <= diff["high"]
+    assert diff["mean"] == pytest.approx(out["hr1_expected"] - out["compare"]["sasrec"]["other_hr1_expected"])
+    model = load_scorer(cold_artifact_path(tmp_path / "models", "movielens", "textrec", 0.1)).model
+    assert isinstance(model, TextRec)
+    assert not any(model.known[i] for i in held)  # held-out items: text only, never a training target
+    assert "sasrec - " not in result.output and "textrec - sasrec (paired" in result.output
