@@ -28,12 +28,14 @@ from app.eval.common import (
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
 from recmodels.artifacts import ArtifactError
+from recmodels.registry import ID_MODEL_NAMES, MODEL_NAMES
 
-MODEL_CHOICES = ("sasrec", "gru4rec", "caser")
+MODEL_CHOICES = MODEL_NAMES  # any of them as --rec-model; table4 and bias default to the paper's three
+PAPER_MODELS = ID_MODEL_NAMES
 DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)
 
 DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
-RecModelOpt = typer.Option(None, "--rec-model", help="sasrec | gru4rec | caser (repeatable).")
+RecModelOpt = typer.Option(None, "--rec-model", help=f"{' | '.join(MODEL_NAMES)} (repeatable).")
 AgentsOpt = typer.Option("offline", "--agents", help="offline (deterministic) or llm (settings' endpoint).")
 SeedsOpt = typer.Option(5, "--seeds", min=1, help="Candidate seeds 0..N-1 (mean and spread over them).")
 MaxRowsOpt = typer.Option(None, "--max-rows", min=1, help="Only the first N evaluation rows.")
@@ -178,7 +180,7 @@ def table4(
     from app.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
-        rec_models=_check_models(rec_model, MODEL_CHOICES),
+        rec_models=_check_models(rec_model, PAPER_MODELS),
         seeds=tuple(range(seeds)),
         max_rows=max_rows,
         candidates_file=str(candidates) if candidates else None,
@@ -386,7 +388,7 @@ def bias(
     from app.eval.bias import BiasOptions, run_bias
 
     options = BiasOptions(
-        rec_models=_check_models(rec_model, MODEL_CHOICES),
+        rec_models=_check_models(rec_model, PAPER_MODELS),
         seeds=tuple(range(seeds)),
         max_rows=max_rows,
         candidates_file=str(candidates) if candidates else None,

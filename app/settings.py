@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-RecModelName = Literal["sasrec", "gru4rec", "caser"]
+RecModelName = Literal["sasrec", "gru4rec", "caser", "textrec"]  # recmodels.registry.MODEL_NAMES
 StructuredOutputMethod = Literal["json_schema", "json_mode", "function_calling"]
 
 

@@ -9,15 +9,19 @@ from recmodels.base import SequentialRecommender
 from recmodels.caser import Caser, CaserConfig
 from recmodels.gru4rec import GRU4Rec, GRU4RecConfig
 from recmodels.sasrec import SASRec, SASRecConfig
+from recmodels.textrec import TextRec, TextRecConfig
 
-MODEL_NAMES = ("sasrec", "gru4rec", "caser")
+ID_MODEL_NAMES = ("sasrec", "gru4rec", "caser")  # items known by their ids only
+TEXT_MODEL_NAMES = ("textrec",)  # item vectors from text as well: new items are recommendable
+MODEL_NAMES = (*ID_MODEL_NAMES, *TEXT_MODEL_NAMES)
 
-ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig
+ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig | TextRecConfig
 
 _MODELS: dict[str, tuple[type[ModelConfig], type[SequentialRecommender]]] = {
     "sasrec": (SASRecConfig, SASRec),
     "gru4rec": (GRU4RecConfig, GRU4Rec),
     "caser": (CaserConfig, Caser),
+    "textrec": (TextRecConfig, TextRec),
 }
 
 
@@ -27,6 +31,10 @@ class UnknownModelError(ValueError):
 
 def config_class(name: str) -> type[ModelConfig]:
     return _entry(name)[0]
+
+
+def model_class(name: str) -> type[SequentialRecommender]:
+    return _entry(name)[1]
 
 
 def make_config(name: str, **overrides: Any) -> ModelConfig:
