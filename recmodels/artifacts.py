@@ -27,8 +27,9 @@ import torch
 from recmodels.base import SequentialRecommender
 from recmodels.dataset import Dataset, sha256_file
 from recmodels.ensemble import SeedEnsemble
-from recmodels.registry import MODEL_NAMES, build_model, model_config
+from recmodels.registry import MODEL_NAMES, build_model, model_class, model_config
 from recmodels.scorer import Scorer, ScorerInfo
+from recmodels.text import cached_text_vectors, item_texts
 from recmodels.train_config import TRAIN_FIELDS, TrainConfig
 
 FORMAT_VERSION = 1  # one model
@@ -117,20 +118,23 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
     on different data (fingerprint or catalog size differ)."""
     path = Path(path)
     payload = read_artifact(path)
-    if dataset is not None:
-        _check_same_data(path, payload, dataset)
+    new_items = _check_same_data(path, payload, dataset) if dataset is not None else 0
     if payload["format_version"] == FORMAT_VERSION:
-        model: SequentialRecommender = _rebuild(path, payload, payload["state_dict"])
+        members = [_rebuild(path, payload, payload["state_dict"])]
     else:
         states = payload["state_dicts"]
         if not isinstance(states, list) or len(states) < 2:
             raise ArtifactError(f"{path}: an ensemble artifact needs a list of at least 2 state dicts")
-        model = SeedEnsemble([_rebuild(path, payload, state) for state in states])
+        members = [_rebuild(path, payload, state) for state in states]
+    if new_items:
+        assert dataset is not None
+        members = _grown(members, dataset, new_items)
+    model: SequentialRecommender = members[0] if len(members) == 1 else SeedEnsemble(members)
     info = ScorerInfo(
         model_name=payload["model_name"],
         dataset=payload["dataset"],
         dataset_fingerprint=payload["dataset_fingerprint"],
-        n_items=int(payload["n_items"]),
+        n_items=model.n_items,
         artifact_sha256=sha256_file(path),
         extra={
             "path": str(path),
@@ -138,9 +142,19 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
             "created_at": payload.get("created_at"),
             "code_version": payload.get("code_version"),
             "metrics": payload.get("metrics", {}),
+            **({"new_items": new_items} if new_items else {}),
         },
     )
     return Scorer(model, info)
+
+
+def _grown(
+    members: list[SequentialRecommender], dataset: Dataset, new_items: int
+) -> list[SequentialRecommender]:
+    """The members over the grown catalog: the last ``new_items`` items scored from their text."""
+    texts = item_texts(dataset.items[dataset.n_items - new_items :])
+    vectors = torch.from_numpy(cached_text_vectors(texts, cache_path=None))  # [k, D]: a handful, no cache
+    return [m.with_new_items(vectors) for m in members]  # type: ignore[attr-defined]
 
 
 def _plain_state(model: SequentialRecommender) -> dict[str, torch.Tensor]:
@@ -192,11 +206,20 @@ def code_version() -> str:
         return "unknown"
 
 
-def _check_same_data(path: Path, payload: dict[str, Any], dataset: Dataset) -> None:
-    if payload["dataset_fingerprint"] != dataset.fingerprint or int(payload["n_items"]) != dataset.n_items:
-        raise ArtifactError(
-            f"{path}: trained on dataset {payload['dataset']!r} "
-            f"(fingerprint {payload['dataset_fingerprint'][:12]}, {payload['n_items']} items), "
-            f"not on {dataset.name!r} (fingerprint {dataset.fingerprint[:12]}, {dataset.n_items} items); "
-            f"retrain with `recloop train --dataset {dataset.name} --model {payload['model_name']}`"
-        )
+def _check_same_data(path: Path, payload: dict[str, Any], dataset: Dataset) -> int:
+    """0 if the artifact was trained on ``dataset``; the number of items added to the catalog since
+    (``recloop data add-items``) if the model can score them from their text; else an error."""
+    trained = (payload["dataset_fingerprint"], int(payload["n_items"]))
+    if trained == (dataset.fingerprint, dataset.n_items):
+        return 0
+    base = (dataset.meta.get("base_fingerprint"), dataset.meta.get("base_n_items"))
+    grows = getattr(model_class(payload["model_name"]), "needs_item_text", False)
+    if trained == base and grows:
+        return dataset.n_items - trained[1]
+    hint = " (an id-only model cannot score the items added since; textrec can)" if trained == base else ""
+    raise ArtifactError(
+        f"{path}: trained on dataset {payload['dataset']!r} "
+        f"(fingerprint {payload['dataset_fingerprint'][:12]}, {payload['n_items']} items), "
+        f"not on {dataset.name!r} (fingerprint {dataset.fingerprint[:12]}, {dataset.n_items} items){hint}; "
+        f"retrain with `recloop train --dataset {dataset.name} --model {payload['model_name']}`"
+    )

@@ -87,6 +87,12 @@ def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, flo
 
 def sampled_hr_at_1(scorer: Scorer, rows: Sequence[Row], seed: int) -> float:
     """HR@1-of-20 with candidates drawn from one ``random.Random(seed)``, rows in file order."""
+    return metrics.mean(sampled_hits(scorer, rows, seed))
+
+
+def sampled_hits(scorer: Scorer, rows: Sequence[Row], seed: int) -> list[float]:
+    """Per row: 1.0 if the target tops its 20 candidates drawn from ``random.Random(seed)`` (rows in
+    order), else 0.0. Two models over one catalog get the same candidates: a paired comparison."""
     rng = random.Random(seed)
     candidate_lists = [sample_candidates(r.history, r.next, scorer.n_items, rng, N_CANDIDATES) for r in rows]
     hits: list[float] = []
@@ -95,18 +101,31 @@ def sampled_hr_at_1(scorer: Scorer, rows: Sequence[Row], seed: int) -> float:
         cands = candidate_lists[start : start + _BATCH]
         scores = scorer.score_batch([r.history for r in chunk], cands)
         hits += [metrics.hr_at_1(s, c, r.next) for s, c, r in zip(scores, cands, chunk, strict=True)]
-    return metrics.mean(hits)
+    return hits
 
 
 def evaluate_model(
-    scorer: Scorer, dataset: Dataset, split: str = "test", seeds: Sequence[int] = DEFAULT_SEEDS
+    scorer: Scorer,
+    dataset: Dataset,
+    split: str = "test",
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    rows: Sequence[Row] | None = None,
 ) -> dict[str, Any]:
-    """HR@1-of-20 mean/std over candidate seeds, full-ranking Hit@10/NDCG@10, and row counts."""
-    rows, n_dropped = dataset.eval_rows(split)
+    """HR@1-of-20 mean/std over candidate seeds, full-ranking Hit@10/NDCG@10, and row counts.
+
+    ``rows`` (default: the split's evaluation rows) evaluates a subset, e.g. the cold-start rows.
+    ``per_row`` holds each row's expected HR@1 and its sampled HR@1 averaged over the seeds, in
+    row order, for paired comparisons and bootstrap intervals over users.
+    """
+    n_dropped = 0
+    if rows is None:
+        rows, n_dropped = dataset.eval_rows(split)
     if not rows:
         raise ValueError(f"{dataset.root}: split {split!r} has no rows with len_seq >= {MIN_EVAL_LEN_SEQ}")
-    per_seed = [sampled_hr_at_1(scorer, rows, seed) for seed in seeds]
-    summary = ranking_summary(full_ranking_stats(scorer.model, rows))
+    per_seed_hits = [sampled_hits(scorer, rows, seed) for seed in seeds]
+    per_seed = [metrics.mean(hits) for hits in per_seed_hits]
+    stats = full_ranking_stats(scorer.model, rows)
+    summary = ranking_summary(stats)
     return {
         "model": scorer.info.model_name,
         "members": scorer.info.extra.get("members", 1),  # > 1: a seed ensemble
@@ -121,4 +140,8 @@ def evaluate_model(
         "n_rows": len(rows),
         "n_dropped": n_dropped,
         "note": f"rows with len_seq < {MIN_EVAL_LEN_SEQ} dropped, as upstream",
+        "per_row": {
+            "hr1_expected": expected_hr_at_1_of(stats),
+            "hr1_sampled": [metrics.mean(hits) for hits in zip(*per_seed_hits, strict=True)],
+        },
     }

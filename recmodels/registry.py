@@ -10,14 +10,16 @@ from recmodels.caser import Caser, CaserConfig
 from recmodels.gru4rec import GRU4Rec, GRU4RecConfig
 from recmodels.names import MODEL_NAMES, ModelName
 from recmodels.sasrec import SASRec, SASRecConfig
+from recmodels.textrec import TextRec, TextRecConfig
 from recmodels.train_config import TRAIN_FIELDS, TrainConfig
 
-ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig
+ModelConfig = SASRecConfig | GRU4RecConfig | CaserConfig | TextRecConfig
 
 _MODELS: dict[ModelName, tuple[type[ModelConfig], type[SequentialRecommender]]] = {
     "sasrec": (SASRecConfig, SASRec),
     "gru4rec": (GRU4RecConfig, GRU4Rec),
     "caser": (CaserConfig, Caser),
+    "textrec": (TextRecConfig, TextRec),
 }
 
 
@@ -27,6 +29,10 @@ class UnknownModelError(ValueError):
 
 def config_class(name: str) -> type[ModelConfig]:
     return _entry(name)[0]
+
+
+def model_class(name: str) -> type[SequentialRecommender]:
+    return _entry(name)[1]
 
 
 def make_config(name: str, **overrides: Any) -> ModelConfig:

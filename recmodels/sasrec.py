@@ -83,17 +83,20 @@ class SASRec(SequentialRecommender):
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         return self.encode_positions(seqs)[:, -1]  # [B, H]: the newest position
 
-    def encode_positions(self, seqs: torch.Tensor) -> torch.Tensor:
+    def encode_positions(self, seqs: torch.Tensor, item_table: torch.Tensor | None = None) -> torch.Tensor:
         """seqs [B, T] left-padded -> states at every position [B, T, H].
 
         The state at position t has seen only items up to t (causal), so it predicts item t + 1:
         all-position training. States at padding positions are meaningless; leave them out.
+        ``item_table`` [N + 1, H] replaces the id embeddings as the input item vectors (the
+        text-aware subclass, :mod:`recmodels.textrec`, passes its text + id vectors).
         """
         B, T = seqs.shape  # batch, time (T <= max_len, left-padded)
         assert self.max_len >= T, f"sequence length {T} exceeds max_len {self.max_len}"
         real = seqs != self.pad_id  # [B, T]
         newest_first = torch.arange(T - 1, -1, -1, device=seqs.device)  # [T]
-        x = self.item_emb(seqs) * math.sqrt(self.config.hidden) + self.pos_emb(newest_first)  # [B, T, H]
+        items = self.item_emb(seqs) if item_table is None else F.embedding(seqs, item_table)  # [B, T, H]
+        x = items * math.sqrt(self.config.hidden) + self.pos_emb(newest_first)  # [B, T, H]
         x = self.emb_drop(x) * real.unsqueeze(-1)
         # Causal attention over real items; every position may attend to itself so a
         # fully padded (empty) history still has a defined, padding-independent state.

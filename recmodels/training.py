@@ -25,7 +25,14 @@ from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import all_positions_ce, full_softmax_ce
 from recmodels.presets import preset_overrides
-from recmodels.registry import build_model, model_config, split_overrides
+from recmodels.registry import build_model, model_class, model_config, split_overrides
+from recmodels.text import (
+    EXTRA_HINT,
+    TextEncoderUnavailable,
+    cached_text_vectors,
+    item_texts,
+    text_available,
+)
 from recmodels.train_config import TrainConfig
 
 SELECTION_METRIC = "val_hr1_expected"
@@ -90,6 +97,8 @@ def train(
     use_preset: bool = True,
     progress: bool = True,
     output_path: Path | None = None,
+    text_cache: Path | None = None,
+    drop_targets: frozenset[int] = frozenset(),
 ) -> TrainResult:
     """Train, keep the best validation epoch, save the artifact (default: ``artifact_path``).
 
@@ -98,17 +107,22 @@ def train(
     is the model ``members=1`` trains. The config is the model's defaults, then the dataset's
     preset (:mod:`recmodels.presets`, unless ``use_preset`` is false), then ``config_overrides``.
     ``max_train_rows`` keeps the first rows of the training split (a quick, deterministic slice).
+    ``drop_targets`` leaves out every training and validation row whose target is one of them (the
+    cold-start protocol, :mod:`recmodels.coldstart`: those items have no interactions to learn
+    from). A text-aware model reads the items' text vectors from ``text_cache`` (computed there on
+    a miss; see :mod:`recmodels.text`).
     """
     if members < 1:
         raise ValueError(f"members must be >= 1, got {members}")
+    item_text = item_text_vectors(dataset, model_name, text_cache)
     overrides = {
         **(preset_overrides(dataset.name, model_name) if use_preset else {}),
         **(config_overrides or {}),
     }
-    train_rows = dataset.rows("train")[:max_train_rows]
+    train_rows = [r for r in dataset.rows("train")[:max_train_rows] if r.next not in drop_targets]
     if not train_rows:
         raise ValueError(f"{dataset.root}: the training split is empty")
-    val_rows, _ = dataset.eval_rows("val")
+    val_rows = [r for r in dataset.eval_rows("val")[0] if r.next not in drop_targets]
 
     fitted: list[tuple[SequentialRecommender, MemberResult]] = []
     epoch_seconds: list[float] = []
@@ -116,7 +130,7 @@ def train(
         label = f"member {i + 1}/{members} " if members > 1 else ""
         model, train_config, result, seconds = _fit_one(
             model_name, dataset.n_items, train_rows, val_rows, overrides,
-            seed=seed + i, epochs=epochs, progress=progress, label=label,
+            seed=seed + i, epochs=epochs, progress=progress, label=label, item_text=item_text,
         )  # fmt: skip
         fitted.append((model, result))
         epoch_seconds += seconds
@@ -128,6 +142,7 @@ def train(
         "peak_rss_mb": peak_rss_mb(),
         "seed": seed,
         "config": asdict(model_config(fitted[0][0])) | asdict(train_config),
+        **({"cold_items_dropped": len(drop_targets)} if drop_targets else {}),
     }
     saved: SequentialRecommender
     if members == 1:
@@ -165,6 +180,16 @@ def train(
     return TrainResult(path, model_name, dataset.name, [r for _, r in fitted], metrics)
 
 
+def item_text_vectors(dataset: Dataset, model_name: str, cache_path: Path | None) -> torch.Tensor | None:
+    """[N, D] text vectors of the dataset's items for a model that reads item text (None for the
+    others); refuses clearly when the embeddings extra is missing, even on a cache hit."""
+    if not getattr(model_class(model_name), "needs_item_text", False):
+        return None
+    if not text_available():
+        raise TextEncoderUnavailable(f"the {model_name} model needs the embeddings extra: {EXTRA_HINT}")
+    return torch.from_numpy(cached_text_vectors(item_texts(dataset.items), cache_path=cache_path))
+
+
 def _validate(model: SequentialRecommender, val_rows: list[Row]) -> dict[str, float]:
     return {f"val_{k}": v for k, v in ranking_summary(full_ranking_stats(model, val_rows)).items()}
 
@@ -180,15 +205,20 @@ def _fit_one(
     epochs: int | None,
     progress: bool,
     label: str,
+    item_text: torch.Tensor | None = None,
 ) -> tuple[SequentialRecommender, TrainConfig, MemberResult, list[float]]:
     """Train one model with ``seed``; returns it with its best validation weights loaded, the
-    training config, its result and the seconds of each epoch."""
+    training config, its result and the seconds of each epoch. A text-aware model gets
+    ``item_text`` [N, D] and the items that are targets of ``train_rows`` (the ones with a
+    trainable id embedding)."""
     model_overrides, train_overrides = split_overrides(model_name, overrides)
     config = TrainConfig(**train_overrides)
     torch.manual_seed(seed)
     model = build_model(model_name, n_items, **model_overrides)
     if config.all_positions and not model.trains_all_positions:
         raise ValueError(f"all_positions: {model_name} trains on the newest position only")
+    if item_text is not None:
+        model.attach_items(item_text, {r.next for r in train_rows})
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")

@@ -68,11 +68,11 @@ def ml_models_dir(ml_dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
     Trained on the first 3,000 MovieLens training rows for 2 epochs: real models, seconds to build,
     far from converged (use the artifacts in data/models for quality measurements).
     """
-    from recmodels.registry import MODEL_NAMES
+    from recmodels.names import ID_MODEL_NAMES
     from recmodels.training import train
 
     models_dir = tmp_path_factory.mktemp("models")
-    for name in MODEL_NAMES:
+    for name in ID_MODEL_NAMES:  # textrec has its own tests (tests/test_models_textrec.py)
         train(ml_dataset, name, models_dir=models_dir, epochs=2, max_train_rows=3000, progress=False)
     return models_dir
 
@@ -81,9 +81,9 @@ def ml_models_dir(ml_dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ml_scorers(ml_dataset, ml_models_dir: Path) -> dict:
     """dict model name -> Scorer, loaded through the real artifact path (fingerprint-checked)."""
     from recmodels.artifacts import load_latest_scorer
-    from recmodels.registry import MODEL_NAMES
+    from recmodels.names import ID_MODEL_NAMES
 
-    return {name: load_latest_scorer(ml_models_dir, ml_dataset, name) for name in MODEL_NAMES}
+    return {name: load_latest_scorer(ml_models_dir, ml_dataset, name) for name in ID_MODEL_NAMES}
 
 
 # --- service database (a fresh, migrated PostgreSQL database per test run) -----------------

