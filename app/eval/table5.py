@@ -290,8 +290,9 @@ def render_table5(
     )
     learned = ""
     if calibration and calibration.get("verdict_threshold") is not None:
+        who = "The user agent" if agents == "offline" else "Where an LLM call fails, the offline user agent"
         learned = (
-            "\nThe user agent likes an item when the reward model's log-probability of it over the catalog "
+            f"\n{who} likes an item when the reward model's log-probability of it over the catalog "
             f"+ {calibration['user_history_weight']:g} × its similarity to the history "
             f"+ {calibration['user_liked_weight']:g} × its similarity to what it liked in the loop "
             f"− {calibration['user_turned_down_weight']:g} × its similarity to what it turned down "
