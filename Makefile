@@ -16,6 +16,7 @@ serve: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: install lint
 	$(BIN)/pytest -q

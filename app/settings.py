@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-RecModelName = Literal["sasrec", "gru4rec", "caser", "textrec"]  # recmodels.registry.MODEL_NAMES
-StructuredOutputMethod = Literal["json_schema", "json_mode", "function_calling"]
+from graph.config import LLMConfig, LoopConfig, StructuredMethod
+from recmodels.names import ModelName
 
 
 class Settings(BaseSettings):
@@ -30,8 +30,8 @@ class Settings(BaseSettings):
 
     # --- models ------------------------------------------------------------------
     dataset: str = Field("movielens", description="Dataset the service recommends from.")
-    rec_model: RecModelName = "sasrec"
-    reward_model: RecModelName = "sasrec"
+    rec_model: ModelName = "sasrec"
+    reward_model: ModelName = "sasrec"
     torch_threads: int = Field(1, ge=1, description="One thread beats two on a shared 2-core box.")
 
     # --- the feedback loop -----------------------------------------------------------
@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
     llm_timeout_s: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries after invalid output, then fallback.")
-    llm_structured_method: StructuredOutputMethod = "json_schema"
+    llm_structured_method: StructuredMethod = "json_schema"
     # Output caps per kind of call. A small local model left uncapped talks for 1,000+ tokens; a
     # call that hits its cap is an invalid answer (retried with feedback, then the fallback).
     llm_max_tokens_rec: int = Field(160, ge=16, le=8192, description="Cap of a recommendation call.")
@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     )
     checkpointer: Literal["postgres", "postgres_stock", "memory"] = Field(
         "postgres",
-        description="postgres: pooled saver with durable rounds (app/services/checkpoints.py); "
+        description="postgres: pooled saver with durable rounds (app/db/checkpoints.py); "
         "postgres_stock: LangGraph's AsyncPostgresSaver as shipped, and memory: in-process only "
         "(sessions do not survive a restart) — both for benchmark comparisons.",
     )
@@ -198,6 +198,36 @@ class Settings(BaseSettings):
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_base_url)
+
+    def llm_config(self) -> LLMConfig:
+        """The LLM endpoint and call limits, as the graph and the steering parser take them."""
+        return LLMConfig(
+            base_url=self.llm_base_url,
+            model=self.llm_model,
+            api_key=self.llm_api_key.get_secret_value(),
+            temperature=self.llm_temperature,
+            timeout_s=self.llm_timeout_s,
+            max_retries=self.llm_max_retries,
+            structured_method=self.llm_structured_method,
+            max_tokens_rec=self.llm_max_tokens_rec,
+            max_tokens_user=self.llm_max_tokens_user,
+            max_tokens_items=self.llm_max_tokens_items,
+            max_tokens_parser=self.llm_max_tokens_parser,
+            thoughts_max_chars=self.llm_thoughts_max_chars,
+            reason_max_chars=self.llm_reason_max_chars,
+        )
+
+    def loop_config(self) -> LoopConfig:
+        """The loop's configuration (``graph.config``): the graph never reads these settings itself."""
+        return LoopConfig(
+            data_dir=self.data_dir,
+            max_rounds=self.max_rounds,
+            n_candidates=self.n_candidates,
+            accept_top_k=self.accept_top_k,
+            reward_display=self.reward_display,
+            llm_loop_budget_s=self.llm_loop_budget_s,
+            llm=self.llm_config(),
+        )
 
 
 @lru_cache(maxsize=1)

@@ -31,7 +31,6 @@ from typing import Any
 import httpx
 import torch
 
-from app.data.dataset import Dataset
 from app.eval.common import sampled_candidate_rows
 from app.eval.metrics import bootstrap_interval
 from app.settings import Settings, get_settings
@@ -40,6 +39,7 @@ from graph.llm_client import server_root
 from graph.runner import LoopResult, LoopRunner
 from graph.state import sum_usage
 from recmodels.artifacts import load_latest_scorer
+from recmodels.dataset import Dataset
 
 TOKEN_KEYS = ("calls", "prompt_tokens", "completion_tokens")
 SERVER_COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total")
@@ -71,7 +71,7 @@ def run_loops(settings: Settings, dataset_name: str, rows: int, max_rounds: int,
     dataset = Dataset.open(settings.datasets_dir, dataset_name)
     rec = load_latest_scorer(settings.models_dir, dataset, settings.rec_model)
     reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
-    runner = LoopRunner(make_deps(settings, dataset, rec, reward, "llm"))
+    runner = LoopRunner(make_deps(settings.loop_config(), dataset, rec, reward, "llm"))
     test_rows, _ = dataset.eval_rows("test")
     cases = sampled_candidate_rows(
         test_rows[:rows], dataset.n_items, seed=0, n_candidates=settings.n_candidates

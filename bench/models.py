@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from app.data.dataset import Dataset
 from app.eval.paper import PAPER_MODEL_HR1
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer
+from recmodels.dataset import Dataset
 from recmodels.evaluation import evaluate_model
 from recmodels.registry import MODEL_NAMES
 

@@ -50,8 +50,8 @@ VARIANTS = {
 
 def _bench_data_dir(settings: Settings, model_names: tuple[str, ...], echo) -> Path:
     """A data dir with the dataset and the models; trains tiny ones where none exist (latency only)."""
-    from app.data.dataset import Dataset
     from recmodels.artifacts import artifact_path
+    from recmodels.dataset import Dataset
 
     dataset = Dataset.open(settings.datasets_dir, settings.dataset)
     if all(artifact_path(settings.models_dir, dataset.name, name).is_file() for name in model_names):

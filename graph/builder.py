@@ -9,7 +9,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
-from graph.deps import LoopDeps
+from graph.context import LoopDeps
 from graph.nodes import LoopNodes, route_after_memory_update
 from graph.state import LoopInput, LoopState
 

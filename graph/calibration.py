@@ -27,7 +27,8 @@ learned here, on the **validation** split only, for one (dataset, rec model, rew
 The result is a small JSON file beside the rec model's artifact, ``calibration/<rec>+<reward>.json``,
 keyed by the dataset fingerprint, both artifacts' SHA-256, the similarity backends installed and
 this module's version: the service, ``recloop simulate`` and the evaluation all get it through
-:func:`loop_calibration` (via ``graph.deps.make_deps``), which refits it when any of those change.
+:func:`loop_calibration` (via ``graph.deps.make_deps``); the parameters themselves are
+:class:`graph.agents.evidence.LoopCalibration`, which refits it when any of those change.
 """
 
 from __future__ import annotations
@@ -38,19 +39,19 @@ import math
 import random
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from app.data.dataset import Dataset, Row
-from graph.agents.evidence import ItemVectors, MemoryView, VerdictFeatures
+from graph.agents.evidence import ItemVectors, LoopCalibration, MemoryView, VerdictFeatures
+from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
 from recmodels.scorer import Scorer
 
 if TYPE_CHECKING:
-    from app.settings import Settings
+    from graph.config import LoopConfig
 
 log = logging.getLogger(__name__)
 
@@ -66,53 +67,6 @@ USERSIM_SEEDS = (0, 1)  # validation user-simulation cases per seed (candidates 
 N_EVAL = 20
 THRESHOLD_POINTS = 500  # verdict thresholds tried (quantiles of the validation evidence)
 MEMORY_RESAMPLES = 1000  # bootstrap resamples of validation users behind the memory weights
-
-
-@dataclass(frozen=True)
-class LoopCalibration:
-    """The offline agents' learned parameters (defaults: uncalibrated, nothing learned)."""
-
-    rec_temperature: float = 1.0
-    reward_temperature: float = 1.0
-    trust: float = 0.5
-    """Weight of the user agent's (reward model's) evidence against the recommendation agent's."""
-    rec_similarity: str = "none"
-    """Item vectors of the recommendation agent's history evidence: ``collaborative`` (the reward
-    model's item embeddings), ``text`` (MiniLM, when installed) or ``none``."""
-    rec_history_weight: float = 0.0
-    """Weight of an item's similarity to the recent history in the recommendation agent's belief."""
-    user_similarity: str = "none"
-    """Item vectors of the user agent's similarity evidence in user simulation."""
-    user_history_weight: float = 0.0
-    """User simulation: weight of an item's similarity to the user's history."""
-    user_liked_weight: float = 0.0
-    """User simulation: weight of the similarity to items it accepted or asked for in the loop."""
-    user_turned_down_weight: float = 0.0
-    """User simulation: weight (subtracted) of the similarity to items it turned down in the loop."""
-    verdict_threshold: float | None = None
-    """User simulation: like an item when its evidence reaches this; None = not learned (the user
-    agent then likes the reward model's best accept_top_k / n_candidates share of a list)."""
-    provenance: dict[str, Any] = field(default_factory=dict)
-    """What it was learned from and how well each choice did on validation (empty: not learned)."""
-
-    @property
-    def learned(self) -> bool:
-        return bool(self.provenance)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> LoopCalibration:
-        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
-
-    def verdict_weights(self) -> tuple[float, float, float]:
-        """User simulation: the (history, liked, turned-down) weights of `VerdictFeatures.evidence`."""
-        return self.user_history_weight, self.user_liked_weight, self.user_turned_down_weight
-
-    def summary(self) -> dict[str, Any]:
-        """The parameters without the provenance (for results.json and logs)."""
-        return {k: v for k, v in self.to_json().items() if k != "provenance"}
 
 
 def combined_scores(
@@ -162,7 +116,7 @@ _MEMO_LOCK = threading.Lock()
 
 
 def loop_calibration(
-    settings: Settings, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
+    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
 ) -> LoopCalibration:
     """The calibration for these models: from this process's memo, the file beside the rec model's
     artifact (:func:`calibration_path`), or fitted on validation now (seconds) and saved there."""
@@ -174,7 +128,7 @@ def loop_calibration(
             return _MEMO[memo_key]
         found = _read(path, key) if path else None
         if found is None:
-            found = fit_calibration(settings, catalog, rec, reward, backends)
+            found = fit_calibration(config, catalog, rec, reward, backends)
             if path:
                 _write(path, key, found)
         _MEMO[memo_key] = found
@@ -209,7 +163,7 @@ def _write(path: Path, key: Mapping[str, Any], calibration: LoopCalibration) -> 
 
 
 def fit_calibration(
-    settings: Settings, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
+    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
 ) -> LoopCalibration:
     """Learn every parameter on the validation split (see the module docstring)."""
     from graph.similarity import load_vectors
@@ -221,14 +175,14 @@ def fit_calibration(
     histories = [r.history for r in rows]
     rec_lp = rec.catalog_log_probs(histories)  # [B, N]
     reward_lp = rec_lp if reward is rec else reward.catalog_log_probs(histories)
-    draws = _candidate_draws(rows, catalog.n_items, settings.n_candidates)
+    draws = _candidate_draws(rows, catalog.n_items, config.n_candidates)
     temperatures = {"rec_temperature": fit_temperature(rec_lp, rows, draws)}
     temperatures["reward_temperature"] = fit_temperature(reward_lp, rows, draws)
     base = replace(LoopCalibration(), **temperatures)
     tried: dict[str, Any] = {}
     best: tuple[float, LoopCalibration, dict[str, float]] | None = None
     for name in ("none", *backends):
-        vectors = load_vectors(name, settings, catalog, reward)
+        vectors = load_vectors(name, config, catalog, reward)
         similarity = vectors.history_similarity_all(histories) if vectors is not None else None
         for weight in REC_HISTORY_WEIGHTS if vectors is not None else (0.0,):
             candidate = replace(base, rec_similarity=name, rec_history_weight=weight)
@@ -248,7 +202,7 @@ def fit_calibration(
             "val_expected_hr1_by_history_evidence": tried,
         },
     )
-    return fit_user_simulation(settings, catalog, rec, reward, backends, recommendation)
+    return fit_user_simulation(config, catalog, rec, reward, backends, recommendation)
 
 
 def _candidate_draws(rows: Sequence[Row], n_items: int, n_candidates: int) -> torch.Tensor:
@@ -331,7 +285,7 @@ class _Pooled:
 
 
 def fit_user_simulation(
-    settings: Settings,
+    config: LoopConfig,
     catalog: Dataset,
     rec: Scorer,
     reward: Scorer,
@@ -339,29 +293,29 @@ def fit_user_simulation(
     calibration: LoopCalibration,
 ) -> LoopCalibration:
     """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
-    from app.eval.usersim import RATIOS, cases_from_rows
-    from graph.deps import make_deps
+    from graph.context import build_deps
     from graph.runner import run_loop
     from graph.similarity import load_vectors
+    from graph.usersim import RATIOS, cases_from_rows
 
     rows, _dropped = catalog.eval_rows("val")
     cases = [
         case
         for seed in USERSIM_SEEDS
-        for case in cases_from_rows(rows, catalog.n_items, RATIOS, seed, N_EVAL, settings.n_candidates)
+        for case in cases_from_rows(rows, catalog.n_items, RATIOS, seed, N_EVAL, config.n_candidates)
     ]
     if not cases:
         return calibration
-    deps = make_deps(settings, catalog, rec, reward, "offline", calibration=calibration)
+    deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration)
     memories = []
     for case in cases:
-        loop = run_loop(deps, case.rec_history, case.rec_candidates, settings.max_rounds)
+        loop = run_loop(deps, case.rec_history, case.rec_candidates, config.max_rounds)
         memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
     log_probs = reward.catalog_log_probs([c.init_history for c in cases])  # [U, N]
     report: dict[str, Any] = {}
     best: tuple[tuple[float, float], dict[str, Any]] | None = None
     for name in ("none", *backends):
-        vectors = load_vectors(name, settings, catalog, reward)
+        vectors = load_vectors(name, config, catalog, reward)
         agent = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=False) for ratio in RATIOS]
         flow = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=True) for ratio in RATIOS]
         for h in USER_HISTORY_WEIGHTS if vectors is not None else (0.0,):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from app.data.dataset import Dataset
+from recmodels.dataset import Dataset
 
 UNTITLED = "(untitled item)"
 

@@ -40,9 +40,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
+from graph.config import LLMConfig, StructuredMethod
 from graph.state import LLMAttempt, LLMUsage, add_usage, empty_usage
 
-StructuredMethod = Literal["json_schema", "json_mode", "function_calling"]
 FailureKind = Literal[
     "budget", "length", "content_filter", "timeout", "connection", "http", "invalid", "error"
 ]
@@ -72,19 +72,6 @@ _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class LLMEndpoint:
-    """Where and how to reach the model (built from the settings by the caller)."""
-
-    base_url: str
-    model: str
-    api_key: str
-    temperature: float = 0.0
-    timeout_s: float = 30.0
-    method: StructuredMethod = "json_schema"
-    max_retries: int = 2
-
-
-@dataclass(frozen=True)
 class CallLimits:
     """The bounds of one kind of call."""
 
@@ -93,13 +80,16 @@ class CallLimits:
     max_retries: int
 
 
-def make_chat_model(endpoint: LLMEndpoint) -> ChatOpenAI:
+def make_chat_model(llm: LLMConfig) -> ChatOpenAI:
+    """The chat model of ``llm``'s endpoint (which must be set)."""
+    if not llm.base_url:
+        raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
     return ChatOpenAI(
-        base_url=endpoint.base_url,
-        model=endpoint.model,
-        api_key=endpoint.api_key,
-        temperature=endpoint.temperature,
-        timeout=endpoint.timeout_s,
+        base_url=llm.base_url,
+        model=llm.model,
+        api_key=llm.api_key,
+        temperature=llm.temperature,
+        timeout=llm.timeout_s,
         max_retries=0,  # our own bounded retry loop counts every attempt; see the module doc
     )
 
@@ -472,3 +462,27 @@ def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 
 def _short(exc: BaseException) -> str:
     return str(exc).replace("\n", " ")[:200]
+
+
+@dataclass(frozen=True)
+class LLMClient:
+    """One chat model and token counter shared by every caller of a process."""
+
+    llm: LLMConfig
+    chat: ChatOpenAI
+    counter: TokenCounter
+
+    @classmethod
+    def from_config(cls, llm: LLMConfig) -> LLMClient:
+        return cls(llm, make_chat_model(llm), TokenCounter(str(llm.base_url)))
+
+    def caller(self, schema: type[BaseModel], max_tokens: int, agent: AgentName) -> StructuredCaller[Any]:
+        limits = CallLimits(max_tokens, self.llm.timeout_s, self.llm.max_retries)
+        return StructuredCaller(
+            self.chat,
+            schema,
+            method=self.llm.structured_method,
+            limits=limits,
+            agent=agent,
+            counter=self.counter,
+        )

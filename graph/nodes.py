@@ -14,23 +14,23 @@ from typing import Any, Literal
 from langgraph.graph import END
 from langgraph.types import Overwrite, interrupt
 
-from app.steering.tools import hard_violations
 from graph import describe
 from graph.agents.base import Judgement, Proposal, RecContext, UserContext
-from graph.deps import LoopDeps
+from graph.context import LoopDeps
 from graph.state import (
+    JUDGE_MODES,
     JudgementRecord,
-    JudgeMode,
     LoopState,
     MemoryEntry,
     RoundRecord,
     add_usage,
     empty_usage,
 )
+from graph.steering.tools import hard_violations
+from recmodels.metrics import rank_of
 
 # The reference implementation shows the user agent the reward model's best quarter of the candidates.
 TOP_PICKS_SHARE = 4
-JUDGE_MODES: tuple[JudgeMode, ...] = ("agent", "human")
 
 
 class LoopInputError(ValueError):
@@ -78,11 +78,6 @@ def is_new_loop(state: LoopState) -> bool:
     return state.get("stop_reason") is not None
 
 
-def reward_rank(scores: list[float], index: int) -> int:
-    """1-based rank of ``scores[index]``; ties share the better rank."""
-    return 1 + sum(1 for s in scores if s > scores[index])
-
-
 class LoopNodes:
     """The node functions, bound to one set of dependencies."""
 
@@ -122,14 +117,14 @@ class LoopNodes:
         """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
         this round's earlier steps spent)."""
         spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
-        return self.deps.settings.llm_loop_budget_s - spent
+        return self.deps.config.llm_loop_budget_s - spent
 
     def _open_loop(self, state: LoopState) -> dict[str, Any]:
         """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
-        settings = self.deps.settings
+        config = self.deps.config
         history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
         max_rounds = state.get("max_rounds")
-        max_rounds = settings.max_rounds if max_rounds is None else max_rounds
+        max_rounds = config.max_rounds if max_rounds is None else max_rounds
         judge_mode = state.get("judge_mode") or "agent"
         validate_loop_input(history, candidates, max_rounds, judge_mode, self.deps.catalog.n_items)
         rec_scores = self.deps.rec_scorer.score(history, candidates)
@@ -179,7 +174,7 @@ class LoopNodes:
         proposal = _required(state, "proposal")
         index = state["candidates"].index(proposal["item"])
         scores = state["reward_scores"]
-        return {"verdict": {"score": float(scores[index]), "rank": reward_rank(scores, index)}}
+        return {"verdict": {"score": float(scores[index]), "rank": rank_of(scores, index)}}
 
     # --- judge -------------------------------------------------------------------------------
 
@@ -215,7 +210,7 @@ class LoopNodes:
     def _user_context(self, state: LoopState) -> UserContext:
         proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
         candidates = state["candidates"]
-        show_picks = self.deps.settings.reward_display == "top_picks"
+        show_picks = self.deps.config.reward_display == "top_picks"
         spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
         rounds = state.get("rounds") or []
         return UserContext(

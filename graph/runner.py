@@ -9,7 +9,6 @@ in-memory saver so later calls can continue the thread.
 from __future__ import annotations
 
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +20,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
-from graph.deps import LoopDeps
-from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, sum_usage
+from graph.context import LoopDeps
+from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, total_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5
@@ -49,6 +48,11 @@ class LoopResult:
     rec_memory: list[MemoryEntry] = field(default_factory=list)
     user_memory: list[MemoryEntry] = field(default_factory=list)
 
+    @property
+    def first_item(self) -> int:
+        """The recommendation agent's first proposal: its one-round answer without a user agent."""
+        return int(self.rounds[0]["item"]) if self.rounds else int(self.final_item)
+
     def accepted_items(self) -> list[int]:
         """Items the user agent accepted in this loop (at most one: acceptance ends it)."""
         return [r["item"] for r in self.rounds if r["decision"] == "accept"]
@@ -58,7 +62,7 @@ class LoopResult:
         if state.get("stop_reason") is None or state.get("final_item") is None:
             raise LoopInterrupted("the loop has not finished (a human judge or an interrupt is pending)")
         rounds = list(state.get("rounds") or [])
-        usage = sum_usage(r["llm_usage"] for r in rounds)
+        usage = total_usage(rounds, "llm_usage")
         return cls(
             final_item=state["final_item"],
             final_reason=state.get("final_reason") or "",
@@ -87,8 +91,8 @@ def loop_config(thread_id: str | None, max_rounds: int) -> RunnableConfig:
 
 
 def default_candidates(deps: LoopDeps, history: Sequence[int], k: int | None = None) -> list[int]:
-    """The rec model's top-k unseen items (k = Settings.n_candidates): the service's default candidates."""
-    return deps.rec_scorer.top_k(list(history), k or deps.settings.n_candidates)
+    """The rec model's top-k unseen items (k = LoopConfig.n_candidates): the service's default candidates."""
+    return deps.rec_scorer.top_k(list(history), k or deps.config.n_candidates)
 
 
 def loop_input(
@@ -103,7 +107,7 @@ def loop_input(
         "new_loop": True,
         "history": list(history),
         "candidates": list(candidates) if candidates is not None else default_candidates(deps, history),
-        "max_rounds": deps.settings.max_rounds if max_rounds is None else max_rounds,
+        "max_rounds": deps.config.max_rounds if max_rounds is None else max_rounds,
         "judge_mode": "agent",
         "preferences": preferences,
     }
@@ -162,12 +166,9 @@ class LoopRunner:
         return thread_id or uuid.uuid4().hex
 
 
-_RUNNERS: weakref.WeakKeyDictionary[LoopDeps, dict[str, LoopRunner]] = weakref.WeakKeyDictionary()
-
-
 def cached_runner(deps: LoopDeps, *, threaded: bool) -> LoopRunner:
     """The per-deps runner: without a checkpointer, or on the per-deps in-memory saver."""
-    runners = _RUNNERS.setdefault(deps, {})
+    runners = deps.runners
     key = "threaded" if threaded else "plain"
     if key not in runners:
         runners[key] = LoopRunner(deps, InMemorySaver() if threaded else None)

@@ -2,7 +2,7 @@
 
 ``collaborative``: the reward model's item embeddings (always there). ``text``: the bundled
 MiniLM sentence model over each item's title, genres and year (the ``embeddings`` extra), the
-same cached vectors steering uses (:mod:`app.steering.similarity`). Which one the agent uses,
+same cached vectors steering uses (:mod:`graph.steering.similarity`). Which one the agent uses,
 if any, is chosen on validation (:mod:`graph.calibration`); only that one is loaded to serve.
 """
 
@@ -13,15 +13,15 @@ import threading
 
 import torch
 
-from app.data.dataset import Dataset
-from app.settings import Settings
-from app.steering.similarity import (
+from graph.agents.evidence import ItemVectors
+from graph.config import LoopConfig
+from graph.steering.similarity import (
     CollaborativeSimilarity,
     embedding_cache_path,
     text_available,
     text_item_vectors,
 )
-from graph.agents.evidence import ItemVectors
+from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def available_backends() -> tuple[str, ...]:
     return ("collaborative", "text") if text_available() else ("collaborative",)
 
 
-def load_vectors(name: str, settings: Settings, catalog: Dataset, reward: Scorer) -> ItemVectors | None:
+def load_vectors(name: str, config: LoopConfig, catalog: Dataset, reward: Scorer) -> ItemVectors | None:
     """The item vectors of backend ``name`` (None for ``none``)."""
     if name == "none":
         return None
@@ -44,7 +44,7 @@ def load_vectors(name: str, settings: Settings, catalog: Dataset, reward: Scorer
     if name == "text":
         with _TEXT_LOCK:  # once per process and catalog version (the file cache is per data dir)
             if catalog.fingerprint not in _TEXT:
-                cache = embedding_cache_path(settings.data_dir, catalog.name, catalog.fingerprint)
+                cache = embedding_cache_path(config.data_dir, catalog.name, catalog.fingerprint)
                 vectors = torch.from_numpy(text_item_vectors(catalog, cache_path=cache))
                 _TEXT[catalog.fingerprint] = ItemVectors(name, vectors)
             return _TEXT[catalog.fingerprint]

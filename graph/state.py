@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_args
 
 from langgraph.channels import EphemeralValue
 
 JudgeMode = Literal["agent", "human"]
+"""agent: the user agent judges; human: the loop pauses at ``judge`` for an answer."""
+JUDGE_MODES: tuple[JudgeMode, ...] = get_args(JudgeMode)
 Decision = Literal["accept", "reject"]
 StopReason = Literal["accepted", "max_rounds"]
 
@@ -78,6 +80,11 @@ def sum_usage(usages: Iterable[Mapping[str, Any] | None]) -> LLMUsage:
         if usage:
             total = add_usage(total, usage)
     return total
+
+
+def total_usage(records: Iterable[Mapping[str, Any]], key: str = "usage") -> LLMUsage:
+    """The summed usage under ``key`` of records: a loop's rounds (``llm_usage``), a run's rows."""
+    return sum_usage(record.get(key) for record in records)
 
 
 def format_usage(usage: Mapping[str, Any]) -> str:

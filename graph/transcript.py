@@ -5,10 +5,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
-from app.data.dataset import Dataset
 from graph import describe
 from graph.runner import LoopResult
 from graph.state import format_usage
+from recmodels.dataset import Dataset
 
 WIDTH = 100
 INDENT = "    "

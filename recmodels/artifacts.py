@@ -24,12 +24,13 @@ from typing import Any
 
 import torch
 
-from app.data.dataset import Dataset, sha256_file
 from recmodels.base import SequentialRecommender
+from recmodels.dataset import Dataset, sha256_file
 from recmodels.ensemble import SeedEnsemble
 from recmodels.registry import MODEL_NAMES, build_model, model_class, model_config
 from recmodels.scorer import Scorer, ScorerInfo
 from recmodels.text import cached_text_vectors, item_texts
+from recmodels.train_config import TRAIN_FIELDS, TrainConfig
 
 FORMAT_VERSION = 1  # one model
 ENSEMBLE_FORMAT_VERSION = 2  # a seed ensemble: one state dict per member
@@ -53,6 +54,7 @@ def save_artifact(
     model_name: str,
     dataset: Dataset,
     metrics: dict[str, Any],
+    train_config: TrainConfig | None = None,
 ) -> Path:
     """Write the artifact atomically (temp file + rename) so readers never see half a file.
     A :class:`SeedEnsemble` is written as format 2 (one state dict per member), a model as format 1."""
@@ -67,7 +69,9 @@ def save_artifact(
     payload = {
         "format_version": weights.pop("format_version"),
         "model_name": model_name,
-        "config": dataclasses.asdict(model_config(model)),
+        # The model's config and how it was trained, as one record (older artifacts have the same keys).
+        "config": dataclasses.asdict(model_config(model))
+        | (dataclasses.asdict(train_config) if train_config else {}),
         "n_items": model.n_items,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
@@ -159,7 +163,8 @@ def _plain_state(model: SequentialRecommender) -> dict[str, torch.Tensor]:
 
 def _rebuild(path: Path, payload: dict[str, Any], state: dict[str, torch.Tensor]) -> SequentialRecommender:
     """One model from the artifact's config and one state dict."""
-    model = build_model(payload["model_name"], int(payload["n_items"]), **payload["config"])
+    config = {k: v for k, v in payload["config"].items() if k not in TRAIN_FIELDS}  # the model's part
+    model = build_model(payload["model_name"], int(payload["n_items"]), **config)
     try:
         model.load_state_dict(state)
     except RuntimeError as exc:
@@ -180,23 +185,25 @@ def load_latest_scorer(models_dir: Path, dataset: str | Dataset, model_name: str
 
 
 def code_version() -> str:
-    """Package version plus the git commit when run from a checkout (for provenance only)."""
+    """``git describe --always --dirty --tags`` of the checkout (``-dirty``: uncommitted changes),
+    else the installed package version: the provenance of artifacts and evaluation runs."""
     try:
-        version = metadata.version("recloop")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
-            timeout=5,
+            timeout=10,
             check=True,
         ).stdout.strip()
+        if described:
+            return described
     except (OSError, subprocess.SubprocessError):
-        return version
-    return f"{version}+g{commit}"
+        pass
+    try:
+        return f"recloop {metadata.version('recloop')}"
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _check_same_data(path: Path, payload: dict[str, Any], dataset: Dataset) -> int:

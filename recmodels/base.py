@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -45,6 +46,10 @@ def init_weights(module: nn.Module) -> None:
 
 class SequentialRecommender(nn.Module, ABC):
     """Base class: subclasses implement :meth:`encode` and :meth:`output_embeddings`."""
+
+    trains_all_positions: ClassVar[bool] = False
+    """Whether ``TrainConfig.all_positions`` applies: the model encodes every window position
+    (``encode_positions``), so the loss can be taken at each of them."""
 
     def __init__(self, n_items: int, max_len: int):
         super().__init__()

@@ -33,16 +33,9 @@ class CaserConfig:
     n_vertical: int = 4  # paper default n_v
     n_horizontal: int = 16  # paper default n_h per height
     dropout: float = 0.5  # paper default
-    lr: float = 1e-3
-    weight_decay: float = 1e-6  # L2 grid 1e-3..1e-7 (AFL setup)
-    batch_size: int = 256
-    epochs: int = 40
-    patience: int = 6  # early stopping: epochs without a better validation score
-    label_smoothing: float = 0.0
     # Score with the input item embeddings (+ bias) instead of a separate output table: fewer
     # parameters; helps on the sparse LastFM data, where the separate table overfits.
     tie_weights: bool = False
-    mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
 
 
 class Caser(SequentialRecommender):

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.data.dataset import Row
+from recmodels.dataset import Row
 
 COLD_SEED = 0  # fixed: every model of a comparison holds out the same items
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from app.data.dataset import MIN_EVAL_LEN_SEQ, Dataset, Row
 from recmodels import metrics
 from recmodels.base import SequentialRecommender, mask_seen, pad_histories
 from recmodels.candidates import sample_candidates
+from recmodels.dataset import MIN_EVAL_LEN_SEQ, Dataset, Row
 from recmodels.scorer import Scorer
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)

@@ -30,13 +30,6 @@ class GRU4RecConfig:
     max_len: int = 10  # LLaRA history window
     n_layers: int = 1
     dropout: float = 0.3
-    lr: float = 1e-3
-    weight_decay: float = 1e-6  # L2 grid 1e-3..1e-7 (AFL setup)
-    batch_size: int = 256
-    epochs: int = 40
-    patience: int = 6  # early stopping: epochs without a better validation score
-    label_smoothing: float = 0.0
-    mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
 
 
 class GRU4Rec(SequentialRecommender):

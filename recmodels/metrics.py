@@ -14,6 +14,18 @@ def hr_at_1(scores: Sequence[float], candidates: Sequence[int], target: int) -> 
     return 1.0 if candidates[best] == target else 0.0
 
 
+def rank_of(scores: Sequence[float], index: int) -> int:
+    """1-based rank of ``scores[index]`` among ``scores``: 1 + how many score strictly higher, so
+    ties share the better rank. The one tie rule of reward ranks (the loop's verdict, Table 5's
+    reward-model baseline)."""
+    return 1 + sum(1 for s in scores if s > scores[index])
+
+
+def ranks(scores: Sequence[float]) -> list[int]:
+    """:func:`rank_of` of every score."""
+    return [rank_of(scores, i) for i in range(len(scores))]
+
+
 def target_rank(scores: Sequence[float], target: int) -> int:
     """0-based rank of ``target`` when all items are sorted by descending score, ties by id.
 

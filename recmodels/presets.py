@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from recmodels.registry import MODEL_NAMES, make_config
+from recmodels.registry import MODEL_NAMES, make_train_config
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,11 @@ def _check(presets: tuple[Preset, ...]) -> None:
     for p in presets:
         if p.model not in MODEL_NAMES:
             raise ValueError(f"preset for unknown model {p.model!r}")
-        defaults = make_config(p.model)
-        make_config(p.model, **p.overrides)  # unknown fields raise here
-        for f in dataclasses.fields(defaults):
-            if f.name in p.overrides and type(p.overrides[f.name]) is not type(getattr(defaults, f.name)):
-                raise TypeError(f"preset {p.model}/{p.dataset}: {f.name} must be a {f.type}")
+        make_train_config(p.model, **p.overrides)  # unknown fields raise here
+        for defaults in make_train_config(p.model):
+            for f in dataclasses.fields(defaults):
+                if f.name in p.overrides and type(p.overrides[f.name]) is not type(getattr(defaults, f.name)):
+                    raise TypeError(f"preset {p.model}/{p.dataset}: {f.name} must be a {f.type}")
 
 
 _check(PRESETS)

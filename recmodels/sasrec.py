@@ -35,14 +35,6 @@ class SASRecConfig:
     n_blocks: int = 2  # paper default
     n_heads: int = 1  # paper: one head is enough at this size
     dropout: float = 0.2  # paper uses 0.2 for the dense MovieLens-1M, 0.5 for sparse sets
-    lr: float = 1e-3
-    weight_decay: float = 1e-6  # L2 grid 1e-3..1e-7 (AFL setup)
-    batch_size: int = 256
-    epochs: int = 40
-    patience: int = 6  # early stopping: epochs without a better validation score
-    label_smoothing: float = 0.0
-    mask_history: bool = True  # leave history items out of the training softmax (never evaluated)
-    all_positions: bool = False  # loss at every position of each training window, not only the newest
 
 
 class _Block(nn.Module):
@@ -74,6 +66,8 @@ class _Block(nn.Module):
 
 
 class SASRec(SequentialRecommender):
+    trains_all_positions = True
+
     def __init__(self, n_items: int, config: SASRecConfig):
         super().__init__(n_items, config.max_len)
         self.config = config

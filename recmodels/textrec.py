@@ -55,10 +55,9 @@ class TextRec(SASRec):
     filled by :meth:`attach_items` before training and restored from the artifact on load."""
 
     needs_item_text = True  # training computes the dataset's text vectors and calls attach_items
+    trains_all_positions = False  # the id dropout and text term are taken at the newest position only
 
     def __init__(self, n_items: int, config: TextRecConfig):
-        if config.all_positions:
-            raise ValueError("textrec trains on the newest position only (all_positions=False)")
         super().__init__(n_items, config)
         self.config: TextRecConfig = config
         # [N + 1, D]: row N (padding) stays zero. Persistent: the artifact is self-contained.

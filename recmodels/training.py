@@ -18,14 +18,14 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from app.data.dataset import Dataset, Row
 from recmodels.artifacts import artifact_path, save_artifact
 from recmodels.base import SequentialRecommender, pad_histories
+from recmodels.dataset import Dataset, Row
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import all_positions_ce, full_softmax_ce
 from recmodels.presets import preset_overrides
-from recmodels.registry import ModelConfig, build_model, model_class, model_config
+from recmodels.registry import build_model, model_class, model_config, split_overrides
 from recmodels.text import (
     EXTRA_HINT,
     TextEncoderUnavailable,
@@ -33,6 +33,7 @@ from recmodels.text import (
     item_texts,
     text_available,
 )
+from recmodels.train_config import TrainConfig
 
 SELECTION_METRIC = "val_hr1_expected"
 
@@ -127,21 +128,20 @@ def train(
     epoch_seconds: list[float] = []
     for i in range(members):
         label = f"member {i + 1}/{members} " if members > 1 else ""
-        model, result, seconds = _fit_one(
+        model, train_config, result, seconds = _fit_one(
             model_name, dataset.n_items, train_rows, val_rows, overrides,
             seed=seed + i, epochs=epochs, progress=progress, label=label, item_text=item_text,
         )  # fmt: skip
         fitted.append((model, result))
         epoch_seconds += seconds
 
-    config = model_config(fitted[0][0])
     common = {
         "selection_metric": SELECTION_METRIC,
         "train_rows": len(train_rows),
         "seconds_per_epoch": sum(epoch_seconds) / len(epoch_seconds),
         "peak_rss_mb": peak_rss_mb(),
         "seed": seed,
-        "config": asdict(config),
+        "config": asdict(model_config(fitted[0][0])) | asdict(train_config),
         **({"cold_items_dropped": len(drop_targets)} if drop_targets else {}),
     }
     saved: SequentialRecommender
@@ -174,7 +174,9 @@ def train(
             for _, r in fitted
         ]
     path = output_path or artifact_path(models_dir, dataset.name, model_name)
-    save_artifact(path, saved, model_name=model_name, dataset=dataset, metrics=metrics)
+    save_artifact(
+        path, saved, model_name=model_name, dataset=dataset, metrics=metrics, train_config=train_config
+    )
     return TrainResult(path, model_name, dataset.name, [r for _, r in fitted], metrics)
 
 
@@ -204,21 +206,25 @@ def _fit_one(
     progress: bool,
     label: str,
     item_text: torch.Tensor | None = None,
-) -> tuple[SequentialRecommender, MemberResult, list[float]]:
-    """Train one model with ``seed``; returns it with its best validation weights loaded, its
-    result and the seconds of each epoch. A text-aware model gets ``item_text`` [N, D] and the
-    items that are targets of ``train_rows`` (the ones with a trainable id embedding)."""
+) -> tuple[SequentialRecommender, TrainConfig, MemberResult, list[float]]:
+    """Train one model with ``seed``; returns it with its best validation weights loaded, the
+    training config, its result and the seconds of each epoch. A text-aware model gets
+    ``item_text`` [N, D] and the items that are targets of ``train_rows`` (the ones with a
+    trainable id embedding)."""
+    model_overrides, train_overrides = split_overrides(model_name, overrides)
+    config = TrainConfig(**train_overrides)
     torch.manual_seed(seed)
-    model = build_model(model_name, n_items, **overrides)
+    model = build_model(model_name, n_items, **model_overrides)
+    if config.all_positions and not model.trains_all_positions:
+        raise ValueError(f"all_positions: {model_name} trains on the newest position only")
     if item_text is not None:
         model.attach_items(item_text, {r.next for r in train_rows})
-    config = model_config(model)
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")
     if config.patience < 1:
         raise ValueError(f"patience must be >= 1, got {config.patience}")
-    seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, _all_positions(config))
+    seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, config.all_positions)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator().manual_seed(seed)
 
@@ -244,7 +250,12 @@ def _fit_one(
             break
     model.load_state_dict(best_state)
     model.eval()
-    return model, MemberResult(seed, best_epoch, len(epoch_losses), epoch_losses, best_val), epoch_seconds
+    return (
+        model,
+        config,
+        MemberResult(seed, best_epoch, len(epoch_losses), epoch_losses, best_val),
+        epoch_seconds,
+    )
 
 
 def _train_epoch(
@@ -252,7 +263,7 @@ def _train_epoch(
     optimizer: torch.optim.Optimizer,
     seqs: torch.Tensor,
     targets: torch.Tensor,
-    config: ModelConfig,
+    config: TrainConfig,
     generator: torch.Generator,
     progress: bool,
     desc: str,
@@ -263,7 +274,7 @@ def _train_epoch(
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
     for idx in tqdm(batches, desc=desc, disable=not progress, leave=False):
-        if _all_positions(config):
+        if config.all_positions:
             loss = all_positions_ce(
                 model, seqs[idx], targets[idx], model.pad_id, config.label_smoothing, config.mask_history
             )
@@ -277,11 +288,6 @@ def _train_epoch(
         total += loss.item() * len(idx)
         count += len(idx)
     return total / count
-
-
-def _all_positions(config: ModelConfig) -> bool:
-    """Whether the config asks for the loss at every window position (only SASRec has the field)."""
-    return bool(getattr(config, "all_positions", False))
 
 
 def peak_rss_mb() -> float:

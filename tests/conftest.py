@@ -68,7 +68,7 @@ def ml_models_dir(ml_dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
     Trained on the first 3,000 MovieLens training rows for 2 epochs: real models, seconds to build,
     far from converged (use the artifacts in data/models for quality measurements).
     """
-    from recmodels.registry import ID_MODEL_NAMES
+    from recmodels.names import ID_MODEL_NAMES
     from recmodels.training import train
 
     models_dir = tmp_path_factory.mktemp("models")
@@ -81,7 +81,7 @@ def ml_models_dir(ml_dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ml_scorers(ml_dataset, ml_models_dir: Path) -> dict:
     """dict model name -> Scorer, loaded through the real artifact path (fingerprint-checked)."""
     from recmodels.artifacts import load_latest_scorer
-    from recmodels.registry import ID_MODEL_NAMES
+    from recmodels.names import ID_MODEL_NAMES
 
     return {name: load_latest_scorer(ml_models_dir, ml_dataset, name) for name in ID_MODEL_NAMES}
 
@@ -169,7 +169,7 @@ def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dic
     from graph.deps import make_deps
 
     scorer = ml_scorers["sasrec"]
-    return {"offline": make_deps(service_settings, ml_dataset, scorer, scorer, "offline")}
+    return {"offline": make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")}
 
 
 @pytest.fixture

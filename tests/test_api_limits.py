@@ -58,7 +58,10 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
         settings = service_settings.model_copy(
             update={"llm_base_url": server.base_url, "llm_max_retries": 0, "llm_token_budget_per_day": 1}
         )
-        deps = {mode: make_deps(settings, ml_dataset, scorer, scorer, mode) for mode in ("offline", "llm")}
+        deps = {
+            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            for mode in ("offline", "llm")
+        }
         server.enqueue(
             Reply.json({"thoughts": "t", "item_id": 10, "reason": "A classic."}),
             Reply.json({"thoughts": "t", "decision": "accept", "reason": "Yes."}),

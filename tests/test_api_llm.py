@@ -24,7 +24,10 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
         settings = service_settings.model_copy(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0, "llm_max_retries": 1}
         )
-        deps = {mode: make_deps(settings, ml_dataset, scorer, scorer, mode) for mode in ("offline", "llm")}
+        deps = {
+            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            for mode in ("offline", "llm")
+        }
         # Round 1: the user agent rejects; round 2: the autoresponder accepts.
         server.enqueue(
             Reply.json({"thoughts": "t", "item_id": 10, "reason": "A classic."}),
@@ -80,7 +83,10 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
         settings = service_settings.model_copy(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 0.5, "llm_max_retries": 1}
         )
-        deps = {mode: make_deps(settings, ml_dataset, scorer, scorer, mode) for mode in ("offline", "llm")}
+        deps = {
+            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            for mode in ("offline", "llm")
+        }
         async with open_resources(
             settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
         ) as resources:
@@ -129,7 +135,10 @@ async def test_usage_of_a_key_survives_deleting_its_sessions_and_a_reversed_rang
         settings = service_settings.model_copy(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0}
         )
-        deps = {mode: make_deps(settings, ml_dataset, scorer, scorer, mode) for mode in ("offline", "llm")}
+        deps = {
+            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            for mode in ("offline", "llm")
+        }
         async with open_resources(
             settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
         ) as resources:

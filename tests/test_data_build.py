@@ -10,9 +10,9 @@ import pytest
 
 import app.data.introsort as introsort
 from app.data.builders import build_from_csv, build_movielens_raw
-from app.data.dataset import DatasetError, sha256_file
 from app.data.introsort import numpy_argsort
 from app.data.sequences import Event, RowLayout, UserSequence, split_rows
+from recmodels.dataset import DatasetError, sha256_file
 
 # --- NumPy's classic introsort --------------------------------------------------------------
 

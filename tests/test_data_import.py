@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.data.dataset import Dataset, DatasetError, compute_fingerprint, sha256_file
 from app.data.importer import import_llara
 from app.data.store import DatasetExistsError
+from recmodels.dataset import Dataset, DatasetError, compute_fingerprint, sha256_file
 
 
 @pytest.mark.parametrize(

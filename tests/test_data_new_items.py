@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.data.dataset import Dataset
 from app.settings import get_settings
+from recmodels.dataset import Dataset
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
 
+from app.db import langgraph_postgres
 from app.db.engine import checkpoint_pool
 from app.db.migrate import setup_checkpoints
-from app.services import langgraph_postgres
 from app.services.runtime import service_saver
 from app.settings import Settings
 

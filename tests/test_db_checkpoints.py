@@ -9,9 +9,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Command
 
+from app.db import checkpoints
+from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import checkpoint_pool
-from app.services import checkpoints
-from app.services.checkpoints import PooledPostgresSaver
 from graph.builder import build_graph
 from graph.runner import loop_config
 from graph.state import empty_usage

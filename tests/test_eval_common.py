@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from app.data.dataset import DatasetError
 from app.eval.common import (
     EvalError,
     RowStore,
@@ -17,6 +16,7 @@ from app.eval.common import (
     run_units,
     sampled_candidate_rows,
 )
+from recmodels.dataset import DatasetError
 
 
 def test_row_store_survives_a_torn_last_line(tmp_path: Path) -> None:

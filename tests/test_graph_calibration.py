@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from app.data.dataset import Dataset
 from app.settings import Settings
 from graph import calibration as cal_module
 from graph.calibration import (
@@ -22,6 +21,7 @@ from graph.calibration import (
     loop_calibration,
 )
 from recmodels.artifacts import load_scorer, read_artifact
+from recmodels.dataset import Dataset
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
 
     monkeypatch.setattr(cal_module, "fit_calibration", counted)
     monkeypatch.setattr(cal_module, "_MEMO", {})
-    first = loop_calibration(fit_settings, ml_dataset, rec, reward, ("collaborative",))
+    first = loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
     path = calibration_path(rec, reward)
     assert path == models / "calibration" / "gru4rec+sasrec.json" and path.is_file()
     stored = json.loads(path.read_text())
@@ -99,7 +99,7 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
     assert LoopCalibration.from_json(stored["calibration"]) == first
 
     monkeypatch.setattr(cal_module, "_MEMO", {})  # a new process: read from the file, no refit
-    assert loop_calibration(fit_settings, ml_dataset, rec, reward, ("collaborative",)) == first
+    assert loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",)) == first
     assert fits == ["gru4rec"]
 
     # The rec model retrained into the same file: its hash differs, so it is refitted.
@@ -108,7 +108,7 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
     retrained = load_scorer(models / "gru4rec.pt", ml_dataset)
     assert retrained.info.artifact_sha256 != rec.info.artifact_sha256
     monkeypatch.setattr(cal_module, "_MEMO", {})
-    loop_calibration(fit_settings, ml_dataset, retrained, reward, ("collaborative",))
+    loop_calibration(fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",))
     assert fits == ["gru4rec", "gru4rec"]
     assert json.loads(path.read_text())["key"]["rec_sha256"] == retrained.info.artifact_sha256
 

@@ -8,7 +8,8 @@ import pytest
 from fake_openai import Reply
 
 from app.settings import Settings
-from graph.deps import LoopDeps, make_deps
+from graph.context import LoopDeps
+from graph.deps import make_deps
 from graph.runner import LoopRunner, assess_items, judge_items, run_loop
 
 TIMEOUT_S = 0.3
@@ -25,7 +26,7 @@ DATA_DIR: list[Path] = [Path("unset")]
 
 def offline_twin(deps: LoopDeps) -> LoopDeps:
     """The same models and settings with the offline agents (what the LLM agents fall back to)."""
-    return make_deps(deps.settings, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
+    return make_deps(deps.config, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
 
 
 def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
@@ -37,7 +38,7 @@ def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
         llm_max_retries=fields.pop("llm_max_retries", 1),
         **fields,
     )
-    return make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
+    return make_deps(settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
 
 
 @pytest.fixture
@@ -137,7 +138,7 @@ def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_o
 
     first = result.rounds[0]
     assert first["user_fallback"] and not first["rec_fallback"]
-    offline_accepts = first["reward_rank"] <= (deps.settings.accept_top_k or 1)
+    offline_accepts = first["reward_rank"] <= (deps.config.accept_top_k or 1)
     assert first["decision"] == ("accept" if offline_accepts else "reject")
     assert "reward model ranks" in first["user_reason"]  # the offline agent's sentence
     assert result.stop_reason in ("accepted", "max_rounds")

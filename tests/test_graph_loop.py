@@ -11,7 +11,8 @@ from langgraph.types import Command
 
 from app.settings import Settings
 from graph.builder import NODE_NAMES, build_graph
-from graph.deps import LoopDeps, make_deps
+from graph.context import LoopDeps
+from graph.deps import make_deps
 from graph.nodes import HumanFeedbackError, LoopInputError, route_after_memory_update
 from graph.runner import LoopRunner, judge_items, loop_config, recursion_limit_for, run_loop
 from recmodels.candidates import sample_candidates
@@ -28,7 +29,9 @@ DATA_DIR: list[Path] = [Path("unset")]
 
 def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0], **settings_fields)
-    return make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
+    return make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline"
+    )
 
 
 def own_pick(deps: LoopDeps, history: list[int], candidates: list[int]) -> int:
@@ -207,8 +210,8 @@ def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers):
 def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0])
     rec, reward = ml_scorers["gru4rec"], ml_scorers["sasrec"]
-    no_prior = make_deps(settings, ml_dataset, rec, reward, "offline", rec_prior=False)
-    no_reward = make_deps(settings, ml_dataset, rec, reward, "offline", user_reward=False)
+    no_prior = make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", rec_prior=False)
+    no_reward = make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", user_reward=False)
     firsts_differ = False
     for history, candidates in sample_rows(ml_dataset, n=10):
         a = run_loop(no_prior, history, candidates, max_rounds=1)
@@ -228,7 +231,7 @@ def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_scorer
     from graph.agents.evidence import MemoryView, VerdictFeatures
     from graph.similarity import load_vectors
 
-    vectors = load_vectors(cal.user_similarity, deps.settings, ml_dataset, deps.reward_scorer)
+    vectors = load_vectors(cal.user_similarity, deps.config, ml_dataset, deps.reward_scorer)
     log_probs = deps.reward_scorer.log_probs(history, candidates)
     features = VerdictFeatures.of(log_probs, candidates, history, MemoryView((), ()), vectors)
     evidence = features.evidence(*cal.verdict_weights())

@@ -9,9 +9,14 @@ import pytest
 import torch
 
 from graph.agents.base import JudgeItemsContext, RecContext, UserContext
-from graph.agents.evidence import ItemVectors, MemoryView, calibrated_log_probs, trust_weighted
+from graph.agents.evidence import (
+    ItemVectors,
+    LoopCalibration,
+    MemoryView,
+    calibrated_log_probs,
+    trust_weighted,
+)
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
-from graph.calibration import LoopCalibration
 
 CANDIDATES = [10, 11, 12, 13]
 # The rec model prefers 10 strongly; the reward model prefers 12, then 11.

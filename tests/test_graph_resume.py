@@ -21,7 +21,9 @@ def slow_to_please(ml_dataset, ml_scorers, session_data_dir):
     """Deps and a row on which the offline loop needs all four rounds (the rec model never finds
     the reward model's favourite early; score display, so no items are named)."""
     settings = Settings(_env_file=None, data_dir=session_data_dir, accept_top_k=1, reward_display="score")
-    deps = make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline")
+    deps = make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline"
+    )
     rng = random.Random(1)
     for row in ml_dataset.eval_rows("test")[0]:
         history = list(row.history)

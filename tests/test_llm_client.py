@@ -18,10 +18,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
+from graph.config import LLMConfig
 from graph.llm_client import (
     MIN_ATTEMPT_S,
     CallLimits,
-    LLMEndpoint,
     StructuredCaller,
     TokenCounter,
     classify,
@@ -281,7 +281,7 @@ def test_request_options_ask_for_the_schema_in_each_method(method):
 
 
 def _http_caller(server: FakeOpenAI, method: str = "json_schema", retries: int = 1, timeout_s: float = 5.0):
-    endpoint = LLMEndpoint(base_url=server.base_url, model="m", api_key="k", timeout_s=timeout_s)
+    endpoint = LLMConfig(base_url=server.base_url, model="m", api_key="k", timeout_s=timeout_s)
     return StructuredCaller(
         make_chat_model(endpoint),
         Answer,
@@ -322,7 +322,7 @@ def test_garbage_bodies_and_errors_over_http_fall_back_without_raising():
 
 
 def test_unreachable_endpoint_is_a_connection_failure():
-    endpoint = LLMEndpoint(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", timeout_s=2.0)
+    endpoint = LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", timeout_s=2.0)
     caller = StructuredCaller(
         make_chat_model(endpoint),
         Answer,

@@ -17,10 +17,10 @@ import pytest
 
 from app.settings import Settings
 from app.steering.llm_parser import LLMParser
-from app.steering.preferences import Preferences
 from graph.deps import make_deps
 from graph.llm_client import server_root
 from graph.runner import assess_items, run_loop
+from graph.steering.preferences import Preferences
 
 BASE_URL = os.environ.get("RECLOOP_TEST_LLM_BASE_URL")
 MODEL = os.environ.get("RECLOOP_TEST_LLM_MODEL", "local")
@@ -118,7 +118,7 @@ def _capped(attempts: list[dict], cap_by_agent: dict[str, int]) -> None:
 
 def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = make_deps(settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
+    deps = make_deps(settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
     counters = ServerCounters()
     before = counters.read()
     results = []
@@ -143,7 +143,7 @@ def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_datas
 
 def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = make_deps(settings, ml_dataset, ml_scorers["sasrec"], ml_scorers["sasrec"], "llm")
+    deps = make_deps(settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["sasrec"], "llm")
     row = ml_dataset.eval_rows("test")[0][0]
     items = [row.next, *[i for i in range(200, 260) if i not in row.history][:7]]
     verdict = assess_items(deps, list(row.history), items)

@@ -10,9 +10,9 @@ import torch
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.data.dataset import Dataset
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
-from recmodels.registry import ID_MODEL_NAMES
+from recmodels.dataset import Dataset
+from recmodels.names import ID_MODEL_NAMES
 from recmodels.scorer import Scorer
 
 HISTORIES = [[10, 20, 30], [1], [5, 6, 7, 8, 9, 11, 12, 13, 14, 15]]

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from app.data.dataset import Dataset, Row
 from recmodels import training
 from recmodels.base import SequentialRecommender, pad_histories
+from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import evaluate_model, full_ranking_stats, ranking_summary
 from recmodels.losses import full_softmax_ce
 from recmodels.registry import MODEL_NAMES, build_model, make_config

@@ -11,8 +11,8 @@ import torch
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.data.dataset import Dataset
 from recmodels.artifacts import ArtifactError, artifact_path, load_scorer, read_artifact
+from recmodels.dataset import Dataset
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import evaluate_model
 from recmodels.presets import PRESETS, preset_for, preset_overrides

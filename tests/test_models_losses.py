@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from app.data.dataset import Dataset, Row
 from recmodels.base import pad_histories
+from recmodels.dataset import Dataset, Row
 from recmodels.losses import all_positions_ce, full_softmax_ce
 from recmodels.registry import build_model
 from recmodels.training import train, training_tensors

@@ -14,12 +14,12 @@ import torch
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.data.dataset import Dataset
 from app.data.new_items import add_items
 from app.settings import Settings, get_settings
 from recmodels import text as text_module
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer
 from recmodels.base import pad_histories
+from recmodels.dataset import Dataset
 from recmodels.registry import build_model
 from recmodels.text import TEXT_DIM, TextEncoderUnavailable
 from recmodels.textrec import TextRec

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.steering.store import SteeringCommand
+from app.db.models import SteeringCommand
 
 pytestmark = pytest.mark.integration
 
@@ -126,7 +126,7 @@ async def test_loop_candidates_follow_the_memory(steering_client, service_resour
     from app.services import steering as service
     from app.services.errors import InvalidInput
     from app.services.steering import PreferencesUnsatisfiable
-    from app.steering.preferences import Preferences, Side, YearRange
+    from graph.steering.preferences import Preferences, Side, YearRange
 
     api = await steering_client("steer-loop")
     sid = await _session(api)

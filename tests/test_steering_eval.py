@@ -10,9 +10,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from app import cli_steering
+from app.cli import steering as cli_steering
 from app.eval.common import sampled_candidate_rows
-from app.steering.evaluation import CommandEvalError, evaluation_rows, simulate_commands
+from app.eval.steering import CommandEvalError, evaluation_rows, simulate_commands
 
 JSON_KEYS = {
     "csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",
@@ -21,7 +21,7 @@ JSON_KEYS = {
 
 
 def _cli() -> typer.Typer:
-    """A `recloop`-shaped CLI with only this area registered, exactly as app/cli.py wires areas."""
+    """A `recloop`-shaped CLI with only this area registered, exactly as app/cli/__init__.py wires areas."""
     cli, eval_cli = typer.Typer(), typer.Typer()
     cli.add_typer(eval_cli, name="eval")
     cli_steering.register(cli, eval_cli)

@@ -8,7 +8,7 @@ from fake_openai import Reply
 from app.settings import Settings
 from app.steering.llm_parser import LLMParser, make_parser
 from app.steering.parser import OfflineParser
-from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 
 TOY_STORY, HEAT = 0, 272
 

@@ -8,15 +8,17 @@ import pytest
 from app.settings import Settings
 from app.steering.parser import OfflineParser
 from app.steering.planner import hard_violations, steer_candidates
-from app.steering.preferences import Preferences, consolidate
 from graph.deps import make_deps
 from graph.runner import default_candidates, run_loop
+from graph.steering.preferences import Preferences, consolidate
 
 
 @pytest.fixture(scope="module")
 def deps(ml_dataset, ml_scorers, session_data_dir):
     settings = Settings(_env_file=None, data_dir=session_data_dir, max_rounds=4)
-    return make_deps(settings, ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline")
+    return make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline"
+    )
 
 
 def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps, ml_dataset):

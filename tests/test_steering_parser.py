@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.steering.parser import OfflineParser, ParseResult
-from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from app.steering import similarity as sim_module
 from app.steering.planner import steer_candidates
-from app.steering.preferences import Preferences, Side, SoftPreference
-from app.steering.similarity import (
+from graph.steering import similarity as sim_module
+from graph.steering.preferences import Preferences, Side, SoftPreference
+from graph.steering.similarity import (
     CollaborativeSimilarity,
     SimilarityUnavailable,
     TextSimilarity,

@@ -9,12 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.data.dataset import Item
-from app.steering.catalog_index import InMemoryCatalog
 from app.steering.planner import PlanWeights, choose_tools, plan, run_plan, steer_candidates
-from app.steering.preferences import Preferences, Side, SoftPreference, YearRange
-from app.steering.similarity import CollaborativeSimilarity
-from app.steering.tools import (
+from graph.steering.catalog_index import InMemoryCatalog
+from graph.steering.preferences import Preferences, Side, SoftPreference, YearRange
+from graph.steering.similarity import CollaborativeSimilarity
+from graph.steering.tools import (
     aggregate,
     attenuate,
     filter_candidates,
@@ -24,6 +23,7 @@ from app.steering.tools import (
     zscore,
 )
 from recmodels.base import SequentialRecommender
+from recmodels.dataset import Item
 from recmodels.scorer import Scorer, ScorerInfo
 
 

@@ -75,7 +75,10 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
         update={"llm_base_url": llm.base_url, "llm_timeout_s": 10.0, "llm_max_retries": 1}
     )
     scorer = ml_scorers["sasrec"]
-    loop_deps = {**service_loop_deps, "llm": make_deps(with_llm, ml_dataset, scorer, scorer, "llm")}
+    loop_deps = {
+        **service_loop_deps,
+        "llm": make_deps(with_llm.loop_config(), ml_dataset, scorer, scorer, "llm"),
+    }
     ready = threading.Event()
     state: dict = {}
 

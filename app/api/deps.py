@@ -31,9 +31,7 @@ async def get_caller(
     authorization: Annotated[str | None, Header(description="Bearer <API key>")] = None,
     x_api_key: Annotated[str | None, Header(description="Alternative to Authorization")] = None,
 ) -> Caller:
-    caller = await authenticate(
-        res.sessionmaker, bearer(authorization, x_api_key), cache_s=res.settings.api_key_cache_s
-    )
+    caller = await authenticate(res.sessionmaker, bearer(authorization, x_api_key), cache=res.verified_keys)
     await count_request(res, caller)  # 429 past the key's request rate
     return caller
 

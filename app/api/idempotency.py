@@ -58,7 +58,7 @@ class IdempotencyMiddleware:
             caller = await authenticate(
                 res.sessionmaker,
                 bearer(headers.get("authorization"), headers.get("x-api-key")),
-                cache_s=res.settings.api_key_cache_s,
+                cache=res.verified_keys,
             )
         except Unauthorized:
             await self.app(scope, receive, send)  # the app answers 401 as for any request

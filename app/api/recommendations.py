@@ -116,8 +116,8 @@ def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack) -> Async
             await events.put(None)
 
     closing = asyncio.ensure_future(_close_after(asyncio.create_task(produce()), stack))
-    _closing.add(closing)
-    closing.add_done_callback(_closing.discard)
+    res.streams.add(closing)
+    closing.add_done_callback(res.streams.discard)
 
     async def relay() -> AsyncIterator[ServerSentEvent]:
         try:
@@ -127,10 +127,6 @@ def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack) -> Async
             await asyncio.shield(closing)  # the client's cancellation cannot interrupt the loop
 
     return relay()
-
-
-_closing: set[asyncio.Future] = set()
-"""Loops of event streams that still run (referenced so they are not collected)."""
 
 
 async def _close_after(task: asyncio.Task, stack: AsyncExitStack) -> None:

@@ -10,9 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from app.services.runtime import AgentMode
-
-JudgeMode = Literal["agent", "human"]
+from graph.config import AgentMode
+from graph.state import JudgeMode
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL characters: strings that are stored refuse them."""

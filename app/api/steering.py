@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import MAX_OFFSET, SOME_TEXT, ItemPublic, UsagePublic
-from app.data.dataset import Dataset
 from app.services import steering as service
-from app.steering.preferences import Preferences, PreferenceUpdate
+from graph.steering.preferences import Preferences, PreferenceUpdate
+from recmodels.dataset import Dataset
 
 router = APIRouter(prefix="/v1/sessions", tags=["steering"], responses={**V1_ERRORS, **error_responses(404)})
 CHANGES = error_responses(409)

@@ -1,4 +1,4 @@
-"""Datasets: the on-disk format (:mod:`app.data.dataset`) and how datasets are made.
+"""Datasets: the on-disk format (:mod:`recmodels.dataset`) and how datasets are made.
 
 - :func:`app.data.importer.import_llara` imports LLaRA-protocol files as they are;
 - :func:`app.data.builders.build_movielens_raw` rebuilds LLaRA's MovieLens-100k splits from

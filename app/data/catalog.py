@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from app.data.dataset import Dataset, Item
+from recmodels.dataset import Dataset, Item
 
 
 class MatchRank(IntEnum):

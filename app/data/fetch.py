@@ -22,8 +22,8 @@ from pathlib import Path
 
 from app.data import movielens
 from app.data.builders import build_movielens_raw
-from app.data.dataset import Dataset, DatasetNotFound, sha256_file
 from app.settings import Settings
+from recmodels.dataset import Dataset, DatasetNotFound, sha256_file
 
 GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
 GROUPLENS_TIMEOUT_S = 10.0

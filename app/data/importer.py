@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from app.data import movielens
-from app.data.dataset import Dataset, DatasetError, sha256_file
 from app.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
 from app.data.validation import check_contiguous_ids, parse_int, read_csv_records, validate_split_file
+from recmodels.dataset import Dataset, DatasetError, sha256_file
 
 ITEMS_CSV = "items.csv"
 ITEM_ID_COLUMN = "item_id"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import SPLITS, DatasetError, sha256_file
+from recmodels.dataset import SPLITS, DatasetError, sha256_file
 
 # SHA-256 of ../shared/data/movielens/train.jsonl (68,388 rows). That file was rebuilt from
 # the public MovieLens-100k ratings and shown to be LLaRA's upstream `train_data.df` row for row

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.data.dataset import MAX_HISTORY, SPLITS
+from recmodels.dataset import MAX_HISTORY, SPLITS
 
 TRAIN_FRACTION = 0.8
 VAL_FRACTION = 0.1

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import MIN_EVAL_LEN_SEQ, SPLITS, Dataset, compute_fingerprint, sha256_file
+from recmodels.dataset import MIN_EVAL_LEN_SEQ, SPLITS, Dataset, compute_fingerprint, sha256_file
 
 META_FORMAT_VERSION = 1
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

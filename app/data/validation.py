@@ -1,6 +1,6 @@
 """Checks for split files (JSON Lines rows) and item tables.
 
-Every failure is a :class:`~app.data.dataset.DatasetError` naming the file, the
+Every failure is a :class:`~recmodels.dataset.DatasetError` naming the file, the
 1-based line and the reason, so a bad input can be fixed without a debugger.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import MAX_HISTORY, MIN_EVAL_LEN_SEQ, DatasetError
+from recmodels.dataset import MAX_HISTORY, MIN_EVAL_LEN_SEQ, DatasetError
 
 REQUIRED_ROW_KEYS = ("history", "next")
 

@@ -53,20 +53,32 @@ async def check_alive(conn: AsyncConnection) -> None:
     raise psycopg.OperationalError("the server closed the connection")
 
 
-def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
-    """A pool for LangGraph's saver, its connections pinned to the checkpoint schema."""
+def _autocommit_pool(url: str, settings: Settings, max_size: int, **kwargs: object) -> AsyncConnectionPool:
+    """A psycopg pool of autocommit connections, opened by the caller, checked before each use."""
     return AsyncConnectionPool(
         libpq_url(url),
         min_size=1,
-        max_size=settings.checkpoint_pool_size,
+        max_size=max_size,
         open=False,
         timeout=settings.db_pool_timeout_s,
-        kwargs={
-            "autocommit": True,
-            "prepare_threshold": 0,
-            "row_factory": dict_row,
-            "options": f"-c search_path={settings.checkpoint_schema}",
-            "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
-        },
+        kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s)), **kwargs},
         check=check_alive,
+    )
+
+
+def lock_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+    """A pool for advisory locks (one connection per held lock) and request counters
+    (app/services/limits.py): nothing whose commit must wait for the disk."""
+    return _autocommit_pool(url, settings, settings.lock_pool_size, options="-c synchronous_commit=off")
+
+
+def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+    """A pool for LangGraph's saver, its connections pinned to the checkpoint schema."""
+    return _autocommit_pool(
+        url,
+        settings,
+        settings.checkpoint_pool_size,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={settings.checkpoint_schema}",
     )

@@ -8,8 +8,7 @@ from psycopg import AsyncConnection
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Loop, Session
-from app.steering.store import SteeringCommand
+from app.db.models import Loop, Session, SteeringCommand
 
 _COUNT_REQUEST = """
 INSERT INTO rate_windows AS w (owner_key_id, window_start, count)

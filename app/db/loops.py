@@ -12,8 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, usage_columns
-from app.steering.store import SteeringCommand
+from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, SteeringCommand, usage_columns
 
 ROUND_FIELDS = (
     "round",

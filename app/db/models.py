@@ -262,6 +262,42 @@ class RateWindow(Base):
     count: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
-# Tables of other areas live on this Base too; importing them here keeps the metadata complete
-# for Alembic's autogenerate and the drift test (the import is last: it needs Base defined).
-from app.steering import store as _steering_store  # noqa: E402, F401
+COMMAND_KINDS = ("command", "reset")
+
+
+class SteeringCommand(Base):
+    """One natural-language command (or a reset) on a session and the memory it produced."""
+
+    __tablename__ = "steering_commands"
+    __table_args__ = (
+        CheckConstraint(f"kind IN {COMMAND_KINDS}", name="kind"),
+        Index("ix_steering_commands_session_id", "session_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    text: Mapped[str | None] = mapped_column(Text)
+    parser: Mapped[str | None] = mapped_column(String(16))
+    understood: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    fallback: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    unparsed: Mapped[list[str]] = mapped_column(JSONB, nullable=False)
+    parsed: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    preferences: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    recommendations: Mapped[list[int]] = mapped_column(JSONB, nullable=False)
+    fallback_cause: Mapped[str | None] = mapped_column(Text)
+    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)

@@ -16,10 +16,10 @@ from app.eval.loops import (
     eval_candidate_rows,
     hr,
     run_loop_jobs,
-    total_usage,
 )
 from app.eval.metrics import mean_std
 from app.eval.paper import PAPER_AGENTS, TABLE6
+from graph.state import total_usage
 
 VARIANTS = (
     Variant("base", {"rec_prior": False, "user_reward": False}),

@@ -8,31 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from app.data.dataset import Dataset
 from app.settings import Settings
+from graph.config import AgentMode
+from graph.runner import LoopResult
+from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
-AgentKind = Literal["offline", "llm"]
 _BATCH = 512
-
-
-@dataclass(frozen=True)
-class LoopOutcome:
-    """What the evaluation keeps of one run of the feedback loop."""
-
-    first_item: int
-    """The recommendation agent's first proposal: its one-round answer without a user agent."""
-    final_item: int
-    n_rounds: int
-    stop_reason: str
-    user_memory: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
-    accepted_items: list[int] = field(default_factory=list)
-    """Items the user agent accepted (AFL's user memory keeps them beside the rejected rounds)."""
 
 
 class ModelBank:
@@ -135,10 +120,11 @@ def exact_expected_hr1(deps: Any, rec: Scorer, reward: Scorer, rows: Sequence[An
 
 
 def reward_ranks(scorer: Scorer, history: Sequence[int], items: Sequence[int]) -> list[int]:
-    """1-based rank of each item among ``items`` under the reward model (ties keep list order)."""
-    order = scorer.rank(list(history), list(items))
-    position = {item: rank for rank, item in enumerate(order, start=1)}
-    return [position[item] for item in items]
+    """1-based rank of each item among ``items`` under the reward model (ties share the better
+    rank: :func:`recmodels.metrics.rank_of`)."""
+    from recmodels.metrics import ranks
+
+    return ranks(scorer.score(list(history), list(items)))
 
 
 def make_loop_deps(
@@ -146,30 +132,20 @@ def make_loop_deps(
     catalog: Dataset,
     rec_scorer: Scorer,
     reward_scorer: Scorer,
-    agents: AgentKind,
+    agents: AgentMode,
     **knobs: Any,
 ) -> Any:
     """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword)."""
     from graph.deps import make_deps
 
-    return make_deps(settings, catalog, rec_scorer, reward_scorer, agents, **knobs)
+    return make_deps(settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, **knobs)
 
 
-def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int) -> LoopOutcome:
+def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int) -> LoopResult:
     """One feedback loop on fresh memory (no thread): the runner compiles the graph once per deps."""
     from graph.runner import run_loop
 
-    result = run_loop(deps, list(history), list(candidates), max_rounds)
-    rounds = list(result.rounds)
-    return LoopOutcome(
-        first_item=int(rounds[0]["item"]) if rounds else int(result.final_item),
-        final_item=int(result.final_item),
-        n_rounds=int(result.n_rounds),
-        stop_reason=str(result.stop_reason),
-        user_memory=[dict(entry) for entry in result.user_memory],
-        usage=dict(result.usage),
-        accepted_items=result.accepted_items(),
-    )
+    return run_loop(deps, list(history), list(candidates), max_rounds)
 
 
 def judge_items(

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.common import ExperimentOutput, bar_plot, markdown_table
-from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs, total_usage
+from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs
 from app.eval.metrics import mean_popularity_percentile, popularity_percentiles, recommendation_gini
+from graph.state import total_usage
 
 PICK_KINDS = (("target", "target"), ("model", "model_pick"), ("agent", "agent_pick"), ("flow", "flow_pick"))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -32,42 +31,16 @@ matplotlib.use("Agg")  # headless: plots are files, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from app.data.dataset import Dataset, DatasetError, Row  # noqa: E402
 from graph.state import format_usage  # noqa: E402
+from recmodels.artifacts import code_version  # noqa: E402
+from recmodels.dataset import Dataset, DatasetError, Row  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # The candidate files shipped with the shared data that reproduce AFL's reference run.
 REFERENCE_SEED = 303
 
 
 class EvalError(ValueError):
     """Bad evaluation input or state (resume with other settings, bad candidate file...)."""
-
-
-# --------------------------------------------------------------------------- code version
-
-
-def code_version() -> str:
-    """``git describe`` of the checkout when there is one, else the installed package version."""
-    try:
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--tags"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        if described:
-            return described
-    except (OSError, subprocess.SubprocessError):
-        pass
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"recloop {version('recloop')}"
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def utc_now() -> str:

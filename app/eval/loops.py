@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.data.dataset import Dataset
-from app.eval.adapters import AgentKind, ModelBank, baseline_picks, make_loop_deps, model_picks, run_flow
+from app.eval.adapters import ModelBank, baseline_picks, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
-from graph.state import sum_usage
+from graph.config import AgentMode
+from recmodels.dataset import Dataset
 
 Arrangement = Literal["as_sampled", "first", "random", "last"]
 ARRANGEMENTS_FOR_POSITION: tuple[Arrangement, ...] = ("first", "random", "last")
@@ -42,7 +42,7 @@ class EvalContext:
     dataset: Dataset
     models: ModelBank
     run: RunDir
-    agents: AgentKind = "offline"
+    agents: AgentMode = "offline"
     concurrency: int = 1
     progress: bool = True
     _deps: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
@@ -179,7 +179,3 @@ def _model_picks_by_job(ctx: EvalContext, jobs: Sequence[LoopJob]) -> dict[str, 
 def hr(records: Sequence[Mapping[str, Any]], pick: str) -> float:
     """HR@1 of one pick field (``model_pick``, ``agent_pick``, ``flow_pick``) over records."""
     return sum(r[pick] == r["target"] for r in records) / len(records) if records else 0.0
-
-
-def total_usage(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return dict(sum_usage(record.get("usage") for record in records))

@@ -15,8 +15,8 @@ from app.eval.loops import (
     eval_candidate_rows,
     hr,
     run_loop_jobs,
-    total_usage,
 )
+from graph.state import total_usage
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.eval.common import ExperimentOutput, line_plot, markdown_table
-from app.eval.loops import EvalContext, LoopJob, eval_candidate_rows, hr, run_loop_jobs, total_usage
+from app.eval.loops import EvalContext, LoopJob, eval_candidate_rows, hr, run_loop_jobs
 from app.eval.metrics import mean_std
 from app.eval.table5 import Table5Options, load_cases, summarise_usersim, usersim_records
+from graph.state import total_usage
 
 
 @dataclass(frozen=True)

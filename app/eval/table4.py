@@ -31,10 +31,10 @@ from app.eval.loops import (
     flow_jobs,
     hr,
     run_loop_jobs,
-    total_usage,
 )
 from app.eval.metrics import Interval, mean_std, paired_interval
 from app.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
+from graph.state import total_usage
 
 PICKS = (
     ("model", "model_pick"),

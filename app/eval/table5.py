@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data.dataset import DatasetError
 from app.eval.adapters import judge_items, reward_ranks, run_flow
 from app.eval.common import ExperimentOutput, Unit, bar_plot, markdown_table, run_units
-from app.eval.loops import FLOW, EvalContext, total_usage
+from app.eval.loops import FLOW, EvalContext
 from app.eval.metrics import PRF, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
 from app.eval.paper import paper_prf
-from app.eval.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
+from graph.state import sum_usage, total_usage
+from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
     RATIOS,
     EvalList,
     UserSimCase,
@@ -36,7 +36,7 @@ from app.eval.usersim import (  # noqa: F401  (re-exported: the protocol's names
     cases_from_rows,
     split_positives,
 )
-from graph.state import sum_usage
+from recmodels.dataset import DatasetError
 
 METHODS = ("reward_model", "agent", "flow")
 
@@ -131,7 +131,7 @@ def usersim_records(
         for m, eval_list in case.eval_lists.items():
             agent, agent_usage = judge_items(deps, case.init_history, eval_list.items, [])
             flow, flow_usage = judge_items(
-                deps, case.init_history, eval_list.items, loop.user_memory, loop.accepted_items
+                deps, case.init_history, eval_list.items, loop.user_memory, loop.accepted_items()
             )
             usages += [agent_usage, flow_usage]
             judged[str(m)] = {

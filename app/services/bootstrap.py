@@ -6,15 +6,14 @@ Idempotent: a second start finds everything in place and takes seconds.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 
-from app.data.dataset import Dataset, DatasetNotFound
 from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
 from app.db.migrate import migrate_all
 from app.db.urls import redact
 from app.services.keys import NewKey, create_first_key, create_key, list_keys, revoke_key
 from app.settings import Settings
+from recmodels.dataset import Dataset, DatasetNotFound
 
 Echo = Callable[[str], None]
 
@@ -84,8 +83,3 @@ def all_keys(url: str, settings: Settings) -> list:
 
 def revoke(url: str, settings: Settings, key_id: int) -> bool:
     return asyncio.run(_with_sessionmaker(url, settings, lambda sm: revoke_key(sm, key_id=key_id)))
-
-
-def export_database_url(url: str) -> None:
-    """Workers are separate processes: they find the (possibly embedded) database through the env."""
-    os.environ["RECLOOP_DATABASE_URL"] = url

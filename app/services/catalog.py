@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.data.dataset import Item
 from app.services.errors import InvalidInput, NotFound
 from app.services.runtime import ServiceResources
+from recmodels.dataset import Item
 
 
 def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:

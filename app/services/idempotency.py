@@ -61,7 +61,7 @@ async def claim(
     busy = Conflict(
         f"a request with this {HEADER} is still running; retry when it has finished", field=HEADER
     )
-    async with res.locks.hold_name(f"idempotency:{caller.key_id}:{key}", busy=busy):
+    async with res.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=busy):
         async with res.sessionmaker() as db:
             stored = await repo.get_live(db, owner_key_id=caller.key_id, key=key)
         if stored is not None and stored.fingerprint != request_fingerprint:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -57,23 +58,38 @@ async def list_keys(sessionmaker: async_sessionmaker[AsyncSession]) -> list[keys
 
 
 async def revoke_key(sessionmaker: async_sessionmaker[AsyncSession], *, key_id: int) -> bool:
-    """Revoke a key. Workers that verified it recently keep trusting it for up to
-    ``Settings.api_key_cache_s`` (default 30 s); this process forgets it at once."""
+    """Revoke a key in the database. Each worker re-checks a verified key once its
+    :class:`VerifiedKeys` entry expires (``Settings.api_key_cache_s``), so every worker refuses it
+    within that time; a worker that never verified it refuses it at once."""
     async with sessionmaker.begin() as db:
-        revoked = await keys_repo.revoke_key(db, key_id=key_id)
-    for key_hash, (caller, _) in list(_verified.items()):
-        if caller.key_id == key_id:
-            _verified.pop(key_hash, None)
-    return revoked
+        return await keys_repo.revoke_key(db, key_id=key_id)
 
 
-# Verified keys per worker: key hash -> (caller, monotonic expiry). Saves a query on every request;
-# only successes are cached, so a new key works at once and a wrong one is always re-checked.
-_verified: dict[str, tuple[Caller, float]] = {}
+@dataclass
+class VerifiedKeys:
+    """One worker's verified keys: key hash -> (caller, monotonic expiry), each trusted for ``ttl_s``.
+
+    Saves a query on every request; only successes are kept, so a new key works at once and a
+    wrong one is always re-checked. Lives on the service's resources (one per worker).
+    """
+
+    ttl_s: float
+    clock: Callable[[], float] = time.monotonic
+    _entries: dict[str, tuple[Caller, float]] = field(default_factory=dict, repr=False)
+
+    def get(self, key_hash: str) -> Caller | None:
+        cached = self._entries.get(key_hash)
+        if cached is None or cached[1] <= self.clock():
+            return None
+        return cached[0]
+
+    def put(self, key_hash: str, caller: Caller) -> None:
+        if self.ttl_s > 0:
+            self._entries[key_hash] = (caller, self.clock() + self.ttl_s)
 
 
 async def authenticate(
-    sessionmaker: async_sessionmaker[AsyncSession], secret: str | None, *, cache_s: float = 0.0
+    sessionmaker: async_sessionmaker[AsyncSession], secret: str | None, *, cache: VerifiedKeys | None = None
 ) -> Caller:
     if not secret:
         raise Unauthorized(
@@ -81,14 +97,14 @@ async def authenticate(
             field="Authorization",
         )
     key_hash = hash_key(secret)
-    cached = _verified.get(key_hash)
-    if cached is not None and cached[1] > time.monotonic():
-        return cached[0]
+    cached = cache.get(key_hash) if cache is not None else None
+    if cached is not None:
+        return cached
     async with sessionmaker() as db:
         row = await keys_repo.find_active_key(db, key_hash=key_hash)
     if row is None:
         raise Unauthorized("invalid or revoked API key", field="Authorization")
     caller = Caller(key_id=row.id, owner=row.owner)
-    if cache_s > 0:
-        _verified[key_hash] = (caller, time.monotonic() + cache_s)
+    if cache is not None:
+        cache.put(key_hash, caller)
     return caller

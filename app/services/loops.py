@@ -20,9 +20,9 @@ from langgraph.types import Command
 
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
+from app.db.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.db.models import Loop, Session, usage_columns
 from app.services import limits, metrics, steering
-from app.services.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,
@@ -33,14 +33,14 @@ from app.services.errors import (
     Unavailable,
 )
 from app.services.keys import Caller
-from app.services.runtime import AgentMode, ServiceResources
+from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.services.validation import check_candidates
+from graph.config import AgentMode
 from graph.nodes import HumanFeedbackError, LoopInputError
 from graph.runner import default_candidates, loop_config
-from graph.state import sum_usage
+from graph.state import JudgeMode, total_usage
 
-JudgeMode = Literal["agent", "human"]
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
 ABANDONED = "abandoned: the worker running the loop stopped before it finished"
@@ -73,10 +73,6 @@ class LoopOutcome:
 
 def _config(session: Session, max_rounds: int) -> dict[str, Any]:
     return dict(loop_config(session.thread_id, max_rounds))
-
-
-def _usage(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    return dict(sum_usage(record.get("llm_usage") for record in rounds))
 
 
 def _fallbacks(rounds: list[dict[str, Any]]) -> int:
@@ -200,7 +196,7 @@ class LoopRun:
                     await loops_repo.add_key_usage(  # what its finished rounds used is spent all the same
                         db,
                         owner_key_id=self.session.owner_key_id,
-                        usage=_usage(new_rounds),
+                        usage=dict(total_usage(new_rounds, "llm_usage")),
                         fallbacks=_fallbacks(new_rounds),
                     )
                 await sessions_repo.set_loop_status(
@@ -225,7 +221,7 @@ class LoopRun:
             rounds=rounds,
             pending=pending,
             duration_ms=duration_ms,
-            usage=_usage(rounds),
+            usage=dict(total_usage(rounds, "llm_usage")),
         )
 
     async def _record(self, outcome: LoopOutcome) -> None:
@@ -263,7 +259,7 @@ class LoopRun:
             await loops_repo.add_key_usage(
                 db,
                 owner_key_id=self.session.owner_key_id,
-                usage=_usage(new_rounds),
+                usage=dict(total_usage(new_rounds, "llm_usage")),
                 fallbacks=_fallbacks(new_rounds),
             )
             if checkpoint_statements:
@@ -286,7 +282,7 @@ def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str | None = None)
         loop.stop_reason = outcome.stop_reason
         loop.finished_at = datetime.now(UTC)
     # Usage is recomputed from all rounds of the loop, so a resumed loop is not double counted.
-    for column, value in usage_columns(_usage(outcome.rounds)).items():
+    for column, value in usage_columns(dict(total_usage(outcome.rounds, "llm_usage"))).items():
         setattr(loop, column, value)
 
 

@@ -6,11 +6,13 @@ database) and closed with it. Schema set-up is not done here: see app/db/migrate
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,23 +20,24 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.data.dataset import Dataset
+from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import (
-    check_alive,
     checkpoint_pool,
     create_engine,
     create_sessionmaker,
+    lock_pool,
     resolve_database_url,
 )
+from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
-from app.services.checkpoints import PooledPostgresSaver
-from app.services.locks import SessionLocks
+from app.services.keys import VerifiedKeys
 from app.settings import Settings
+from graph.config import AgentMode
+from recmodels.dataset import Dataset
 
 if TYPE_CHECKING:
-    from graph.deps import LoopDeps
+    from graph.context import LoopDeps
 
-AgentMode = Literal["offline", "llm"]
 _log = logging.getLogger(__name__)
 
 
@@ -44,12 +47,22 @@ class ServiceResources:
     database_url: str
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
-    locks: SessionLocks
+    locks: AdvisoryLocks
     saver: BaseCheckpointSaver
     catalog: Dataset
     loop_deps: dict[AgentMode, LoopDeps]
     graphs: dict[AgentMode, Any] = field(default_factory=dict)
     """Compiled graphs by agent mode, all on the one saver."""
+    verified_keys: VerifiedKeys = field(default_factory=lambda: VerifiedKeys(0.0))
+    """API keys this worker verified recently (``Settings.api_key_cache_s``)."""
+    parsers: dict[tuple, Any] = field(default_factory=dict)
+    """Steering command parsers by the settings that shape them (built once: the LLM client)."""
+    similarities: dict[tuple[Any, str], Any] = field(default_factory=dict)
+    """Steering similarity by (rec scorer, backend): the text model takes seconds to load."""
+    similarity_lock: threading.Lock = field(default_factory=threading.Lock)
+    """A command arriving while the start-up warm-up loads the text model waits for it."""
+    streams: set[asyncio.Future] = field(default_factory=set)
+    """Loops of event streams that still run (referenced here so they are not collected)."""
 
     @property
     def models_loaded(self) -> bool:
@@ -72,9 +85,11 @@ def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, Loop
         if settings.reward_model == settings.rec_model
         else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
     )
-    deps: dict[AgentMode, LoopDeps] = {"offline": make_deps(settings, catalog, rec, reward, "offline")}
+    deps: dict[AgentMode, LoopDeps] = {
+        "offline": make_deps(settings.loop_config(), catalog, rec, reward, "offline")
+    }
     if settings.llm_enabled:
-        deps["llm"] = make_deps(settings, catalog, rec, reward, "llm")
+        deps["llm"] = make_deps(settings.loop_config(), catalog, rec, reward, "llm")
     return deps
 
 
@@ -115,22 +130,7 @@ async def open_resources(
     async with AsyncExitStack() as stack:
         engine = create_engine(url, settings)
         stack.push_async_callback(engine.dispose)
-        lock_pool = AsyncConnectionPool(
-            url,
-            min_size=1,
-            max_size=settings.lock_pool_size,
-            open=False,
-            timeout=settings.db_pool_timeout_s,
-            kwargs={
-                "autocommit": True,
-                "connect_timeout": max(1, int(settings.db_connect_timeout_s)),
-                # Advisory locks and request counters (app/services/limits.py): nothing whose commit
-                # must wait for the disk.
-                "options": "-c synchronous_commit=off",
-            },
-            check=check_alive,
-        )
-        await _open_pool(stack, lock_pool)
+        locks = AdvisoryLocks(await _open_pool(stack, lock_pool(url, settings)))
         saver: BaseCheckpointSaver
         if settings.checkpointer == "memory":
             saver = InMemorySaver()
@@ -143,10 +143,11 @@ async def open_resources(
             database_url=url,
             engine=engine,
             sessionmaker=create_sessionmaker(engine),
-            locks=SessionLocks(lock_pool),
+            locks=locks,
             saver=saver,
             catalog=catalog,
             loop_deps=loop_deps,
+            verified_keys=VerifiedKeys(settings.api_key_cache_s),
             graphs=compile_graphs(loop_deps, saver) if loop_deps else {},
         )
         yield resources

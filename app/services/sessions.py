@@ -14,6 +14,7 @@ from app.db.models import Session
 from app.db.sessions import SessionFilter
 from app.services.errors import AwaitingFeedback, Conflict, NotFound, SessionBusy
 from app.services.keys import Caller
+from app.services.metrics import BUSY_REJECTIONS
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history, check_item_ids
 
@@ -64,7 +65,10 @@ async def locked_session(
     reported as 404, like any foreign session: 409 would reveal that it exists.
     """
     try:
-        async with res.locks.hold(str(session_id)):
+        busy = SessionBusy(
+            "another recommendation or update is running on this session; retry when it finishes"
+        )
+        async with res.locks.hold(str(session_id), busy=busy, on_busy=BUSY_REJECTIONS.inc):
             async with res.sessionmaker() as db:
                 session = await sessions_repo.get_owned_session(
                     db, session_id=session_id, owner_key_id=caller.key_id

@@ -13,37 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.data.dataset import Dataset
 from app.db import loops as loops_repo
-from app.db.models import usage_columns
+from app.db import steering as store
+from app.db.models import SteeringCommand, usage_columns
 from app.services import limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
-from app.steering import store
 from app.steering.llm_parser import make_parser
 from app.steering.parser import CommandParser, ParseResult
 from app.steering.planner import PlanWeights, steer_candidates
-from app.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
-from app.steering.similarity import Similarity, embedding_cache_path, load_similarity
-from app.steering.tools import filter_candidates
+from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
+from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
+from graph.steering.tools import filter_candidates
 from recmodels.scorer import Scorer
 
-# Built once per catalog / rec model and process (the text model takes seconds to load).
-# Keyed by the objects they are built from, then by the settings that shape them.
-_parsers: weakref.WeakKeyDictionary[Dataset, dict[tuple, CommandParser]] = weakref.WeakKeyDictionary()
-_similarities: weakref.WeakKeyDictionary[Scorer, dict[str, Similarity]] = weakref.WeakKeyDictionary()
-# A command arriving while the start-up warm-up loads the text model waits for it instead of
-# loading a second copy.
-_similarity_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
@@ -55,7 +45,7 @@ class PreferencesUnsatisfiable(Conflict):
 class CommandOutcome:
     """A stored command: how it was parsed, the memory after it, the new candidate list."""
 
-    command: store.SteeringCommand
+    command: SteeringCommand
     parse: ParseResult
     preferences: Preferences
     recommendations: list[int]
@@ -125,7 +115,7 @@ async def reset_preferences(res: ServiceResources, caller: Caller, session_id: u
 
 async def command_history(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
-) -> tuple[list[store.SteeringCommand], int]:
+) -> tuple[list[SteeringCommand], int]:
     session = await get_session(res, caller, session_id)
     async with res.sessionmaker() as db:
         return await store.list_commands(db, session_id=session.id, limit=limit, offset=offset)
@@ -241,21 +231,21 @@ def _parser(res: ServiceResources) -> CommandParser:
         "llm_max_tokens_parser",
     )
     key = tuple(getattr(settings, name) for name in llm_fields)
-    by_settings = _parsers.setdefault(res.catalog, {})
-    if key not in by_settings:
-        by_settings[key] = make_parser(res.catalog, settings)
-    return by_settings[key]
+    if key not in res.parsers:
+        res.parsers[key] = make_parser(res.catalog, settings)
+    return res.parsers[key]
 
 
 def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:
     backend = res.settings.steering_similarity
-    with _similarity_lock:
-        by_backend = _similarities.setdefault(scorer, {})
-        if backend not in by_backend:
+    with res.similarity_lock:
+        if (scorer, backend) not in res.similarities:
             catalog = res.catalog
             cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
-            by_backend[backend] = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
-        return by_backend[backend]
+            res.similarities[scorer, backend] = load_similarity(
+                catalog, scorer, backend=backend, cache_path=cache
+            )
+        return res.similarities[scorer, backend]
 
 
 async def warm_up(res: ServiceResources) -> Similarity | None:

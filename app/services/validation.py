@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.data.dataset import Dataset
 from app.services.errors import InvalidInput
+from recmodels.dataset import Dataset
 
 
 def check_item_ids(items: Sequence[int], catalog: Dataset, *, field: str) -> None:

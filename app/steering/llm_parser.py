@@ -18,11 +18,17 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.settings import Settings
 from app.steering import prompts
-from app.steering.catalog_index import Catalog, CatalogIndex
 from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from app.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange, describe
-from graph.agents.llm import LLMClient
-from graph.llm_client import StructuredCaller
+from graph.llm_client import LLMClient, StructuredCaller
+from graph.steering.catalog_index import Catalog, CatalogIndex
+from graph.steering.preferences import (
+    Preferences,
+    PreferenceUpdate,
+    Side,
+    SoftPreference,
+    YearRange,
+    describe,
+)
 
 THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
 PHRASE_MAX_CHARS = 100
@@ -65,7 +71,7 @@ class LLMParser(CommandParser):
     ):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
         self.fallback = OfflineParser(self.index)
-        self.caller = caller or LLMClient.from_settings(settings).caller(
+        self.caller = caller or LLMClient.from_config(settings.llm_config()).caller(
             CommandAnswer, settings.llm_max_tokens_parser, "parser"
         )
 

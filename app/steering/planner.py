@@ -10,10 +10,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.steering.catalog_index import Catalog
-from app.steering.preferences import Preferences
-from app.steering.similarity import CollaborativeSimilarity, Similarity
-from app.steering.tools import (
+from graph.steering.catalog_index import Catalog
+from graph.steering.preferences import Preferences
+from graph.steering.similarity import CollaborativeSimilarity, Similarity
+from graph.steering.tools import (
     RankedItem,
     aggregate,
     attenuate,

@@ -8,8 +8,9 @@ how much each counts (temperatures, trust, weights, the verdict threshold) is a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
@@ -142,3 +143,50 @@ class VerdictFeatures:
             lp + history_weight * h + liked_weight * a - turned_down_weight * d
             for lp, h, a, d in zip(self.log_probs, self.history, self.liked, self.turned_down, strict=True)
         ]
+
+
+@dataclass(frozen=True)
+class LoopCalibration:
+    """The offline agents' learned parameters (defaults: uncalibrated, nothing learned)."""
+
+    rec_temperature: float = 1.0
+    reward_temperature: float = 1.0
+    trust: float = 0.5
+    """Weight of the user agent's (reward model's) evidence against the recommendation agent's."""
+    rec_similarity: str = "none"
+    """Item vectors of the recommendation agent's history evidence: ``collaborative`` (the reward
+    model's item embeddings), ``text`` (MiniLM, when installed) or ``none``."""
+    rec_history_weight: float = 0.0
+    """Weight of an item's similarity to the recent history in the recommendation agent's belief."""
+    user_similarity: str = "none"
+    """Item vectors of the user agent's similarity evidence in user simulation."""
+    user_history_weight: float = 0.0
+    """User simulation: weight of an item's similarity to the user's history."""
+    user_liked_weight: float = 0.0
+    """User simulation: weight of the similarity to items it accepted or asked for in the loop."""
+    user_turned_down_weight: float = 0.0
+    """User simulation: weight (subtracted) of the similarity to items it turned down in the loop."""
+    verdict_threshold: float | None = None
+    """User simulation: like an item when its evidence reaches this; None = not learned (the user
+    agent then likes the reward model's best accept_top_k / n_candidates share of a list)."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """What it was learned from and how well each choice did on validation (empty: not learned)."""
+
+    @property
+    def learned(self) -> bool:
+        return bool(self.provenance)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> LoopCalibration:
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+    def verdict_weights(self) -> tuple[float, float, float]:
+        """User simulation: the (history, liked, turned-down) weights of `VerdictFeatures.evidence`."""
+        return self.user_history_weight, self.user_liked_weight, self.user_turned_down_weight
+
+    def summary(self) -> dict[str, Any]:
+        """The parameters without the provenance (for results.json and logs)."""
+        return {k: v for k, v in self.to_json().items() if k != "provenance"}

@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field, create_model
 
-from app.data.dataset import Dataset
-from app.settings import Settings
 from graph import describe, prompts
 from graph.agents.base import (
     ItemsVerdict,
@@ -32,52 +29,10 @@ from graph.agents.base import (
     UserContext,
 )
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
-from graph.llm_client import (
-    AgentName,
-    CallLimits,
-    CallOutcome,
-    LLMEndpoint,
-    StructuredCaller,
-    TokenCounter,
-    Validator,
-    make_chat_model,
-)
+from graph.config import LLMConfig, LoopConfig
+from graph.llm_client import CallOutcome, LLMClient, Validator
 from graph.state import MemoryEntry, sum_usage
-
-
-def endpoint_of(settings: Settings) -> LLMEndpoint:
-    if not settings.llm_base_url:
-        raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
-    return LLMEndpoint(
-        base_url=settings.llm_base_url,
-        model=settings.llm_model,
-        api_key=settings.llm_api_key.get_secret_value(),
-        temperature=settings.llm_temperature,
-        timeout_s=settings.llm_timeout_s,
-        method=settings.llm_structured_method,
-        max_retries=settings.llm_max_retries,
-    )
-
-
-@dataclass(frozen=True)
-class LLMClient:
-    """One chat model and token counter shared by every caller of a process."""
-
-    endpoint: LLMEndpoint
-    chat: ChatOpenAI
-    counter: TokenCounter
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LLMClient:
-        endpoint = endpoint_of(settings)
-        return cls(endpoint, make_chat_model(endpoint), TokenCounter(endpoint.base_url))
-
-    def caller(self, schema: type[BaseModel], max_tokens: int, agent: AgentName) -> StructuredCaller[Any]:
-        limits = CallLimits(max_tokens, self.endpoint.timeout_s, self.endpoint.max_retries)
-        return StructuredCaller(
-            self.chat, schema, method=self.endpoint.method, limits=limits, agent=agent, counter=self.counter
-        )
-
+from recmodels.dataset import Dataset
 
 # --------------------------------------------------------------------------- answer shapes
 
@@ -104,7 +59,7 @@ class ItemDecision(BaseModel):
 
 @dataclass(frozen=True)
 class AnswerShapes:
-    """The structured answers' schemas, with the text limits of the settings."""
+    """The structured answers' schemas, with the text limits of the LLM configuration."""
 
     rec: type[BaseModel]
     user: type[BaseModel]
@@ -113,8 +68,8 @@ class AnswerShapes:
     reason_chars: int
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AnswerShapes:
-        thoughts, reason = settings.llm_thoughts_max_chars, settings.llm_reason_max_chars
+    def from_config(cls, llm: LLMConfig) -> AnswerShapes:
+        thoughts, reason = llm.thoughts_max_chars, llm.reason_max_chars
         return cls(
             rec=_with_thoughts(
                 "RecAnswer",
@@ -222,17 +177,17 @@ class LLMRecAgent(RecAgent):
     def __init__(
         self,
         catalog: Dataset,
-        settings: Settings,
+        config: LoopConfig,
         client: LLMClient,
         *,
         use_prior: bool = True,
         fallback: OfflineRecAgent | None = None,
     ):
         self.book = PromptBook(catalog)
-        self.shapes = AnswerShapes.from_settings(settings)
+        self.shapes = AnswerShapes.from_config(config.llm)
         self.use_prior = use_prior
         self.fallback = fallback or OfflineRecAgent(catalog, use_prior=use_prior)
-        self.caller = client.caller(self.shapes.rec, settings.llm_max_tokens_rec, "rec")
+        self.caller = client.caller(self.shapes.rec, config.llm.max_tokens_rec, "rec")
         self._system = self.book.system(prompts.REC_SYSTEM, self.shapes.answer_format(prompts.REC_FIELDS))
 
     def messages(self, ctx: RecContext) -> list[BaseMessage]:
@@ -295,19 +250,19 @@ class LLMUserAgent(UserAgent):
     def __init__(
         self,
         catalog: Dataset,
-        settings: Settings,
+        config: LoopConfig,
         client: LLMClient,
         fallback: OfflineUserAgent,
         *,
         use_reward: bool = True,
     ):
         self.book = PromptBook(catalog)
-        self.shapes = AnswerShapes.from_settings(settings)
+        self.shapes = AnswerShapes.from_config(config.llm)
         self.use_reward = use_reward
-        self.reward_display = settings.reward_display
+        self.reward_display = config.reward_display
         self.fallback = fallback
-        self.judge_caller = client.caller(self.shapes.user, settings.llm_max_tokens_user, "user")
-        self.items_caller = client.caller(self.shapes.items, settings.llm_max_tokens_items, "user")
+        self.judge_caller = client.caller(self.shapes.user, config.llm.max_tokens_user, "user")
+        self.items_caller = client.caller(self.shapes.items, config.llm.max_tokens_items, "user")
         self._judge_system = self.book.system(
             prompts.USER_SYSTEM, self.shapes.answer_format(prompts.USER_FIELDS)
         )

@@ -29,7 +29,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.data.dataset import Dataset
 from graph import describe
 from graph.agents.base import (
     JudgeItemsContext,
@@ -42,13 +41,14 @@ from graph.agents.base import (
 )
 from graph.agents.evidence import (
     ItemVectors,
+    LoopCalibration,
     MemoryView,
     VerdictFeatures,
     calibrated_log_probs,
     percent,
     trust_weighted,
 )
-from graph.calibration import LoopCalibration
+from recmodels.dataset import Dataset
 
 # Without the reward model the offline user agent likes an item when at least half of its
 # history shares one of the item's genres (a plain, explainable taste rule).

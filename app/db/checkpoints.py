@@ -26,7 +26,7 @@ differs from the stock saver is *when* rows are written:
 Reads flush the thread's pending rows first (all threads' for a listing across threads), so
 nothing ever reads around the buffer. Reads, pruning and deletion are the stock saver's own
 code, called through its public methods; the row format is LangGraph's, mirrored in
-app/services/langgraph_postgres.py, which is pinned to the LangGraph versions it was checked
+app/db/langgraph_postgres.py, which is pinned to the LangGraph versions it was checked
 against.
 """
 
@@ -51,7 +51,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg_pool import AsyncConnectionPool
 
-from app.services.langgraph_postgres import (
+from app.db.langgraph_postgres import (
     TABLE_ORDER,
     check_versions,
     checkpoint_rows,

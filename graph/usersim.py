@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.data.dataset import Row
+from recmodels.dataset import Row
 
 RATIOS = (1, 3, 9)
 MIN_INIT_HISTORY = 3  # the user agent needs a few known items to have a taste at all

@@ -11,12 +11,12 @@ from typing import NoReturn, TypeVar
 import typer
 
 from app.data.builders import build_from_csv, build_movielens_raw
-from app.data.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
 from app.data.fetch import FetchError, fetch_movielens
 from app.data.importer import import_llara
 from app.data.new_items import add_items
 from app.data.store import DatasetExistsError, check_name, list_datasets
 from app.settings import get_settings
+from recmodels.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
 
 data_cli = typer.Typer(help="Import, build, fetch and inspect datasets.", no_args_is_help=True)
 build_cli = typer.Typer(help="Build a dataset from raw interactions.", no_args_is_help=True)

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.data.dataset import Item
-from app.steering.catalog_index import Catalog
-from app.steering.preferences import Preferences, SoftPreference, as_preferences
-from app.steering.similarity import Similarity
+from graph.steering.catalog_index import Catalog
+from graph.steering.preferences import Preferences, SoftPreference, as_preferences
+from graph.steering.similarity import Similarity
+from recmodels.dataset import Item
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,18 @@ resuming), prints the report, and with ``--json`` ends with one JSON line for ot
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 import typer
 
-from app.data.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
-from app.eval.adapters import AgentKind, ModelBank
+from app.eval.adapters import ModelBank
 from app.eval.common import (
     LLM_RUN_SETTINGS,
     EvalError,
@@ -27,11 +28,12 @@ from app.eval.common import (
 )
 from app.eval.loops import EvalContext
 from app.settings import Settings, get_settings
+from graph.config import AGENT_MODES, AgentMode
 from recmodels.artifacts import ArtifactError
-from recmodels.registry import ID_MODEL_NAMES, MODEL_NAMES
+from recmodels.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
+from recmodels.names import ID_MODEL_NAMES, MODEL_NAMES
 
-MODEL_CHOICES = MODEL_NAMES  # any of them as --rec-model; table4 and bias default to the paper's three
-PAPER_MODELS = ID_MODEL_NAMES
+PAPER_MODELS = ID_MODEL_NAMES  # table4's and bias's default rec models: the paper's three
 DEFAULT_DRAWS = 20  # table4's candidate draws per user for the expected HR@1 (offline agents)
 
 DatasetOpt = typer.Option(..., "--dataset", help="Dataset name under the data dir (e.g. lastfm, movielens).")
@@ -46,12 +48,84 @@ CandidatesOpt = typer.Option(
 JsonOpt = typer.Option(False, "--json", help="End the output with one machine-readable JSON line.")
 ConcurrencyOpt = typer.Option(4, "--concurrency", min=1, help="Rows run at once with LLM agents.")
 ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr.")
+# table5's own defaults of two shared options
+Table5SeedsOpt = typer.Option(1, "--seeds", min=1, help="Seeds 0..N-1 drawing candidates and negatives.")
+UsersimCandidatesOpt = typer.Option(
+    None, "--candidates", help="AFL user-simulation file (lastfm_usersim/usersim_candidates_seed303.jsonl)."
+)
+
+
+@dataclass(frozen=True)
+class EvalArgs:
+    """The options every experiment takes, declared once (:func:`eval_command` adds them to each)."""
+
+    dataset: str
+    rec_model: list[str] | None
+    agents: str
+    seeds: int
+    max_rows: int | None
+    run_dir: Path | None
+    candidates: Path | None
+    as_json: bool
+    concurrency: int
+    progress: bool
+
+
+def _shared_options(seeds: Any, candidates: Any) -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
+    """The shared options as CLI parameters: those listed before a command's own, and after them."""
+
+    def opt(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+    before = [
+        opt("dataset", str, DatasetOpt),
+        opt("rec_model", list[str] | None, RecModelOpt),
+        opt("agents", str, AgentsOpt),
+        opt("seeds", int, seeds),
+        opt("max_rows", int | None, MaxRowsOpt),
+        opt("run_dir", Path | None, RunDirOpt),
+        opt("candidates", Path | None, candidates),
+    ]
+    after = [
+        opt("as_json", bool, JsonOpt),
+        opt("concurrency", int, ConcurrencyOpt),
+        opt("progress", bool, ProgressOpt),
+    ]
+    return before, after
+
+
+def eval_command(
+    eval_cli: typer.Typer, *, seeds: Any = SeedsOpt, candidates: Any = CandidatesOpt
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``body(args: EvalArgs, **own_options)`` as ``recloop eval <body name>``: its CLI
+    parameters are the shared options (:class:`EvalArgs`) around the body's own, so ``--help``
+    lists them all; ``seeds`` / ``candidates`` replace the defaults of those two options."""
+
+    def register(body: Callable[..., None]) -> Callable[..., None]:
+        own = [p for name, p in inspect.signature(body, eval_str=True).parameters.items() if name != "args"]
+        before, after = _shared_options(seeds, candidates)
+        shared = {f.name for f in fields(EvalArgs)}
+
+        def command(**options: Any) -> None:
+            body(EvalArgs(**{k: options.pop(k) for k in shared}), **options)
+
+        params = [*before, *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *after]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__doc__ = body.__doc__
+        command.__name__ = body.__name__
+        eval_cli.command(body.__name__)(command)
+        return body
+
+    return register
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
-    for command in (table4, table5, rounds, ablation, position, bias):
-        eval_cli.command(command.__name__)(command)
+    eval_command(eval_cli)(table4)
+    eval_command(eval_cli, seeds=Table5SeedsOpt, candidates=UsersimCandidatesOpt)(table5)
+    for body in (rounds, ablation, position, bias):
+        eval_command(eval_cli)(body)
 
 
 def _one_model(models: list[str] | None) -> str:
@@ -63,14 +137,14 @@ def _one_model(models: list[str] | None) -> str:
 
 def _check_models(models: list[str] | None, default: tuple[str, ...]) -> tuple[str, ...]:
     chosen = tuple(models) if models else default
-    unknown = [m for m in chosen if m not in MODEL_CHOICES]
+    unknown = [m for m in chosen if m not in MODEL_NAMES]
     if unknown:
-        raise typer.BadParameter(f"unknown rec model(s) {unknown}; choose from {MODEL_CHOICES}")
+        raise typer.BadParameter(f"unknown rec model(s) {unknown}; choose from {MODEL_NAMES}")
     return chosen
 
 
-def _check_agents(settings: Settings, agents: str) -> AgentKind:
-    if agents not in ("offline", "llm"):
+def _check_agents(settings: Settings, agents: str) -> AgentMode:
+    if agents not in AGENT_MODES:
         raise typer.BadParameter(f"--agents must be offline or llm, got {agents!r}")
     if agents == "llm" and not settings.llm_enabled:
         raise typer.BadParameter("--agents llm needs RECLOOP_LLM_BASE_URL (an OpenAI-compatible endpoint)")
@@ -78,7 +152,7 @@ def _check_agents(settings: Settings, agents: str) -> AgentKind:
 
 
 def base_config(
-    settings: Settings, dataset: Dataset, experiment: str, agents: AgentKind, candidates: Path | None
+    settings: Settings, dataset: Dataset, experiment: str, agents: AgentMode, candidates: Path | None
 ) -> dict[str, Any]:
     """The settings that decide a run's numbers: stored in config.json and results.json."""
     config: dict[str, Any] = {
@@ -101,14 +175,8 @@ def base_config(
 
 def execute(
     experiment: str,
+    args: EvalArgs,
     *,
-    dataset_name: str,
-    agents: str,
-    run_dir: Path | None,
-    candidates: Path | None,
-    as_json: bool,
-    concurrency: int,
-    progress: bool,
     extra_config: dict[str, Any],
     body: Callable[[EvalContext], ExperimentOutput],
     settings: Settings | None = None,
@@ -116,13 +184,14 @@ def execute(
 ) -> ExperimentOutput:
     """Open the dataset and run dir, run ``body``, write results.json + report.md, print."""
     settings = settings or get_settings()
-    kind = _check_agents(settings, agents)
+    kind = _check_agents(settings, args.agents)
+    candidates = args.candidates
     # Batch-of-one inference: extra intra-op threads only contend on a shared machine.
     torch.set_num_threads(settings.torch_threads)
     try:
-        dataset = Dataset.open(settings.datasets_dir, dataset_name)
+        dataset = Dataset.open(settings.datasets_dir, args.dataset)
         config = base_config(settings, dataset, experiment, kind, candidates) | extra_config
-        run = RunDir.create(run_dir, settings.runs_dir, f"{experiment}-{dataset.name}", config)
+        run = RunDir.create(args.run_dir, settings.runs_dir, f"{experiment}-{dataset.name}", config)
     except (DatasetNotFound, EvalError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -132,8 +201,8 @@ def execute(
         models=models or ModelBank(settings.models_dir),
         run=run,
         agents=kind,
-        concurrency=concurrency,
-        progress=progress,
+        concurrency=args.concurrency,
+        progress=args.progress,
     )
     started = time.perf_counter()
     try:
@@ -151,19 +220,13 @@ def execute(
     run.write_report(report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")
     typer.echo(report)
     typer.echo(f"run directory: {run.path}")
-    if as_json:
+    if args.as_json:
         typer.echo(json.dumps(output.json_line, sort_keys=True))
     return output
 
 
 def table4(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = SeedsOpt,
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = CandidatesOpt,
+    args: EvalArgs,
     draws: int | None = typer.Option(
         None,
         "--draws",
@@ -171,241 +234,157 @@ def table4(
         help="Candidate draws per user for the expected HR@1 (seeds 0..N-1); default 20 with "
         "offline agents, only the --seeds draws with an LLM (each draw is a paid loop per row).",
     ),
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
 ) -> None:
     """Table 4: HR@1 of Model, Agent and FLOW for each rec model (default: all three), beside the
     reward model alone and the two-model ensembles, with paired 95 % intervals over users."""
     from app.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
-        rec_models=_check_models(rec_model, PAPER_MODELS),
-        seeds=tuple(range(seeds)),
-        max_rows=max_rows,
-        candidates_file=str(candidates) if candidates else None,
-        draws=draws if draws is not None else (DEFAULT_DRAWS if agents == "offline" else seeds),
+        rec_models=_check_models(args.rec_model, PAPER_MODELS),
+        seeds=tuple(range(args.seeds)),
+        max_rows=args.max_rows,
+        candidates_file=str(args.candidates) if args.candidates else None,
+        draws=draws if draws is not None else (DEFAULT_DRAWS if args.agents == "offline" else args.seeds),
     )
     execute(
         "table4",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
+        args,
         extra_config={
             "rec_models": list(options.rec_models),
             "seeds": list(options.seeds),
             "draws": options.draws,
-            "max_rows": max_rows,
+            "max_rows": args.max_rows,
         },
         body=lambda ctx: run_table4(ctx, options),
     )
 
 
 def table5(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds 0..N-1 drawing candidates and negatives."),
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = typer.Option(
-        None,
-        "--candidates",
-        help="AFL user-simulation file (lastfm_usersim/usersim_candidates_seed303.jsonl).",
-    ),
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
+    args: EvalArgs,
 ) -> None:
     """Table 5: user simulation P/R/F1 of reward model, Agent and FLOW at 1:1, 1:3, 1:9."""
     from app.eval.table5 import Table5Options, run_table5
 
     options = Table5Options(
-        rec_model=_one_model(rec_model),
-        seeds=tuple(range(seeds)),
-        max_rows=max_rows,
-        usersim_file=str(candidates) if candidates else None,
+        rec_model=_one_model(args.rec_model),
+        seeds=tuple(range(args.seeds)),
+        max_rows=args.max_rows,
+        usersim_file=str(args.candidates) if args.candidates else None,
     )
     execute(
         "table5",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
+        args,
         extra_config={
             "rec_model": options.rec_model,
             "seeds": list(options.seeds),
             "ratios": list(options.ratios),
             "n_eval": options.n_eval,
-            "max_rows": max_rows,
+            "max_rows": args.max_rows,
         },
         body=lambda ctx: run_table5(ctx, options),
     )
 
 
 def rounds(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = SeedsOpt,
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = CandidatesOpt,
+    args: EvalArgs,
     usersim: Path | None = typer.Option(None, "--usersim", help="AFL user-simulation file (LastFM)."),
     round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
 ) -> None:
     """Fig. 3: HR@1 and user-simulation P/R/F1 for round limits 1..N (one plot each)."""
     from app.eval.rounds import RoundsOptions, run_rounds
 
     options = RoundsOptions(
-        rec_model=_one_model(rec_model),
-        seeds=tuple(range(seeds)),
+        rec_model=_one_model(args.rec_model),
+        seeds=tuple(range(args.seeds)),
         max_round_limit=round_limit,
-        max_rows=max_rows,
-        candidates_file=str(candidates) if candidates else None,
+        max_rows=args.max_rows,
+        candidates_file=str(args.candidates) if args.candidates else None,
         usersim_file=str(usersim) if usersim else None,
     )
     execute(
         "rounds",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
+        args,
         extra_config={
             "rec_model": options.rec_model,
             "seeds": list(options.seeds),
             "round_limit": round_limit,
             "usersim_file": options.usersim_file,
-            "max_rows": max_rows,
+            "max_rows": args.max_rows,
         },
         body=lambda ctx: run_rounds(ctx, options),
     )
 
 
 def ablation(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = SeedsOpt,
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = CandidatesOpt,
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
+    args: EvalArgs,
 ) -> None:
     """Table 6: Base, +Rec model, +Reward model, FLOW."""
     from app.eval.ablation import AblationOptions, run_ablation
 
     options = AblationOptions(
-        rec_model=_one_model(rec_model),
-        seeds=tuple(range(seeds)),
-        max_rows=max_rows,
-        candidates_file=str(candidates) if candidates else None,
+        rec_model=_one_model(args.rec_model),
+        seeds=tuple(range(args.seeds)),
+        max_rows=args.max_rows,
+        candidates_file=str(args.candidates) if args.candidates else None,
     )
     execute(
         "ablation",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
-        extra_config={"rec_model": options.rec_model, "seeds": list(options.seeds), "max_rows": max_rows},
+        args,
+        extra_config={
+            "rec_model": options.rec_model,
+            "seeds": list(options.seeds),
+            "max_rows": args.max_rows,
+        },
         body=lambda ctx: run_ablation(ctx, options),
     )
 
 
 def position(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = SeedsOpt,
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = CandidatesOpt,
+    args: EvalArgs,
     round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
 ) -> None:
     """Fig. 5: target first / random / last in the candidate order, per round limit."""
     from app.eval.position import PositionOptions, run_position
 
     options = PositionOptions(
-        rec_model=_one_model(rec_model),
-        seeds=tuple(range(seeds)),
+        rec_model=_one_model(args.rec_model),
+        seeds=tuple(range(args.seeds)),
         max_round_limit=round_limit,
-        max_rows=max_rows,
-        candidates_file=str(candidates) if candidates else None,
+        max_rows=args.max_rows,
+        candidates_file=str(args.candidates) if args.candidates else None,
     )
     execute(
         "position",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
+        args,
         extra_config={
             "rec_model": options.rec_model,
             "seeds": list(options.seeds),
             "round_limit": round_limit,
-            "max_rows": max_rows,
+            "max_rows": args.max_rows,
         },
         body=lambda ctx: run_position(ctx, options),
     )
 
 
 def bias(
-    dataset: str = DatasetOpt,
-    rec_model: list[str] | None = RecModelOpt,
-    agents: str = AgentsOpt,
-    seeds: int = SeedsOpt,
-    max_rows: int | None = MaxRowsOpt,
-    run_dir: Path | None = RunDirOpt,
-    candidates: Path | None = CandidatesOpt,
-    as_json: bool = JsonOpt,
-    concurrency: int = ConcurrencyOpt,
-    progress: bool = ProgressOpt,
+    args: EvalArgs,
 ) -> None:
     """Popularity bias of Model vs FLOW picks: mean popularity percentile and Gini."""
     from app.eval.bias import BiasOptions, run_bias
 
     options = BiasOptions(
-        rec_models=_check_models(rec_model, PAPER_MODELS),
-        seeds=tuple(range(seeds)),
-        max_rows=max_rows,
-        candidates_file=str(candidates) if candidates else None,
+        rec_models=_check_models(args.rec_model, PAPER_MODELS),
+        seeds=tuple(range(args.seeds)),
+        max_rows=args.max_rows,
+        candidates_file=str(args.candidates) if args.candidates else None,
     )
     execute(
         "bias",
-        dataset_name=dataset,
-        agents=agents,
-        run_dir=run_dir,
-        candidates=candidates,
-        as_json=as_json,
-        concurrency=concurrency,
-        progress=progress,
+        args,
         extra_config={
             "rec_models": list(options.rec_models),
             "seeds": list(options.seeds),
-            "max_rows": max_rows,
+            "max_rows": args.max_rows,
         },
         body=lambda ctx: run_bias(ctx, options),
     )

@@ -17,21 +17,21 @@ import torch
 import typer
 from tqdm import tqdm
 
-from app.data.dataset import Dataset, DatasetNotFound
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
+from app.eval.steering import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.settings import Settings, get_settings
-from app.steering.evaluation import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.steering.llm_parser import LLMParser
 from app.steering.parser import CommandParser, OfflineParser
 from app.steering.planner import PlanWeights
-from app.steering.similarity import (
+from graph.state import sum_usage
+from graph.steering.similarity import (
     SimilarityBackend,
     SimilarityUnavailable,
     embedding_cache_path,
     load_similarity,
 )
-from graph.state import sum_usage
 from recmodels.artifacts import load_latest_scorer
+from recmodels.dataset import Dataset, DatasetNotFound
 
 ParserKind = Literal["offline", "llm"]
 

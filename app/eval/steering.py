@@ -27,11 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.data.dataset import Dataset, Item
 from app.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
 from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights, plan, steer_candidates
-from app.steering.preferences import (
+from graph.steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,
@@ -39,7 +38,8 @@ from app.steering.preferences import (
     YearRange,
     consolidate,
 )
-from app.steering.similarity import Similarity
+from graph.steering.similarity import Similarity
+from recmodels.dataset import Dataset, Item
 from recmodels.scorer import Scorer
 
 CommandKind = Literal["genre_include", "genre_exclude", "decade", "more_like"]

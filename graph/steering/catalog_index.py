@@ -8,14 +8,14 @@ from collections.abc import Collection, Sequence
 from functools import cached_property
 from typing import Protocol
 
-from app.data.dataset import Item
+from recmodels.dataset import Item
 
 _LEADING_ARTICLE = re.compile(r"^(the|a|an) ")
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
 
 
 class Catalog(Protocol):
-    """What steering needs from a dataset (``app.data.dataset.Dataset`` satisfies it)."""
+    """What steering needs from a dataset (``recmodels.dataset.Dataset`` satisfies it)."""
 
     @property
     def items(self) -> list[Item]: ...

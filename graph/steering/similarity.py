@@ -22,9 +22,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from app.data.dataset import Item
-from app.steering.catalog_index import Catalog
-from app.steering.preferences import SoftPreference
+from graph.steering.catalog_index import Catalog
+from graph.steering.preferences import SoftPreference
+from recmodels.dataset import Item
 from recmodels.scorer import Scorer
 from recmodels.text import (
     TEXT_MODEL_NAME,

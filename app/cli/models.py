@@ -9,15 +9,16 @@ from typing import Any, NoReturn
 import torch
 import typer
 
-from app.data.dataset import Dataset, DatasetNotFound, Row
 from app.eval.metrics import Interval, bootstrap_interval, paired_interval
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
 from recmodels.coldstart import COLD_SEED, cold_artifact_path, cold_rows, held_out_items
+from recmodels.dataset import Dataset, DatasetNotFound, Row
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
 from recmodels.scorer import Scorer
 from recmodels.text import TextEncoderUnavailable, embedding_cache_path
+from recmodels.train_config import TrainConfig
 from recmodels.training import train
 
 _MODEL_HELP = f"One of: {', '.join(MODEL_NAMES)}."
@@ -235,7 +236,9 @@ def _open_dataset(name: str) -> Dataset:
 def _parse_overrides(model: str, pairs: list[str]) -> dict[str, Any]:
     """KEY=VALUE strings -> typed values, using the field types of the model's config class."""
     try:
-        fields = {f.name: f for f in dataclasses.fields(config_class(model))}
+        fields = {
+            f.name: f for f in (*dataclasses.fields(config_class(model)), *dataclasses.fields(TrainConfig))
+        }
     except UnknownModelError as exc:
         raise typer.BadParameter(str(exc), param_hint="--model") from None
     parsed: dict[str, Any] = {}

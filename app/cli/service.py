@@ -54,10 +54,9 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         dataset = bootstrap.ensure_dataset(settings, _echo)
         bootstrap.ensure_models(settings, dataset, _echo)
         key = bootstrap.first_key(url, settings)
-        bootstrap.export_database_url(url)
+        served = settings.model_copy(update={"database_url": url})  # the (possibly embedded) database
         if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
             metrics.share_between_workers(settings.data_dir / "run" / "metrics")
-        get_settings.cache_clear()
         base = f"http://{settings.host}:{settings.port}"
         typer.echo(f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)")
         if key is not None:
@@ -67,6 +66,14 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         # lets atexit handlers run, which stops the embedded PostgreSQL cleanly.
         for stop_signal in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop_signal, _exit_on_signal)
+        if settings.workers == 1:  # this process serves: it hands the app its settings
+            from app.main import create_app
+
+            uvicorn.run(create_app(served), host=settings.host, port=settings.port, log_level="warning")
+            return
+        # Worker processes build their settings from the environment they are started with, so
+        # the one value bootstrap decided (the database, maybe the embedded one) goes there.
+        os.environ["RECLOOP_DATABASE_URL"] = url
         uvicorn.run(
             "app.main:create_app_from_env",
             factory=True,

@@ -10,13 +10,14 @@ from typing import NoReturn
 import torch
 import typer
 
-from app.data.dataset import Dataset, DatasetNotFound
 from app.settings import get_settings
+from graph.config import AGENT_MODES
 from graph.deps import make_deps
 from graph.runner import default_candidates, run_loop
 from graph.transcript import format_transcript
 from recmodels.artifacts import ArtifactError, load_latest_scorer
 from recmodels.candidates import sample_candidates
+from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.registry import MODEL_NAMES
 
 
@@ -45,7 +46,7 @@ def simulate_command(
     """Run one feedback loop on a dataset row and print it as a transcript."""
     settings = get_settings()
     torch.set_num_threads(settings.torch_threads)
-    if agents not in ("offline", "llm"):
+    if agents not in AGENT_MODES:
         _fail(f"--agents: must be offline or llm, got {agents!r}")
     if agents == "llm" and not settings.llm_enabled:
         _fail("--agents llm: set RECLOOP_LLM_BASE_URL to an OpenAI-compatible endpoint")
@@ -62,7 +63,7 @@ def simulate_command(
         _fail(f"--user-row: {user_row} is past the last row of {dataset}/{split} ({len(rows) - 1})")
     row = rows[user_row]
     history = list(row.history)
-    deps = make_deps(settings, catalog, rec, reward, agents)  # type: ignore[arg-type]
+    deps = make_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
     if candidates_from == "sampled":
         rng = random.Random(seed)
         candidates = sample_candidates(history, row.next, catalog.n_items, rng, n=settings.n_candidates)

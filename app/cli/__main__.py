@@ -1,0 +1,5 @@
+"""`python -m app.cli ...` is `recloop ...`."""
+
+from app.cli import main
+
+main()

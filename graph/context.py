@@ -1,0 +1,89 @@
+"""Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`,
+and :func:`build_deps`, which wires the agents for given calibration parameters
+(:func:`graph.deps.make_deps` learns those on validation first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graph.agents.base import RecAgent, UserAgent
+from graph.agents.evidence import ItemVectors, LoopCalibration
+from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
+from graph.config import AgentMode, LoopConfig
+from graph.similarity import load_vectors
+from recmodels.dataset import Dataset
+from recmodels.scorer import Scorer
+
+
+# eq=False keeps identity hashing, so compiled graphs can be cached per deps object.
+@dataclass(frozen=True, eq=False)
+class LoopDeps:
+    """The loop's dependencies: two trained models, the catalog, two agents, the configuration."""
+
+    rec_scorer: Scorer
+    """The recommendation model: its top candidate is the prior Im."""
+    reward_scorer: Scorer
+    """The reward model: scores every proposal for the user agent."""
+    catalog: Dataset
+    rec_agent: RecAgent
+    user_agent: UserAgent
+    config: LoopConfig
+    calibration: LoopCalibration = field(default_factory=LoopCalibration)
+    """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
+    rec_vectors: ItemVectors | None = None
+    runners: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Compiled runners of these deps (``graph.runner.cached_runner``): compiled once, kept with them."""
+    """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
+
+
+def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) -> None:
+    """Both models must score this catalog's items."""
+    for name, scorer in (("rec_scorer", rec_scorer), ("reward_scorer", reward_scorer)):
+        if scorer.n_items != catalog.n_items:
+            raise ValueError(
+                f"{name}: model has {scorer.n_items} items but dataset {catalog.name!r} has {catalog.n_items}"
+            )
+
+
+def build_deps(
+    config: LoopConfig,
+    catalog: Dataset,
+    rec_scorer: Scorer,
+    reward_scorer: Scorer,
+    agents: AgentMode = "offline",
+    *,
+    rec_prior: bool = True,
+    user_reward: bool = True,
+    calibration: LoopCalibration,
+) -> LoopDeps:
+    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``)."""
+    check_models(catalog, rec_scorer, reward_scorer)
+    accept_top_k = config.accept_top_k or 1
+    offline_user = OfflineUserAgent(
+        catalog,
+        accept_top_k=accept_top_k,
+        accept_share=min(1.0, accept_top_k / config.n_candidates),
+        use_reward=user_reward,
+        calibration=calibration,
+        vectors=load_vectors(calibration.user_similarity, config, catalog, reward_scorer),
+    )
+    rec_vectors = load_vectors(calibration.rec_similarity, config, catalog, reward_scorer)
+    offline_rec = OfflineRecAgent(catalog, use_prior=rec_prior, calibration=calibration, vectors=rec_vectors)
+    rec_agent: RecAgent
+    user_agent: UserAgent
+    if agents == "offline":
+        rec_agent, user_agent = offline_rec, offline_user
+    elif agents == "llm":
+        from graph.agents.llm import LLMRecAgent, LLMUserAgent
+        from graph.llm_client import LLMClient  # LLM stack only when used
+
+        client = LLMClient.from_config(config.llm)
+        rec_agent = LLMRecAgent(catalog, config, client, use_prior=rec_prior, fallback=offline_rec)
+        user_agent = LLMUserAgent(catalog, config, client, offline_user, use_reward=user_reward)
+    else:
+        raise ValueError(f"agents: must be 'offline' or 'llm', got {agents!r}")
+    return LoopDeps(
+        rec_scorer, reward_scorer, catalog, rec_agent, user_agent, config, calibration, rec_vectors
+    )
