@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import time
 from collections import defaultdict
@@ -38,7 +39,11 @@ from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.losses import all_positions_ce
 from recmodels.registry import build_model
 
-RAW_RATINGS = Path("/work/shared/data/movielens/raw/u.data")
+# ../shared/data beside the repository, as in the tests (RECLOOP_SHARED_DATA overrides it).
+SHARED_DATA = Path(
+    os.environ.get("RECLOOP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
+RAW_RATINGS = SHARED_DATA / "movielens" / "raw" / "u.data"
 MAX_LEN = 50  # RecBole MAX_ITEM_LIST_LENGTH
 HIDDEN = 64
 RECBOLE_SECONDS = 695.0
