@@ -87,9 +87,7 @@ def import_command(
 ) -> None:
     """Import LLaRA-protocol files as they are (split files copied byte for byte)."""
     datasets_dir = get_settings().datasets_dir
-    _check_new_items_file(new_items)
-    dataset = _run(lambda: import_llara(src, datasets_dir, name, force=force))
-    typer.echo(_summary(_with_new_items(dataset, new_items)))
+    _create(lambda: import_llara(src, datasets_dir, name, force=force), new_items)
 
 
 @data_cli.command("add-items")
@@ -102,9 +100,12 @@ def add_items_command(
     typer.echo(_summary(_with_new_items(dataset, new_items)))
 
 
-def _check_new_items_file(path: Path | None) -> None:
-    if path is not None and not path.is_file():
-        _fail(f"{path}: no such new-items file")
+def _create(build: Callable[[], Dataset], new_items: Path | None) -> None:
+    """Build a dataset (the new-items file checked first, so a bad path builds nothing), add the
+    new items, print the summary."""
+    if new_items is not None and not new_items.is_file():
+        _fail(f"{new_items}: no such new-items file")
+    typer.echo(_summary(_with_new_items(_run(build), new_items)))
 
 
 def _with_new_items(dataset: Dataset, new_items: Path | None) -> Dataset:
@@ -120,9 +121,7 @@ def build_movielens_raw_command(
 ) -> None:
     """Rebuild LLaRA's MovieLens-100k splits from the GroupLens ratings."""
     datasets_dir = get_settings().datasets_dir
-    _check_new_items_file(new_items)
-    dataset = _run(lambda: build_movielens_raw(raw_dir, datasets_dir, name, force=force))
-    typer.echo(_summary(_with_new_items(dataset, new_items)))
+    _create(lambda: build_movielens_raw(raw_dir, datasets_dir, name, force=force), new_items)
 
 
 @build_cli.command("csv")
@@ -136,11 +135,10 @@ def build_csv_command(
 ) -> None:
     """Build a dataset from generic interaction and item CSV files (users split 8:1:1 by time)."""
     datasets_dir = get_settings().datasets_dir
-    _check_new_items_file(new_items)
-    dataset = _run(
-        lambda: build_from_csv(interactions, items, datasets_dir, name, min_rating=min_rating, force=force)
+    _create(
+        lambda: build_from_csv(interactions, items, datasets_dir, name, min_rating=min_rating, force=force),
+        new_items,
     )
-    typer.echo(_summary(_with_new_items(dataset, new_items)))
 
 
 @data_cli.command("fetch")
