@@ -70,6 +70,15 @@ class EvalArgs:
     concurrency: int
     progress: bool
 
+    @property
+    def seed_range(self) -> tuple[int, ...]:
+        """Candidate seeds 0..seeds-1."""
+        return tuple(range(self.seeds))
+
+    @property
+    def candidates_file(self) -> str | None:
+        return str(self.candidates) if self.candidates else None
+
 
 def _shared_options(seeds: Any, candidates: Any) -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
     """The shared options as CLI parameters: those listed before a command's own, and after them."""
@@ -241,9 +250,9 @@ def table4(
 
     options = Table4Options(
         rec_models=_check_models(args.rec_model, PAPER_MODELS),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_rows=args.max_rows,
-        candidates_file=str(args.candidates) if args.candidates else None,
+        candidates_file=args.candidates_file,
         draws=draws if draws is not None else (DEFAULT_DRAWS if args.agents == "offline" else args.seeds),
     )
     execute(
@@ -267,9 +276,9 @@ def table5(
 
     options = Table5Options(
         rec_model=_one_model(args.rec_model),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_rows=args.max_rows,
-        usersim_file=str(args.candidates) if args.candidates else None,
+        usersim_file=args.candidates_file,
     )
     execute(
         "table5",
@@ -295,10 +304,10 @@ def rounds(
 
     options = RoundsOptions(
         rec_model=_one_model(args.rec_model),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_round_limit=round_limit,
         max_rows=args.max_rows,
-        candidates_file=str(args.candidates) if args.candidates else None,
+        candidates_file=args.candidates_file,
         usersim_file=str(usersim) if usersim else None,
     )
     execute(
@@ -323,9 +332,9 @@ def ablation(
 
     options = AblationOptions(
         rec_model=_one_model(args.rec_model),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_rows=args.max_rows,
-        candidates_file=str(args.candidates) if args.candidates else None,
+        candidates_file=args.candidates_file,
     )
     execute(
         "ablation",
@@ -348,10 +357,10 @@ def position(
 
     options = PositionOptions(
         rec_model=_one_model(args.rec_model),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_round_limit=round_limit,
         max_rows=args.max_rows,
-        candidates_file=str(args.candidates) if args.candidates else None,
+        candidates_file=args.candidates_file,
     )
     execute(
         "position",
@@ -374,9 +383,9 @@ def bias(
 
     options = BiasOptions(
         rec_models=_check_models(args.rec_model, PAPER_MODELS),
-        seeds=tuple(range(args.seeds)),
+        seeds=args.seed_range,
         max_rows=args.max_rows,
-        candidates_file=str(args.candidates) if args.candidates else None,
+        candidates_file=args.candidates_file,
     )
     execute(
         "bias",
