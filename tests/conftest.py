@@ -276,18 +276,23 @@ def fake_openai():
 
 
 @pytest.fixture
-def cli_env(ml_dataset, tmp_path: Path, monkeypatch):
-    """RECLOOP_DATA_DIR for CLI training tests: datasets/movielens is the session dataset (a
-    symlink), models/ starts empty."""
+def data_dir(tmp_path: Path, monkeypatch):
+    """An empty RECLOOP_DATA_DIR for CLI runs (the settings cache cleared before and after)."""
     from app.settings import get_settings
 
-    data_dir = tmp_path / "data"
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield tmp_path / "data"
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def cli_env(ml_dataset, data_dir: Path) -> Path:
+    """RECLOOP_DATA_DIR for CLI training tests: datasets/movielens is the session dataset (a
+    symlink), models/ starts empty."""
     (data_dir / "datasets").mkdir(parents=True)
     (data_dir / "datasets" / "movielens").symlink_to(ml_dataset.root, target_is_directory=True)
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
-    get_settings.cache_clear()
-    yield data_dir
-    get_settings.cache_clear()
+    return data_dir
 
 
 @pytest.fixture

@@ -9,16 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.settings import get_settings
 from recmodels.dataset import Dataset
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("RECLOOP_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield tmp_path / "data"
-    get_settings.cache_clear()
 
 
 def _run(*args: str):
