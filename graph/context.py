@@ -33,9 +33,9 @@ class LoopDeps:
     calibration: LoopCalibration = field(default_factory=LoopCalibration)
     """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
     rec_vectors: ItemVectors | None = None
+    """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
     runners: dict[str, Any] = field(default_factory=dict, repr=False)
     """Compiled runners of these deps (``graph.runner.cached_runner``): compiled once, kept with them."""
-    """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
 
 
 def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) -> None:
