@@ -112,6 +112,14 @@ class Settings(BaseSettings):
         "together share one fsync; a run that ends sooner commits everything with its loop history. "
         "Nothing is acknowledged before it is committed. 0: commit each round at once.",
     )
+    checkpoint_cached_threads: int = Field(
+        256,
+        ge=0,
+        le=100_000,
+        description="Threads whose newest checkpoint a worker keeps (as the rows it wrote), so that a "
+        "session's next run on the same worker opens with one index lookup instead of reading every "
+        "channel back. About 100-300 KB per thread; 0 turns it off.",
+    )
     max_history_items: int = Field(1000, ge=1, description="Longest history a session accepts.")
     max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
     db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")

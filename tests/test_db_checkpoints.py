@@ -278,3 +278,76 @@ async def test_commit_delay_lets_a_run_commit_once_and_a_failed_handover_keeps_t
     assert transactions == [len(statements)]
     # The input checkpoint, the start step and four steps per round.
     assert len(await _stored(saver.pool, thread)) == len(result["rounds"]) * 4 + 2
+
+
+def _as_read(found):
+    """A checkpoint tuple with what differs between two correct reads (nothing) made comparable."""
+    return (found.config, found.checkpoint, found.metadata, found.parent_config, found.pending_writes)
+
+
+async def test_the_latest_checkpoint_is_answered_from_what_the_worker_wrote(
+    savers, service_loop_deps, monkeypatch
+):
+    saver, reader = savers
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    thread = "tip-cache"
+    latest = {"configurable": {"thread_id": thread}}
+    # A paused loop: the newest checkpoint has task writes (the judge's interrupt) as well.
+    await graph.ainvoke(
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2, "judge_mode": "human"},
+        loop_config(thread, 2),
+    )
+    stock_reads = []
+    real_stock_saver = checkpoints.stock_saver
+
+    def counted(conn, serde):
+        stock_reads.append(1)
+        return real_stock_saver(conn, serde)
+
+    monkeypatch.setattr(checkpoints, "stock_saver", counted)
+    cached = await saver.aget_tuple(latest)
+    assert stock_reads == []  # one index lookup, no blobs fetched
+    assert cached.pending_writes  # the interrupt is among them
+    assert _as_read(cached) == _as_read(await reader.aget_tuple(latest))
+
+    # The run resumes from the cached tip exactly as from the stored one.
+    await graph.ainvoke(Command(resume={"decision": "reject", "reason": "no"}), loop_config(thread, 2))
+    assert _as_read(await saver.aget_tuple(latest)) == _as_read(await reader.aget_tuple(latest))
+    assert stock_reads == []
+    # A past checkpoint is read from the database (it has the resume's writes by now).
+    past = await saver.aget_tuple(
+        {"configurable": {**latest["configurable"], **cached.config["configurable"]}}
+    )
+    assert stock_reads == [1] and _as_read(past)[:4] == _as_read(cached)[:4]
+    assert len(past.pending_writes) > len(cached.pending_writes)
+
+
+async def test_a_tip_written_elsewhere_since_is_not_used(savers, service_loop_deps, service_settings):
+    saver, reader = savers
+    deps = service_loop_deps["offline"]
+    other_worker = PooledPostgresSaver(saver.pool)  # same database, its own buffers and tips
+    thread = "tip-elsewhere"
+    latest = {"configurable": {"thread_id": thread}}
+    loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
+    await build_graph(deps).compile(checkpointer=saver).ainvoke(loop_input, loop_config(thread, 4))
+    await saver.aflush(thread)
+    await build_graph(deps).compile(checkpointer=other_worker).ainvoke(loop_input, loop_config(thread, 4))
+    await other_worker.aflush(thread)
+
+    found = await saver.aget_tuple(latest)
+    assert found.checkpoint["channel_values"]["loop_index"] == 2  # the other worker's loop
+    assert _as_read(found) == _as_read(await reader.aget_tuple(latest))
+    # Deleting the thread forgets the tip as well.
+    await saver.adelete_thread(thread)
+    assert await saver.aget_tuple(latest) is None
+
+
+async def test_no_tips_are_kept_when_the_cache_is_off(savers, service_loop_deps):
+    saver, _ = savers
+    saver.cached_threads = 0
+    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    await graph.ainvoke(
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2}, loop_config("no-tip", 2)
+    )
+    assert not saver._tips
+    assert (await saver.aget_tuple({"configurable": {"thread_id": "no-tip"}})) is not None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import groupby
@@ -53,6 +54,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from app.db.langgraph_postgres import (
     TABLE_ORDER,
+    ThreadTip,
     check_versions,
     checkpoint_rows,
     stock_saver,
@@ -79,6 +81,7 @@ class PooledPostgresSaver(BasePostgresSaver):
         background_commits: bool = True,
         commit_delay_s: float = 0.0,
         round_channels: frozenset[str] = ROUND_CHANNELS,
+        cached_threads: int = 256,
         serde: SerializerProtocol | None = None,
     ):
         check_versions()
@@ -93,6 +96,8 @@ class PooledPostgresSaver(BasePostgresSaver):
         self._committing: dict[str, asyncio.Task[None]] = {}
         self._commit_again: set[str] = set()
         self._delaying: set[str] = set()
+        self.cached_threads = cached_threads
+        self._tips: OrderedDict[tuple[str, str], ThreadTip] = OrderedDict()
 
     def has_pending(self, thread_id: str) -> bool:
         """Whether the thread has rows that are not committed yet (buffered or in flight)."""
@@ -110,9 +115,9 @@ class PooledPostgresSaver(BasePostgresSaver):
     ) -> Any:
         thread_id, config = _thread_of(config)
         # Serialised now: a value the graph changes in place later must not change this checkpoint.
-        self._pending.setdefault(thread_id, []).extend(
-            checkpoint_rows(self.serde, config, checkpoint, metadata, new_versions)
-        )
+        rows = checkpoint_rows(self.serde, config, checkpoint, metadata, new_versions)
+        self._pending.setdefault(thread_id, []).extend(rows)
+        self._tip(thread_id, config["configurable"]["checkpoint_ns"]).record(rows, new_versions)
         if not self.write_behind:
             await self.aflush(thread_id)
         elif self._closes_round(checkpoint, new_versions):
@@ -132,9 +137,10 @@ class PooledPostgresSaver(BasePostgresSaver):
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         thread_id, config = _thread_of(config)
-        self._pending.setdefault(thread_id, []).extend(
-            write_rows(self.serde, config, writes, task_id, task_path)
-        )
+        rows = write_rows(self.serde, config, writes, task_id, task_path)
+        self._pending.setdefault(thread_id, []).extend(rows)
+        if (tip := self._tips.get((thread_id, config["configurable"]["checkpoint_ns"]))) is not None:
+            tip.record(rows)
         if not self.write_behind:
             await self.aflush(thread_id)
 
@@ -235,7 +241,46 @@ class PooledPostgresSaver(BasePostgresSaver):
     async def aget_tuple(self, config: Any) -> CheckpointTuple | None:
         await self._flush_for(config)
         async with self.pool.connection() as conn:
+            if (found := await self._tip_tuple(conn, config)) is not None:
+                return found
             return await stock_saver(conn, self.serde).aget_tuple(config)
+
+    # --- the newest checkpoint this worker wrote, to open the thread's next run without reading it --
+
+    def _tip(self, thread_id: str, checkpoint_ns: str) -> ThreadTip:
+        """The thread's cached tip (created if new, least recently written ones evicted)."""
+        key = (thread_id, checkpoint_ns)
+        if (tip := self._tips.get(key)) is not None:
+            self._tips.move_to_end(key)
+            return tip
+        tip = ThreadTip()
+        if self.cached_threads > 0:
+            self._tips[key] = tip
+            while len(self._tips) > self.cached_threads:
+                self._tips.popitem(last=False)
+        return tip
+
+    async def _tip_tuple(self, conn: AsyncConnection, config: Any) -> CheckpointTuple | None:
+        """A thread's latest checkpoint from what this worker wrote, if nothing newer is stored.
+
+        A run opens with a read of the thread's latest checkpoint, which with the stock query
+        fetches every channel's blob (a session's memories make it hundreds of KB). If this worker
+        wrote that checkpoint, one index lookup confirms it is still the newest (no other worker
+        ran the session since) with the same task writes, and the tuple is rebuilt from the rows
+        kept when it was written. Anything else reads the database.
+        """
+        configurable = config["configurable"]
+        if configurable.get("checkpoint_id"):
+            return None
+        key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
+        tip = self._tips.get(key)
+        if tip is None or tip.checkpoint is None:
+            return None
+        async with conn.cursor() as cur:
+            if not await tip.current(cur, *key):
+                self._tips.pop(key, None)
+                return None
+        return tip.to_tuple(self.serde)
 
     async def alist(
         self,
@@ -278,13 +323,19 @@ class PooledPostgresSaver(BasePostgresSaver):
                     await self._forget(str(thread_id))
                 else:
                     await self.aflush(thread_id)
+                    self._drop_tips(str(thread_id))
         async with self.pool.connection() as conn:
             await stock_saver(conn, self.serde).aprune(thread_ids, strategy=strategy)
 
     async def _forget(self, thread_id: str) -> None:
-        """Drop the thread's uncommitted rows (it is being deleted)."""
+        """Drop the thread's uncommitted rows and its cached tip (it is being deleted)."""
         await self._settle(thread_id)
         self._pending.pop(thread_id, None)
+        self._drop_tips(thread_id)
+
+    def _drop_tips(self, thread_id: str) -> None:
+        for key in [key for key in self._tips if key[0] == thread_id]:
+            del self._tips[key]
 
 
 def _thread_of(config: Any) -> tuple[str, Any]:

@@ -15,7 +15,9 @@ Reads, pruning, deletion and ``setup()`` use the stock saver through its public 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
 
@@ -24,13 +26,15 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     get_serializable_checkpoint_metadata,
+    writes_sort_key,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor
 from psycopg.types.json import Jsonb
 
 TESTED_VERSIONS: Mapping[str, tuple[str, ...]] = {
@@ -143,3 +147,89 @@ def write_rows(
 def stock_saver(conn: AsyncConnection, serde: SerializerProtocol) -> AsyncPostgresSaver:
     """LangGraph's saver on one connection (autocommit, dict rows), for its public read/delete methods."""
     return AsyncPostgresSaver(conn=conn, serde=serde)
+
+
+# --- the newest checkpoint of a thread, kept as the rows that stored it --------------------------
+
+LATEST_SQL = """
+select c.checkpoint_id,
+    (select count(*) from checkpoint_writes w
+        where w.thread_id = c.thread_id and w.checkpoint_ns = c.checkpoint_ns
+            and w.checkpoint_id = c.checkpoint_id) as writes
+from checkpoints c
+where c.thread_id = %s and c.checkpoint_ns = %s
+order by c.checkpoint_id desc limit 1"""
+"""Which checkpoint is a thread's newest, and how many task writes it has: one index lookup."""
+
+
+@dataclass
+class ThreadTip:
+    """A thread's newest checkpoint as this process wrote it: enough to answer a "latest" read.
+
+    Built from the rows the saver stores, in the order it stores them, so it holds what the
+    stock ``aget_tuple`` would read back (its SQL joins the checkpoint's channel versions with
+    the blob rows and collects the checkpoint's writes) without fetching the blobs again.
+    """
+
+    channels: dict[str, tuple[str, tuple[str, bytes] | None]] = field(default_factory=dict)
+    """channel -> (newest version written here, its serialised blob, or None: inline or empty)."""
+    checkpoint: tuple | None = None
+    """The newest checkpoint row's parameters (see :func:`checkpoint_rows`)."""
+    writes: dict[tuple[str, int], tuple] = field(default_factory=dict)
+    """(task id, idx) -> write row parameters, for the newest checkpoint only (the table's key)."""
+
+    @property
+    def checkpoint_id(self) -> str | None:
+        return self.checkpoint[2] if self.checkpoint else None
+
+    def record(self, rows: Sequence[tuple[str, tuple]], new_versions: ChannelVersions | None = None) -> None:
+        """Take the rows of one ``aput`` (with its new versions) or one ``aput_writes``."""
+        blobs = {p[2]: (p[3], (p[4], p[5])) for query, p in rows if query == UPSERT_BLOBS_SQL}
+        for channel, version_ in (new_versions or {}).items():
+            self.channels[channel] = blobs.get(channel, (str(version_), None))
+        for query, params in rows:
+            if query == UPSERT_CHECKPOINTS_SQL:
+                self.checkpoint, self.writes = params, {}
+            elif query in (UPSERT_WRITES_SQL, INSERT_WRITES_SQL) and params[2] == self.checkpoint_id:
+                key = (params[3], params[5])
+                if query == UPSERT_WRITES_SQL or key not in self.writes:  # insert: on conflict do nothing
+                    self.writes[key] = params
+
+    async def current(self, cur: AsyncCursor, thread_id: str, checkpoint_ns: str) -> bool:
+        """Whether the database's newest checkpoint of the thread is this one, with the same writes."""
+        if self.checkpoint is None:
+            return False
+        await cur.execute(LATEST_SQL, (thread_id, checkpoint_ns))
+        row = await cur.fetchone()
+        if row is None:
+            return False
+        found_id, found_writes = (row["checkpoint_id"], row["writes"]) if isinstance(row, Mapping) else row
+        return found_id == self.checkpoint_id and found_writes == len(self.writes)
+
+    def to_tuple(self, serde: SerializerProtocol) -> CheckpointTuple | None:
+        """The stock ``aget_tuple``'s answer, or None if a channel's blob was written elsewhere."""
+        if self.checkpoint is None:
+            return None
+        thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint_json, metadata_json = self.checkpoint
+        # Through JSON, as the JSONB columns give them back (tuples become lists, and so on).
+        checkpoint = json.loads(json.dumps(checkpoint_json.obj))
+        values = dict(checkpoint.get("channel_values") or {})
+        for channel, version_ in checkpoint["channel_versions"].items():
+            known = self.channels.get(channel)
+            if known is None or known[0] != str(version_):
+                return None
+            if known[1] is not None:
+                values[channel] = serde.loads_typed(known[1])
+        writes = sorted(self.writes.values(), key=lambda w: writes_sort_key(w[4], w[3], w[5]))
+
+        def config_of(an_id: str) -> dict[str, Any]:
+            configurable = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": an_id}
+            return {"configurable": configurable}
+
+        return CheckpointTuple(
+            config_of(checkpoint_id),
+            {**checkpoint, "channel_values": values},
+            json.loads(json.dumps(metadata_json.obj)),
+            config_of(parent_id) if parent_id else None,
+            [(w[3], w[6], serde.loads_typed((w[7], w[8]))) for w in writes],
+        )

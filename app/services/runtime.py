@@ -105,6 +105,7 @@ def service_saver(pool: AsyncConnectionPool, settings: Settings) -> PooledPostgr
         pool,
         write_behind=settings.checkpoint_write_behind,
         commit_delay_s=settings.checkpoint_commit_delay_ms / 1000,
+        cached_threads=settings.checkpoint_cached_threads,
     )
 
 
