@@ -346,7 +346,8 @@ def _thread_of(config: Any) -> tuple[str, Any]:
 
 async def execute_in_transaction(conn: AsyncConnection, rows: list[Row], schema: str) -> None:
     """Run a saver's rows inside another open transaction on ``conn`` (a psycopg connection)."""
-    async with conn.cursor(binary=True) as cur:
+    # Pipelined, as the saver's own commits: the statements go out together, one round trip.
+    async with conn.pipeline(), conn.cursor(binary=True) as cur:
         # The saver's SQL names its tables unqualified; they live in their own schema.
         await cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
         await _run(cur, rows)
