@@ -115,7 +115,7 @@ _MEMO: dict[str, LoopCalibration] = {}
 _MEMO_LOCK = threading.Lock()
 
 
-def loop_calibration(
+async def loop_calibration(
     config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
 ) -> LoopCalibration:
     """The calibration for these models: from this process's memo, the file beside the rec model's
@@ -126,13 +126,14 @@ def loop_calibration(
     with _MEMO_LOCK:
         if memo_key in _MEMO:
             return _MEMO[memo_key]
-        found = _read(path, key) if path else None
-        if found is None:
-            found = fit_calibration(config, catalog, rec, reward, backends)
-            if path:
-                _write(path, key, found)
+    found = _read(path, key) if path else None
+    if found is None:
+        found = await fit_calibration(config, catalog, rec, reward, backends)
+        if path:
+            _write(path, key, found)
+    with _MEMO_LOCK:
         _MEMO[memo_key] = found
-        return found
+    return found
 
 
 def _read(path: Path, key: Mapping[str, Any]) -> LoopCalibration | None:
@@ -162,7 +163,7 @@ def _write(path: Path, key: Mapping[str, Any], calibration: LoopCalibration) -> 
 # --------------------------------------------------------------------------- fitting
 
 
-def fit_calibration(
+async def fit_calibration(
     config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
 ) -> LoopCalibration:
     """Learn every parameter on the validation split (see the module docstring)."""
@@ -202,7 +203,7 @@ def fit_calibration(
             "val_expected_hr1_by_history_evidence": tried,
         },
     )
-    return fit_user_simulation(config, catalog, rec, reward, backends, recommendation)
+    return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation)
 
 
 def _candidate_draws(rows: Sequence[Row], n_items: int, n_candidates: int) -> torch.Tensor:
@@ -284,7 +285,7 @@ class _Pooled:
         return self.log_probs + history * self.history + liked * self.liked - turned_down * self.turned_down
 
 
-def fit_user_simulation(
+async def fit_user_simulation(
     config: LoopConfig,
     catalog: Dataset,
     rec: Scorer,
@@ -294,7 +295,7 @@ def fit_user_simulation(
 ) -> LoopCalibration:
     """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
     from graph.context import build_deps
-    from graph.runner import run_loop
+    from graph.runner import LoopRunner
     from graph.similarity import load_vectors
     from graph.usersim import RATIOS, cases_from_rows
 
@@ -307,9 +308,9 @@ def fit_user_simulation(
     if not cases:
         return calibration
     deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration)
-    memories = []
+    memories, runner = [], LoopRunner()
     for case in cases:
-        loop = run_loop(deps, case.rec_history, case.rec_candidates, config.max_rounds)
+        loop = await runner.run(deps, case.rec_history, case.rec_candidates, config.max_rounds)
         memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
     log_probs = reward.catalog_log_probs([c.init_history for c in cases])  # [U, N]
     report: dict[str, Any] = {}

@@ -1,12 +1,11 @@
-"""Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`,
-and :func:`build_deps`, which wires the agents for given calibration parameters
-(:func:`graph.deps.make_deps` learns those on validation first).
+"""Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`
+(the graph's runtime context), and :func:`build_deps`, which wires the agents for given
+calibration parameters (:func:`graph.deps.make_deps` learns those on validation first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
@@ -17,10 +16,14 @@ from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 
-# eq=False keeps identity hashing, so compiled graphs can be cached per deps object.
+# eq=False: identity hashing (models and agents do not compare by value).
 @dataclass(frozen=True, eq=False)
 class LoopDeps:
-    """The loop's dependencies: two trained models, the catalog, two agents, the configuration."""
+    """The loop's dependencies: two trained models, the catalog, two agents, the configuration.
+
+    The graph's runtime context (``StateGraph(..., context_schema=LoopDeps)``): each run passes
+    one, ``graph.ainvoke(input, config, context=deps)``, and the nodes read ``runtime.context``.
+    """
 
     rec_scorer: Scorer
     """The recommendation model: its top candidate is the prior Im."""
@@ -34,8 +37,6 @@ class LoopDeps:
     """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
     rec_vectors: ItemVectors | None = None
     """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
-    runners: dict[str, Any] = field(default_factory=dict, repr=False)
-    """Compiled runners of these deps (``graph.runner.cached_runner``): compiled once, kept with them."""
 
 
 def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) -> None:

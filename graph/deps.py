@@ -12,7 +12,7 @@ from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 
-def make_deps(
+async def make_deps(
     config: LoopConfig,
     catalog: Dataset,
     rec_scorer: Scorer,
@@ -32,7 +32,7 @@ def make_deps(
     """
     check_models(catalog, rec_scorer, reward_scorer)
     if calibration is None:
-        calibration = loop_calibration(config, catalog, rec_scorer, reward_scorer, available_backends())
+        calibration = await loop_calibration(config, catalog, rec_scorer, reward_scorer, available_backends())
     return build_deps(
         config,
         catalog,

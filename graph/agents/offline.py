@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from graph import describe
 from graph.agents.base import (
+    ItemsVerdict,
     JudgeItemsContext,
     Judgement,
     Proposal,
@@ -78,7 +79,7 @@ class OfflineRecAgent(RecAgent):
         self.vectors = vectors
         """Item vectors of ``calibration.rec_similarity`` (None: no similarity evidence)."""
 
-    def propose(self, ctx: RecContext) -> Proposal:
+    async def propose(self, ctx: RecContext) -> Proposal:
         if not ctx.candidates:
             raise ValueError("candidates: empty; the recommendation agent needs at least one")
         if not self.use_prior:
@@ -304,7 +305,7 @@ class OfflineUserAgent(UserAgent):
 
     # --- one proposal --------------------------------------------------------------------------
 
-    def judge(self, ctx: UserContext) -> Judgement:
+    async def judge(self, ctx: UserContext) -> Judgement:
         if not self.use_reward:
             return self._judge_by_genres(ctx)
         name, n = describe.quoted(self.catalog, ctx.item), len(ctx.candidates)
@@ -360,7 +361,11 @@ class OfflineUserAgent(UserAgent):
 
     # --- user simulation -----------------------------------------------------------------------
 
+    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        return ItemsVerdict(self.judge_items(ctx))  # offline verdicts are free
+
     def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
+        """One like/dislike per item of ``ctx.items`` (the verdicts :meth:`assess_items` returns)."""
         memory = MemoryView.of(ctx.memory, ctx.accepted)
         if not self.use_reward:
             profile = describe.genre_profile(self.catalog, ctx.history)
