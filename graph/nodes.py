@@ -16,16 +16,18 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, interrupt
 
 from graph import describe
-from graph.agents.base import Judgement, RecContext, UserContext
+from graph.agents.base import RecContext, UserContext
 from graph.context import LoopDeps
 from graph.state import (
     JUDGE_MODES,
-    JudgementRecord,
+    Judgement,
     LoopState,
     MemoryEntry,
     RoundRecord,
     add_usage,
     empty_usage,
+    make_judgement,
+    make_proposal,
 )
 from graph.steering.tools import hard_violations
 from recmodels.metrics import rank_of
@@ -102,19 +104,17 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
         reward_scores=list(view["reward_scores"]),
     )
     proposal = await deps.rec_agent.propose(ctx)
-    if proposal.item not in ctx.candidates:  # agents validate too; a bug here must not leak out
-        raise RuntimeError(f"recommendation agent proposed {proposal.item}, which is not a candidate")
-    return {
-        **update,
-        "proposal": {
-            "item": proposal.item,
-            "reason": proposal.reason,
-            "fallback": proposal.fallback,
-            "usage": proposal.usage,
-            "fallback_cause": proposal.fallback_cause,
-            "attempts": list(proposal.attempts),
-        },
-    }
+    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
+        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
+    recorded = make_proposal(
+        proposal["item"],
+        proposal["reason"],
+        fallback=proposal["fallback"],
+        usage=proposal["usage"],
+        fallback_cause=proposal.get("fallback_cause"),
+        attempts=proposal.get("attempts", ()),
+    )
+    return {**update, "proposal": recorded}
 
 
 def _budget_left(deps: LoopDeps, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
@@ -190,7 +190,7 @@ def _constraint_rejection(deps: LoopDeps, state: LoopState) -> Judgement | None:
     if not violations:
         return None
     name = describe.quoted(deps.catalog, item)
-    return Judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
+    return make_judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
 
 
 def _user_context(deps: LoopDeps, state: LoopState) -> UserContext:
@@ -224,7 +224,7 @@ def top_picks(candidates: list[int], scores: list[float]) -> list[int]:
     return [candidates[i] for i in order[:n]]
 
 
-def _ask_human(deps: LoopDeps, state: LoopState) -> JudgementRecord:
+def _ask_human(deps: LoopDeps, state: LoopState) -> Judgement:
     """Pause the run; the caller resumes it with Command(resume={"decision", "reason"})."""
     proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
     answer = interrupt(
@@ -328,16 +328,17 @@ def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
     return decision, reason.strip()
 
 
-def _record(judgement: Judgement) -> JudgementRecord:
-    return {
-        "decision": judgement.decision,
-        "reason": judgement.reason,
-        "preferred_items": list(judgement.preferred_items),
-        "fallback": judgement.fallback,
-        "usage": judgement.usage,
-        "fallback_cause": judgement.fallback_cause,
-        "attempts": list(judgement.attempts),
-    }
+def _record(judgement: Judgement) -> Judgement:
+    """The agent's judgement as the state keeps it: every key, lists copied."""
+    return make_judgement(
+        judgement["decision"],
+        judgement["reason"],
+        judgement["preferred_items"],
+        fallback=judgement["fallback"],
+        usage=judgement["usage"],
+        fallback_cause=judgement.get("fallback_cause"),
+        attempts=judgement.get("attempts", ()),
+    )
 
 
 def _required(state: LoopState, key: str) -> Any:

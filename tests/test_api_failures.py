@@ -37,11 +37,11 @@ async def _rows(resources, session_id: str) -> tuple[SessionRow, list[Loop]]:
 @pytest.fixture
 def rejecting_user(monkeypatch):
     """The user agent rejects everything, so a loop runs to its round limit."""
-    from graph.agents.base import Judgement
     from graph.agents.offline import OfflineUserAgent
+    from graph.state import make_judgement
 
     async def reject(self, ctx):
-        return Judgement("reject", "not for me")
+        return make_judgement("reject", "not for me")
 
     monkeypatch.setattr(OfflineUserAgent, "judge", reject)
 

@@ -1,8 +1,9 @@
 """The two agents of the loop behind one small interface.
 
 The nodes build a context of plain ids and numbers, the agent answers with a
-:class:`Proposal` or a :class:`Judgement`. Each step is one async method: the graph runs
-only under ``ainvoke``/``astream`` (offline agents never await anything inside).
+:class:`graph.state.Proposal` or a :class:`graph.state.Judgement` (the very dicts the state keeps).
+Each step is one async method: the graph runs only under ``ainvoke``/``astream`` (offline agents
+never await anything inside).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graph.state import Decision, LLMAttempt, LLMUsage, MemoryEntry, empty_usage
+from graph.state import Judgement, LLMAttempt, LLMUsage, MemoryEntry, Proposal, empty_usage
 
 RewardDisplay = Literal["top_picks", "score"]
 
@@ -86,30 +87,6 @@ class JudgeItemsContext:
     unlike raw scores, one scale for every user, so one verdict threshold fits all of them."""
     accepted: list[int] = field(default_factory=list)
     """Items the user agent accepted in the loop before (AFL's user memory keeps accepted rounds)."""
-
-
-@dataclass(frozen=True)
-class Proposal:
-    item: int
-    reason: str
-    fallback: bool = False
-    """True when an LLM agent's output was unusable and the offline policy answered."""
-    usage: LLMUsage = field(default_factory=empty_usage)
-    fallback_cause: str | None = None
-    """Why the offline policy answered (``kind: detail``, see graph.llm_client.FailureKind)."""
-    attempts: list[LLMAttempt] = field(default_factory=list)
-    """Every LLM attempt behind this answer."""
-
-
-@dataclass(frozen=True)
-class Judgement:
-    decision: Decision
-    reason: str
-    preferred_items: list[int] = field(default_factory=list)
-    fallback: bool = False
-    usage: LLMUsage = field(default_factory=empty_usage)
-    fallback_cause: str | None = None
-    attempts: list[LLMAttempt] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

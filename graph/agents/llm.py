@@ -21,8 +21,6 @@ from graph import describe, prompts
 from graph.agents.base import (
     ItemsVerdict,
     JudgeItemsContext,
-    Judgement,
-    Proposal,
     RecAgent,
     RecContext,
     UserAgent,
@@ -31,7 +29,7 @@ from graph.agents.base import (
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.config import LLMConfig, LoopConfig
 from graph.llm_client import CallOutcome, LLMClient, Validator
-from graph.state import MemoryEntry, sum_usage
+from graph.state import Judgement, MemoryEntry, Proposal, make_judgement, make_proposal, sum_usage
 from recmodels.dataset import Dataset
 
 # --------------------------------------------------------------------------- answer shapes
@@ -222,16 +220,16 @@ class LLMRecAgent(RecAgent):
     async def propose(self, ctx: RecContext) -> Proposal:
         outcome = await self.caller.acall(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
         if outcome.answer is not None:
-            return Proposal(
+            return make_proposal(
                 outcome.answer.item_id,
                 self.shapes.reason(outcome.answer),
                 usage=outcome.usage,
                 attempts=outcome.attempts,
             )
         offline = await self.fallback.propose(ctx)
-        return Proposal(
-            offline.item,
-            offline.reason,
+        return make_proposal(
+            offline["item"],
+            offline["reason"],
             fallback=True,
             usage=outcome.usage,
             fallback_cause=outcome.cause,
@@ -299,17 +297,17 @@ class LLMUserAgent(UserAgent):
     async def judge(self, ctx: UserContext) -> Judgement:
         outcome = await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
         if outcome.answer is not None:
-            return Judgement(
+            return make_judgement(
                 outcome.answer.decision,
                 self.shapes.reason(outcome.answer),
                 usage=outcome.usage,
                 attempts=outcome.attempts,
             )
         offline = await self.fallback.judge(ctx)
-        return Judgement(
-            offline.decision,
-            offline.reason,
-            offline.preferred_items,
+        return make_judgement(
+            offline["decision"],
+            offline["reason"],
+            offline["preferred_items"],
             fallback=True,
             usage=outcome.usage,
             fallback_cause=outcome.cause,
