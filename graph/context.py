@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
+from graph.caches import LoopCaches
 from graph.config import AgentMode, LoopConfig
 from graph.similarity import load_vectors
 from recmodels.dataset import Dataset
@@ -58,8 +59,10 @@ def build_deps(
     rec_prior: bool = True,
     user_reward: bool = True,
     calibration: LoopCalibration,
+    caches: LoopCaches | None = None,
 ) -> LoopDeps:
-    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``)."""
+    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``);
+    ``caches``: the caller's, for the text item vectors."""
     check_models(catalog, rec_scorer, reward_scorer)
     accept_top_k = config.accept_top_k or 1
     offline_user = OfflineUserAgent(
@@ -68,9 +71,9 @@ def build_deps(
         accept_share=min(1.0, accept_top_k / config.n_candidates),
         use_reward=user_reward,
         calibration=calibration,
-        vectors=load_vectors(calibration.user_similarity, config, catalog, reward_scorer),
+        vectors=load_vectors(calibration.user_similarity, config, catalog, reward_scorer, caches),
     )
-    rec_vectors = load_vectors(calibration.rec_similarity, config, catalog, reward_scorer)
+    rec_vectors = load_vectors(calibration.rec_similarity, config, catalog, reward_scorer, caches)
     offline_rec = OfflineRecAgent(catalog, use_prior=rec_prior, calibration=calibration, vectors=rec_vectors)
     rec_agent: RecAgent
     user_agent: UserAgent

@@ -12,6 +12,7 @@ import torch
 
 from app.settings import Settings
 from graph import calibration as cal_module
+from graph.caches import LoopCaches
 from graph.calibration import (
     TRUST_GRID,
     LoopCalibration,
@@ -89,8 +90,17 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
         return await real_fit(*args, **kwargs)
 
     monkeypatch.setattr(cal_module, "fit_calibration", counted)
-    monkeypatch.setattr(cal_module, "_MEMO", {})
-    first = await loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
+    caches = LoopCaches()
+    first = await loop_calibration(
+        fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
+    )
+    assert list(caches.calibrations.values()) == [first]
+    assert (  # the caller's caches answer again without a fit or a read
+        await loop_calibration(
+            fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
+        )
+        is first
+    )
     path = calibration_path(rec, reward)
     assert path == models / "calibration" / "gru4rec+sasrec.json" and path.is_file()
     stored = json.loads(path.read_text())
@@ -98,7 +108,7 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
     assert stored["key"]["dataset_fingerprint"] == ml_dataset.fingerprint
     assert LoopCalibration.from_json(stored["calibration"]) == first
 
-    monkeypatch.setattr(cal_module, "_MEMO", {})  # a new process: read from the file, no refit
+    # without those caches (a new process): read from the file, no refit
     assert (
         await loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
         == first
@@ -110,7 +120,6 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
     torch.save({**payload, "created_at": "retrained"}, models / "gru4rec.pt")
     retrained = load_scorer(models / "gru4rec.pt", ml_dataset)
     assert retrained.info.artifact_sha256 != rec.info.artifact_sha256
-    monkeypatch.setattr(cal_module, "_MEMO", {})
     await loop_calibration(fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",))
     assert fits == ["gru4rec", "gru4rec"]
     assert json.loads(path.read_text())["key"]["rec_sha256"] == retrained.info.artifact_sha256

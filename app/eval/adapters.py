@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
 from graph.runner import LoopResult, LoopRunner
 from recmodels.dataset import Dataset
@@ -133,12 +134,15 @@ async def make_loop_deps(
     rec_scorer: Scorer,
     reward_scorer: Scorer,
     agents: AgentMode,
+    caches: LoopCaches | None = None,
     **knobs: Any,
 ) -> Any:
     """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword)."""
     from graph.deps import make_deps
 
-    return await make_deps(settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, **knobs)
+    return await make_deps(
+        settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, caches=caches, **knobs
+    )
 
 
 def loop_runner() -> LoopRunner:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from app.eval.adapters import ModelBank, baseline_picks, loop_runner, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
 
@@ -50,6 +51,8 @@ class EvalContext:
     aio: asyncio.Runner = field(default_factory=asyncio.Runner, repr=False)
     """The evaluation's one event loop: every batch of loops runs on it (LLM clients keep their
     connections across batches). Close it when done: ``with ctx.aio: ...``."""
+    caches: LoopCaches = field(default_factory=LoopCaches, repr=False)
+    """What the evaluation's loops compute once (calibrations, text item vectors)."""
     _deps: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
 
     def deps(self, rec_model: str, variant: Variant) -> Any:
@@ -66,6 +69,7 @@ class EvalContext:
                     self.models.get(self.dataset, rec_model),
                     self.models.get(self.dataset, self.settings.reward_model),
                     self.agents,
+                    self.caches,
                     **variant.knobs,
                 )
             )

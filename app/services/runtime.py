@@ -32,6 +32,7 @@ from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
 
@@ -62,6 +63,8 @@ class ServiceResources:
     """Steering similarity by (rec scorer, backend): the text model takes seconds to load."""
     similarity_lock: threading.Lock = field(default_factory=threading.Lock)
     """A command arriving while the start-up warm-up loads the text model waits for it."""
+    loop_caches: LoopCaches = field(default_factory=LoopCaches)
+    """What this worker's loops computed once (calibrations, text item vectors)."""
     streams: set[asyncio.Future] = field(default_factory=set)
     """Loops of event streams that still run (referenced here so they are not collected)."""
 
@@ -75,7 +78,9 @@ class ServiceResources:
         return sorted(self.loop_deps) if self.graph is not None else []
 
 
-async def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, LoopDeps]:
+async def load_loop_deps(
+    settings: Settings, catalog: Dataset, caches: LoopCaches | None = None
+) -> dict[AgentMode, LoopDeps]:
     """The trained rec and reward models (loaded once) and the agents built on them."""
     import torch
 
@@ -92,10 +97,10 @@ async def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode
         else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
     )
     deps: dict[AgentMode, LoopDeps] = {
-        "offline": await make_deps(settings.loop_config(), catalog, rec, reward, "offline")
+        "offline": await make_deps(settings.loop_config(), catalog, rec, reward, "offline", caches=caches)
     }
     if settings.llm_enabled:
-        deps["llm"] = await make_deps(settings.loop_config(), catalog, rec, reward, "llm")
+        deps["llm"] = await make_deps(settings.loop_config(), catalog, rec, reward, "llm", caches=caches)
     return deps
 
 
@@ -133,7 +138,8 @@ async def open_resources(
     """Open pools and load models; close everything on exit."""
     url = libpq_url(database_url) if database_url else resolve_database_url(settings)
     catalog = catalog or Dataset.open(settings.datasets_dir, settings.dataset)
-    loop_deps = loop_deps if loop_deps is not None else await load_loop_deps(settings, catalog)
+    caches = LoopCaches()
+    loop_deps = loop_deps if loop_deps is not None else await load_loop_deps(settings, catalog, caches)
     async with AsyncExitStack() as stack:
         engine = create_engine(url, settings)
         stack.push_async_callback(engine.dispose)
@@ -156,5 +162,6 @@ async def open_resources(
             loop_deps=loop_deps,
             verified_keys=VerifiedKeys(settings.api_key_cache_s),
             graph=compile_graph(saver) if loop_deps else None,
+            loop_caches=caches,
         )
         yield resources
