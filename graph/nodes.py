@@ -27,7 +27,6 @@ from graph.state import (
     add_usage,
     empty_usage,
     make_judgement,
-    make_proposal,
 )
 from graph.steering.tools import hard_violations
 from recmodels.metrics import rank_of
@@ -106,15 +105,7 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
     proposal = await deps.rec_agent.propose(ctx)
     if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
         raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
-    recorded = make_proposal(
-        proposal["item"],
-        proposal["reason"],
-        fallback=proposal["fallback"],
-        usage=proposal["usage"],
-        fallback_cause=proposal.get("fallback_cause"),
-        attempts=proposal.get("attempts", ()),
-    )
-    return {**update, "proposal": recorded}
+    return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
 
 
 def _budget_left(deps: LoopDeps, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
@@ -175,8 +166,9 @@ async def judge(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
         return {"judgement": _ask_human(deps, state)}
     ruled_out = _constraint_rejection(deps, state)
     if ruled_out is not None:
-        return {"judgement": _record(ruled_out)}
-    return {"judgement": _record(await deps.user_agent.judge(_user_context(deps, state)))}
+        return {"judgement": ruled_out}
+    judgement = await deps.user_agent.judge(_user_context(deps, state))
+    return {"judgement": judgement}  # stored as the agent built it (make_judgement)
 
 
 def _constraint_rejection(deps: LoopDeps, state: LoopState) -> Judgement | None:
@@ -326,19 +318,6 @@ def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
     if not isinstance(reason, str) or not reason.strip():
         raise HumanFeedbackError("reason: must be a non-empty string")
     return decision, reason.strip()
-
-
-def _record(judgement: Judgement) -> Judgement:
-    """The agent's judgement as the state keeps it: every key, lists copied."""
-    return make_judgement(
-        judgement["decision"],
-        judgement["reason"],
-        judgement["preferred_items"],
-        fallback=judgement["fallback"],
-        usage=judgement["usage"],
-        fallback_cause=judgement.get("fallback_cause"),
-        attempts=judgement.get("attempts", ()),
-    )
 
 
 def _required(state: LoopState, key: str) -> Any:
