@@ -19,13 +19,13 @@ Settings (models, caps, budget) come from the environment like every recloop com
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import statistics
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -71,24 +71,29 @@ def run_loops(settings: Settings, dataset_name: str, rows: int, max_rounds: int,
     dataset = Dataset.open(settings.datasets_dir, dataset_name)
     rec = load_latest_scorer(settings.models_dir, dataset, settings.rec_model)
     reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
-    runner = LoopRunner(make_deps(settings.loop_config(), dataset, rec, reward, "llm"))
     test_rows, _ = dataset.eval_rows("test")
     cases = sampled_candidate_rows(
         test_rows[:rows], dataset.n_items, seed=0, n_candidates=settings.n_candidates
     )
+    runner = LoopRunner()
 
-    def one(case) -> tuple[Any, LoopResult, float]:
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(deps, case) -> tuple[Any, LoopResult, float]:
+        async with slots:
+            started = time.perf_counter()
+            result = await runner.run(deps, list(case.history), list(case.candidates), max_rounds)
+            return case, result, time.perf_counter() - started
+
+    async def all_loops():
+        deps = await make_deps(settings.loop_config(), dataset, rec, reward, "llm")
+        before = server_counters(settings.llm_base_url or "")
         started = time.perf_counter()
-        result = runner.run(list(case.history), list(case.candidates), max_rounds)
-        return case, result, time.perf_counter() - started
+        done = list(await asyncio.gather(*(one(deps, case) for case in cases)))
+        wall = time.perf_counter() - started
+        return done, wall, before, server_counters(settings.llm_base_url or "")
 
-    before = server_counters(settings.llm_base_url or "")
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        done = list(pool.map(one, cases))
-    wall = time.perf_counter() - started
-    after = server_counters(settings.llm_base_url or "")
-    return done, wall, before, after
+    return asyncio.run(all_loops())
 
 
 def summarise(

@@ -1,30 +1,30 @@
-"""The graph factory: dependencies in, an *uncompiled* StateGraph out.
+"""The graph factory: the one loop graph, *uncompiled*; its dependencies come with each run.
 
-Compile it where it is used: the service with its PostgreSQL saver, tests with
-an in-memory saver, the evaluation without a checkpointer (see graph.runner).
+Compile it where it is used, once: the service with its PostgreSQL saver, tests with an
+in-memory saver, the evaluation and the CLI without a checkpointer (see graph.runner). Every run
+passes its :class:`graph.context.LoopDeps` as LangGraph's runtime context
+(``await graph.ainvoke(input, config, context=deps)``); the nodes read it as ``runtime.context``.
+The graph is async only: run it with ``ainvoke`` / ``astream``.
 """
 
 from __future__ import annotations
 
-from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 
 from graph.context import LoopDeps
-from graph.nodes import LoopNodes, route_after_memory_update
+from graph.nodes import judge, memory_update, recommend, route_after_memory_update, score
 from graph.state import LoopInput, LoopState
 
 NODE_NAMES = ("recommend", "score", "judge", "memory_update")
 
 
-def build_graph(deps: LoopDeps) -> StateGraph:
+def build_graph() -> StateGraph:
     """recommend -> score -> judge -> memory_update -> (recommend | END)."""
-    nodes = LoopNodes(deps)
-    graph = StateGraph(LoopState, input_schema=LoopInput)
-    # One node, two bodies: `invoke` runs the sync one, `ainvoke` the async one (LLM calls don't block).
-    graph.add_node("recommend", RunnableLambda(nodes.recommend, afunc=nodes.arecommend, name="recommend"))
-    graph.add_node("score", nodes.score)
-    graph.add_node("judge", RunnableLambda(nodes.judge, afunc=nodes.ajudge, name="judge"))
-    graph.add_node("memory_update", nodes.memory_update)
+    graph = StateGraph(LoopState, context_schema=LoopDeps, input_schema=LoopInput)
+    graph.add_node("recommend", recommend)
+    graph.add_node("score", score)
+    graph.add_node("judge", judge)
+    graph.add_node("memory_update", memory_update)
     graph.add_edge(START, "recommend")
     graph.add_edge("recommend", "score")
     graph.add_edge("score", "judge")

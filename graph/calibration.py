@@ -37,7 +37,6 @@ import json
 import logging
 import math
 import random
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from graph.agents.evidence import ItemVectors, LoopCalibration, MemoryView, VerdictFeatures
+from graph.caches import LoopCaches
 from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
 from recmodels.scorer import Scorer
@@ -111,28 +111,33 @@ def calibration_path(rec: Scorer, reward: Scorer) -> Path | None:
     return Path(artifact).parent / "calibration" / f"{rec.info.model_name}+{reward.info.model_name}.json"
 
 
-_MEMO: dict[str, LoopCalibration] = {}
-_MEMO_LOCK = threading.Lock()
-
-
-def loop_calibration(
-    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
+async def loop_calibration(
+    config: LoopConfig,
+    catalog: Dataset,
+    rec: Scorer,
+    reward: Scorer,
+    backends: Sequence[str],
+    caches: LoopCaches | None = None,
 ) -> LoopCalibration:
-    """The calibration for these models: from this process's memo, the file beside the rec model's
-    artifact (:func:`calibration_path`), or fitted on validation now (seconds) and saved there."""
+    """The calibration for these models: from ``caches`` (the caller's, when given), the file beside
+    the rec model's artifact (:func:`calibration_path`), or fitted on validation now (seconds) and
+    saved there."""
     key = calibration_key(catalog, rec, reward, backends)
     path = calibration_path(rec, reward)
     memo_key = json.dumps(key, sort_keys=True) + (f"@{path}" if path else f"/{id(rec)}/{id(reward)}")
-    with _MEMO_LOCK:
-        if memo_key in _MEMO:
-            return _MEMO[memo_key]
-        found = _read(path, key) if path else None
-        if found is None:
-            found = fit_calibration(config, catalog, rec, reward, backends)
-            if path:
-                _write(path, key, found)
-        _MEMO[memo_key] = found
-        return found
+    if caches is not None:
+        with caches.lock:
+            if memo_key in caches.calibrations:
+                return caches.calibrations[memo_key]
+    found = _read(path, key) if path else None
+    if found is None:
+        found = await fit_calibration(config, catalog, rec, reward, backends, caches)
+        if path:
+            _write(path, key, found)
+    if caches is not None:
+        with caches.lock:
+            caches.calibrations[memo_key] = found
+    return found
 
 
 def _read(path: Path, key: Mapping[str, Any]) -> LoopCalibration | None:
@@ -162,8 +167,13 @@ def _write(path: Path, key: Mapping[str, Any], calibration: LoopCalibration) -> 
 # --------------------------------------------------------------------------- fitting
 
 
-def fit_calibration(
-    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]
+async def fit_calibration(
+    config: LoopConfig,
+    catalog: Dataset,
+    rec: Scorer,
+    reward: Scorer,
+    backends: Sequence[str],
+    caches: LoopCaches | None = None,
 ) -> LoopCalibration:
     """Learn every parameter on the validation split (see the module docstring)."""
     from graph.similarity import load_vectors
@@ -182,7 +192,7 @@ def fit_calibration(
     tried: dict[str, Any] = {}
     best: tuple[float, LoopCalibration, dict[str, float]] | None = None
     for name in ("none", *backends):
-        vectors = load_vectors(name, config, catalog, reward)
+        vectors = load_vectors(name, config, catalog, reward, caches)
         similarity = vectors.history_similarity_all(histories) if vectors is not None else None
         for weight in REC_HISTORY_WEIGHTS if vectors is not None else (0.0,):
             candidate = replace(base, rec_similarity=name, rec_history_weight=weight)
@@ -202,7 +212,7 @@ def fit_calibration(
             "val_expected_hr1_by_history_evidence": tried,
         },
     )
-    return fit_user_simulation(config, catalog, rec, reward, backends, recommendation)
+    return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation, caches)
 
 
 def _candidate_draws(rows: Sequence[Row], n_items: int, n_candidates: int) -> torch.Tensor:
@@ -284,17 +294,18 @@ class _Pooled:
         return self.log_probs + history * self.history + liked * self.liked - turned_down * self.turned_down
 
 
-def fit_user_simulation(
+async def fit_user_simulation(
     config: LoopConfig,
     catalog: Dataset,
     rec: Scorer,
     reward: Scorer,
     backends: Sequence[str],
     calibration: LoopCalibration,
+    caches: LoopCaches | None = None,
 ) -> LoopCalibration:
     """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
     from graph.context import build_deps
-    from graph.runner import run_loop
+    from graph.runner import LoopRunner
     from graph.similarity import load_vectors
     from graph.usersim import RATIOS, cases_from_rows
 
@@ -306,16 +317,16 @@ def fit_user_simulation(
     ]
     if not cases:
         return calibration
-    deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration)
-    memories = []
+    deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration, caches=caches)
+    memories, runner = [], LoopRunner()
     for case in cases:
-        loop = run_loop(deps, case.rec_history, case.rec_candidates, config.max_rounds)
+        loop = await runner.run(deps, case.rec_history, case.rec_candidates, config.max_rounds)
         memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
     log_probs = reward.catalog_log_probs([c.init_history for c in cases])  # [U, N]
     report: dict[str, Any] = {}
     best: tuple[tuple[float, float], dict[str, Any]] | None = None
     for name in ("none", *backends):
-        vectors = load_vectors(name, config, catalog, reward)
+        vectors = load_vectors(name, config, catalog, reward, caches)
         agent = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=False) for ratio in RATIOS]
         flow = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=True) for ratio in RATIOS]
         for h in USER_HISTORY_WEIGHTS if vectors is not None else (0.0,):

@@ -1,26 +1,30 @@
-"""Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`,
-and :func:`build_deps`, which wires the agents for given calibration parameters
-(:func:`graph.deps.make_deps` learns those on validation first).
+"""Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`
+(the graph's runtime context), and :func:`build_deps`, which wires the agents for given
+calibration parameters (:func:`graph.deps.make_deps` learns those on validation first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
+from graph.caches import LoopCaches
 from graph.config import AgentMode, LoopConfig
 from graph.similarity import load_vectors
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 
-# eq=False keeps identity hashing, so compiled graphs can be cached per deps object.
+# eq=False: identity hashing (models and agents do not compare by value).
 @dataclass(frozen=True, eq=False)
 class LoopDeps:
-    """The loop's dependencies: two trained models, the catalog, two agents, the configuration."""
+    """The loop's dependencies: two trained models, the catalog, two agents, the configuration.
+
+    The graph's runtime context (``StateGraph(..., context_schema=LoopDeps)``): each run passes
+    one, ``graph.ainvoke(input, config, context=deps)``, and the nodes read ``runtime.context``.
+    """
 
     rec_scorer: Scorer
     """The recommendation model: its top candidate is the prior Im."""
@@ -34,8 +38,6 @@ class LoopDeps:
     """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
     rec_vectors: ItemVectors | None = None
     """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
-    runners: dict[str, Any] = field(default_factory=dict, repr=False)
-    """Compiled runners of these deps (``graph.runner.cached_runner``): compiled once, kept with them."""
 
 
 def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) -> None:
@@ -57,8 +59,10 @@ def build_deps(
     rec_prior: bool = True,
     user_reward: bool = True,
     calibration: LoopCalibration,
+    caches: LoopCaches | None = None,
 ) -> LoopDeps:
-    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``)."""
+    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``);
+    ``caches``: the caller's, for the text item vectors."""
     check_models(catalog, rec_scorer, reward_scorer)
     accept_top_k = config.accept_top_k or 1
     offline_user = OfflineUserAgent(
@@ -67,9 +71,9 @@ def build_deps(
         accept_share=min(1.0, accept_top_k / config.n_candidates),
         use_reward=user_reward,
         calibration=calibration,
-        vectors=load_vectors(calibration.user_similarity, config, catalog, reward_scorer),
+        vectors=load_vectors(calibration.user_similarity, config, catalog, reward_scorer, caches),
     )
-    rec_vectors = load_vectors(calibration.rec_similarity, config, catalog, reward_scorer)
+    rec_vectors = load_vectors(calibration.rec_similarity, config, catalog, reward_scorer, caches)
     offline_rec = OfflineRecAgent(catalog, use_prior=rec_prior, calibration=calibration, vectors=rec_vectors)
     rec_agent: RecAgent
     user_agent: UserAgent

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from graph.agents.evidence import LoopCalibration
+from graph.caches import LoopCaches
 from graph.calibration import loop_calibration
 from graph.config import AgentMode, LoopConfig
 from graph.context import LoopDeps, build_deps, check_models
@@ -12,7 +13,7 @@ from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
 
-def make_deps(
+async def make_deps(
     config: LoopConfig,
     catalog: Dataset,
     rec_scorer: Scorer,
@@ -22,6 +23,7 @@ def make_deps(
     rec_prior: bool = True,
     user_reward: bool = True,
     calibration: LoopCalibration | None = None,
+    caches: LoopCaches | None = None,
 ) -> LoopDeps:
     """Wire agents of the requested kind.
 
@@ -29,10 +31,14 @@ def make_deps(
     recommendation agent the rec model's pick, show the user agent the reward model.
     ``calibration`` defaults to the one learned on validation for these two models
     (:func:`graph.calibration.loop_calibration`: cached next to the models, fitted on first use).
+    ``caches``: what the caller's loops share (calibrations, text item vectors); None computes or
+    reads them afresh.
     """
     check_models(catalog, rec_scorer, reward_scorer)
     if calibration is None:
-        calibration = loop_calibration(config, catalog, rec_scorer, reward_scorer, available_backends())
+        calibration = await loop_calibration(
+            config, catalog, rec_scorer, reward_scorer, available_backends(), caches
+        )
     return build_deps(
         config,
         catalog,
@@ -42,4 +48,5 @@ def make_deps(
         rec_prior=rec_prior,
         user_reward=user_reward,
         calibration=calibration,
+        caches=caches,
     )

@@ -2,9 +2,9 @@
 
 One round of AFL Algorithm 1: ``recommend`` (Ir, Rr) -> ``score`` S -> ``judge``
 (Du, Ru) -> ``memory_update`` (both memories get {Ir, Rr, Ru} on rejection).
-Each node returns only the keys it changes. Nodes exist in a sync and an async
-flavour so the same graph runs under ``invoke`` (evaluation, CLI) and
-``ainvoke`` (the service); both share every line except the agent call.
+Each node is one async function ``(state, runtime) -> dict`` that returns only the keys it
+changes; its dependencies (models, catalog, agents, configuration) are the run's context,
+``runtime.context`` (a :class:`graph.context.LoopDeps`, passed as ``ainvoke(..., context=deps)``).
 """
 
 from __future__ import annotations
@@ -12,19 +12,21 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langgraph.graph import END
+from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, interrupt
 
 from graph import describe
-from graph.agents.base import Judgement, Proposal, RecContext, UserContext
+from graph.agents.base import RecContext, UserContext
 from graph.context import LoopDeps
 from graph.state import (
     JUDGE_MODES,
-    JudgementRecord,
+    Judgement,
     LoopState,
     MemoryEntry,
     RoundRecord,
     add_usage,
     empty_usage,
+    make_judgement,
 )
 from graph.steering.tools import hard_violations
 from recmodels.metrics import rank_of
@@ -78,241 +80,222 @@ def is_new_loop(state: LoopState) -> bool:
     return state.get("stop_reason") is not None
 
 
-class LoopNodes:
-    """The node functions, bound to one set of dependencies."""
+# --- recommend -------------------------------------------------------------------------------
 
-    def __init__(self, deps: LoopDeps):
-        self.deps = deps
 
-    # --- recommend ---------------------------------------------------------------------------
+async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
+    """Open the loop if this is its start, then ask the recommendation agent for a candidate (Ir, Rr)."""
+    deps = runtime.context
+    update = _open_loop(deps, state) if is_new_loop(state) else {}
+    view: dict[str, Any] = {**state, **update}
+    rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
+    ctx = RecContext(
+        history=list(view["history"]),
+        candidates=list(view["candidates"]),
+        rec_scores=list(view["rec_scores"]),
+        prior_item=view["prior_item"] if deps.rec_agent.use_prior else None,
+        memory=list(state.get("rec_memory") or []),
+        rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
+        last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
+        round=len(rounds) + 1,
+        preferences=view.get("preferences"),
+        llm_budget_s=_budget_left(deps, view),
+        reward_scores=list(view["reward_scores"]),
+    )
+    proposal = await deps.rec_agent.propose(ctx)
+    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
+        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
+    return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
 
-    def recommend(self, state: LoopState) -> dict[str, Any]:
-        update, ctx = self._before_recommend(state)
-        return self._after_recommend(update, ctx, self.deps.rec_agent.propose(ctx))
 
-    async def arecommend(self, state: LoopState) -> dict[str, Any]:
-        update, ctx = self._before_recommend(state)
-        return self._after_recommend(update, ctx, await self.deps.rec_agent.apropose(ctx))
+def _budget_left(deps: LoopDeps, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
+    """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
+    this round's earlier steps spent)."""
+    spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
+    return deps.config.llm_loop_budget_s - spent
 
-    def _before_recommend(self, state: LoopState) -> tuple[dict[str, Any], RecContext]:
-        update = self._open_loop(state) if is_new_loop(state) else {}
-        view: dict[str, Any] = {**state, **update}
-        rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
-        ctx = RecContext(
-            history=list(view["history"]),
-            candidates=list(view["candidates"]),
-            rec_scores=list(view["rec_scores"]),
-            prior_item=view["prior_item"] if self.deps.rec_agent.use_prior else None,
-            memory=list(state.get("rec_memory") or []),
-            rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
-            last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
-            round=len(rounds) + 1,
-            preferences=view.get("preferences"),
-            llm_budget_s=self._budget_left(view),
-            reward_scores=list(view["reward_scores"]),
-        )
-        return update, ctx
 
-    def _budget_left(self, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
-        """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
-        this round's earlier steps spent)."""
-        spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
-        return self.deps.config.llm_loop_budget_s - spent
+def _open_loop(deps: LoopDeps, state: LoopState) -> dict[str, Any]:
+    """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
+    history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
+    max_rounds = state.get("max_rounds")
+    max_rounds = deps.config.max_rounds if max_rounds is None else max_rounds
+    judge_mode = state.get("judge_mode") or "agent"
+    validate_loop_input(history, candidates, max_rounds, judge_mode, deps.catalog.n_items)
+    rec_scores = deps.rec_scorer.score(history, candidates)
+    reward_scores = (
+        rec_scores if deps.reward_scorer is deps.rec_scorer else deps.reward_scorer.score(history, candidates)
+    )
+    prior = max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))
+    return {
+        "loop_index": (state.get("loop_index") or 0) + 1,
+        "max_rounds": max_rounds,
+        "judge_mode": judge_mode,
+        "prior_item": candidates[prior],
+        "rec_scores": rec_scores,
+        "reward_scores": reward_scores,
+        "rounds": Overwrite([]),
+        "proposal": None,
+        "verdict": None,
+        "judgement": None,
+        "final_item": None,
+        "final_reason": None,
+        "stop_reason": None,
+        "llm_seconds": 0.0,
+    }
 
-    def _open_loop(self, state: LoopState) -> dict[str, Any]:
-        """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
-        config = self.deps.config
-        history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
-        max_rounds = state.get("max_rounds")
-        max_rounds = config.max_rounds if max_rounds is None else max_rounds
-        judge_mode = state.get("judge_mode") or "agent"
-        validate_loop_input(history, candidates, max_rounds, judge_mode, self.deps.catalog.n_items)
-        rec_scores = self.deps.rec_scorer.score(history, candidates)
-        reward_scores = (
-            rec_scores
-            if self.deps.reward_scorer is self.deps.rec_scorer
-            else self.deps.reward_scorer.score(history, candidates)
-        )
-        prior = max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))
-        return {
-            "loop_index": (state.get("loop_index") or 0) + 1,
-            "max_rounds": max_rounds,
-            "judge_mode": judge_mode,
-            "prior_item": candidates[prior],
-            "rec_scores": rec_scores,
-            "reward_scores": reward_scores,
-            "rounds": Overwrite([]),
-            "proposal": None,
-            "verdict": None,
-            "judgement": None,
-            "final_item": None,
-            "final_reason": None,
-            "stop_reason": None,
-            "llm_seconds": 0.0,
-        }
 
-    @staticmethod
-    def _after_recommend(update: dict[str, Any], ctx: RecContext, proposal: Proposal) -> dict[str, Any]:
-        if proposal.item not in ctx.candidates:  # agents validate too; a bug here must not leak out
-            raise RuntimeError(f"recommendation agent proposed {proposal.item}, which is not a candidate")
-        return {
-            **update,
-            "proposal": {
-                "item": proposal.item,
-                "reason": proposal.reason,
-                "fallback": proposal.fallback,
-                "usage": proposal.usage,
-                "fallback_cause": proposal.fallback_cause,
-                "attempts": list(proposal.attempts),
-            },
-        }
+# --- score -----------------------------------------------------------------------------------
 
-    # --- score -------------------------------------------------------------------------------
 
-    @staticmethod
-    def score(state: LoopState) -> dict[str, Any]:
-        proposal = _required(state, "proposal")
-        index = state["candidates"].index(proposal["item"])
-        scores = state["reward_scores"]
-        return {"verdict": {"score": float(scores[index]), "rank": rank_of(scores, index)}}
+async def score(state: LoopState) -> dict[str, Any]:
+    """The reward model's score S and rank of the proposal (scored when the loop opened)."""
+    proposal = _required(state, "proposal")
+    index = state["candidates"].index(proposal["item"])
+    scores = state["reward_scores"]
+    return {"verdict": {"score": float(scores[index]), "rank": rank_of(scores, index)}}
 
-    # --- judge -------------------------------------------------------------------------------
 
-    def judge(self, state: LoopState) -> dict[str, Any]:
-        if state.get("judge_mode") == "human":
-            return {"judgement": self._ask_human(state)}
-        ruled_out = self._constraint_rejection(state)
-        if ruled_out is not None:
-            return {"judgement": _record(ruled_out)}
-        return {"judgement": _record(self.deps.user_agent.judge(self._user_context(state)))}
+# --- judge -----------------------------------------------------------------------------------
 
-    async def ajudge(self, state: LoopState) -> dict[str, Any]:
-        if state.get("judge_mode") == "human":
-            return {"judgement": self._ask_human(state)}
-        ruled_out = self._constraint_rejection(state)
-        if ruled_out is not None:
-            return {"judgement": _record(ruled_out)}
-        return {"judgement": _record(await self.deps.user_agent.ajudge(self._user_context(state)))}
 
-    def _constraint_rejection(self, state: LoopState) -> Judgement | None:
-        """A proposal that breaks the user's hard steering constraints is rejected whatever the agent
-        would say: the constraints are the user's own words, checkable without a model."""
-        preferences = state.get("preferences")
-        if not preferences:
-            return None
-        item = _required(state, "proposal")["item"]
-        violations = hard_violations(preferences, self.deps.catalog.item(item))
-        if not violations:
-            return None
-        name = describe.quoted(self.deps.catalog, item)
-        return Judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
+async def judge(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
+    """The user agent's decision Du and reason Ru, or a person's (``judge_mode="human"``)."""
+    deps = runtime.context
+    if state.get("judge_mode") == "human":
+        return {"judgement": _ask_human(deps, state)}
+    ruled_out = _constraint_rejection(deps, state)
+    if ruled_out is not None:
+        return {"judgement": ruled_out}
+    judgement = await deps.user_agent.judge(_user_context(deps, state))
+    return {"judgement": judgement}  # stored as the agent built it (make_judgement)
 
-    def _user_context(self, state: LoopState) -> UserContext:
-        proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
-        candidates = state["candidates"]
-        show_picks = self.deps.config.reward_display == "top_picks"
-        spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
-        rounds = state.get("rounds") or []
-        return UserContext(
-            history=list(state["history"]),
-            candidates=list(candidates),
-            item=proposal["item"],
-            rec_reason=proposal["reason"],
-            reward_score=verdict["score"],
-            reward_rank=verdict["rank"],
-            top_picks=self.top_picks(candidates, state["reward_scores"]) if show_picks else [],
-            memory=list(state.get("user_memory") or []),
-            round=len(rounds) + 1,
-            preferences=state.get("preferences"),
-            llm_budget_s=self._budget_left(state, spent_on_proposal),
-            reward_scores=list(state["reward_scores"]) if show_picks else [],
-            rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
-            asked_for_this_loop=[i for r in rounds for i in r["preferred_items"]],
-        )
 
-    @staticmethod
-    def top_picks(candidates: list[int], scores: list[float]) -> list[int]:
-        n = max(1, round(len(candidates) / TOP_PICKS_SHARE))
-        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-        return [candidates[i] for i in order[:n]]
+def _constraint_rejection(deps: LoopDeps, state: LoopState) -> Judgement | None:
+    """A proposal that breaks the user's hard steering constraints is rejected whatever the agent
+    would say: the constraints are the user's own words, checkable without a model."""
+    preferences = state.get("preferences")
+    if not preferences:
+        return None
+    item = _required(state, "proposal")["item"]
+    violations = hard_violations(preferences, deps.catalog.item(item))
+    if not violations:
+        return None
+    name = describe.quoted(deps.catalog, item)
+    return make_judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
 
-    def _ask_human(self, state: LoopState) -> JudgementRecord:
-        """Pause the run; the caller resumes it with Command(resume={"decision", "reason"})."""
-        proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
-        answer = interrupt(
-            {
-                "loop_index": state.get("loop_index"),
-                "round": len(state.get("rounds") or []) + 1,
-                "item": proposal["item"],
-                "item_title": describe.title(self.deps.catalog, proposal["item"]),
-                "rec_reason": proposal["reason"],
-                "reward_score": verdict["score"],
-                "reward_rank": verdict["rank"],
-                "expects": {"decision": "accept | reject", "reason": "str"},
-            }
-        )
-        decision, reason = parse_human_answer(answer)
-        return {
-            "decision": decision,
-            "reason": reason,
-            "preferred_items": [],
-            "fallback": False,
-            "usage": empty_usage(),
-        }
 
-    # --- memory_update -----------------------------------------------------------------------
+def _user_context(deps: LoopDeps, state: LoopState) -> UserContext:
+    proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
+    candidates = state["candidates"]
+    show_picks = deps.config.reward_display == "top_picks"
+    spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
+    rounds = state.get("rounds") or []
+    return UserContext(
+        history=list(state["history"]),
+        candidates=list(candidates),
+        item=proposal["item"],
+        rec_reason=proposal["reason"],
+        reward_score=verdict["score"],
+        reward_rank=verdict["rank"],
+        top_picks=top_picks(candidates, state["reward_scores"]) if show_picks else [],
+        memory=list(state.get("user_memory") or []),
+        round=len(rounds) + 1,
+        preferences=state.get("preferences"),
+        llm_budget_s=_budget_left(deps, state, spent_on_proposal),
+        reward_scores=list(state["reward_scores"]) if show_picks else [],
+        rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
+        asked_for_this_loop=[i for r in rounds for i in r["preferred_items"]],
+    )
 
-    def memory_update(self, state: LoopState) -> dict[str, Any]:
-        proposal, verdict, judgement = (_required(state, k) for k in ("proposal", "verdict", "judgement"))
-        item, number = proposal["item"], len(state.get("rounds") or []) + 1
-        title = describe.title(self.deps.catalog, item)
-        record: RoundRecord = {
-            "loop_index": state.get("loop_index") or 1,
-            "round": number,
-            "item": item,
-            "item_title": title,
+
+def top_picks(candidates: list[int], scores: list[float]) -> list[int]:
+    """The reward model's best quarter of the candidates (at least one), best first."""
+    n = max(1, round(len(candidates) / TOP_PICKS_SHARE))
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    return [candidates[i] for i in order[:n]]
+
+
+def _ask_human(deps: LoopDeps, state: LoopState) -> Judgement:
+    """Pause the run; the caller resumes it with Command(resume={"decision", "reason"})."""
+    proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
+    answer = interrupt(
+        {
+            "loop_index": state.get("loop_index"),
+            "round": len(state.get("rounds") or []) + 1,
+            "item": proposal["item"],
+            "item_title": describe.title(deps.catalog, proposal["item"]),
             "rec_reason": proposal["reason"],
             "reward_score": verdict["score"],
             "reward_rank": verdict["rank"],
-            "decision": judgement["decision"],
-            "user_reason": judgement["reason"],
-            "preferred_items": list(judgement["preferred_items"]),
-            "rec_fallback": proposal["fallback"],
-            "user_fallback": judgement["fallback"],
-            "llm_usage": add_usage(proposal["usage"], judgement["usage"]),
-            "rec_fallback_cause": proposal.get("fallback_cause"),
-            "user_fallback_cause": judgement.get("fallback_cause"),
-            "rec_llm_usage": add_usage(proposal["usage"], {}),
-            "user_llm_usage": add_usage(judgement["usage"], {}),
-            "llm_attempts": [*proposal.get("attempts", []), *judgement.get("attempts", [])],
+            "expects": {"decision": "accept | reject", "reason": "str"},
         }
-        spent = float(state.get("llm_seconds") or 0.0) + record["llm_usage"].get("seconds", 0.0)
-        update: dict[str, Any] = {
-            "rounds": [record],
-            "proposal": None,
-            "verdict": None,
-            "judgement": None,
-            "llm_seconds": round(spent, 6),
+    )
+    decision, reason = parse_human_answer(answer)
+    return {
+        "decision": decision,
+        "reason": reason,
+        "preferred_items": [],
+        "fallback": False,
+        "usage": empty_usage(),
+    }
+
+
+# --- memory_update ---------------------------------------------------------------------------
+
+
+async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
+    """Record the round; on rejection both memories get {Ir, Rr, Ru}; stop on acceptance or the limit."""
+    proposal, verdict, judgement = (_required(state, k) for k in ("proposal", "verdict", "judgement"))
+    item, number = proposal["item"], len(state.get("rounds") or []) + 1
+    title = describe.title(runtime.context.catalog, item)
+    record: RoundRecord = {
+        "loop_index": state.get("loop_index") or 1,
+        "round": number,
+        "item": item,
+        "item_title": title,
+        "rec_reason": proposal["reason"],
+        "reward_score": verdict["score"],
+        "reward_rank": verdict["rank"],
+        "decision": judgement["decision"],
+        "user_reason": judgement["reason"],
+        "preferred_items": list(judgement["preferred_items"]),
+        "rec_fallback": proposal["fallback"],
+        "user_fallback": judgement["fallback"],
+        "llm_usage": add_usage(proposal["usage"], judgement["usage"]),
+        "rec_fallback_cause": proposal.get("fallback_cause"),
+        "user_fallback_cause": judgement.get("fallback_cause"),
+        "rec_llm_usage": add_usage(proposal["usage"], {}),
+        "user_llm_usage": add_usage(judgement["usage"], {}),
+        "llm_attempts": [*proposal.get("attempts", []), *judgement.get("attempts", [])],
+    }
+    spent = float(state.get("llm_seconds") or 0.0) + record["llm_usage"].get("seconds", 0.0)
+    update: dict[str, Any] = {
+        "rounds": [record],
+        "proposal": None,
+        "verdict": None,
+        "judgement": None,
+        "llm_seconds": round(spent, 6),
+    }
+    if judgement["decision"] == "accept":
+        return {
+            **update,
+            "final_item": item,
+            "final_reason": proposal["reason"],
+            "stop_reason": "accepted",
         }
-        if judgement["decision"] == "accept":
-            return {
-                **update,
-                "final_item": item,
-                "final_reason": proposal["reason"],
-                "stop_reason": "accepted",
-            }
-        entry: MemoryEntry = {
-            "item": item,
-            "item_title": title,
-            "rec_reason": proposal["reason"],
-            "user_reason": judgement["reason"],
-            "preferred_items": list(judgement["preferred_items"]),
-        }
-        update |= {"rec_memory": [entry], "user_memory": [entry]}
-        if number >= state["max_rounds"]:
-            # AFL: the last proposal is the answer when the user never accepted.
-            update |= {"final_item": item, "final_reason": proposal["reason"], "stop_reason": "max_rounds"}
-        return update
+    entry: MemoryEntry = {
+        "item": item,
+        "item_title": title,
+        "rec_reason": proposal["reason"],
+        "user_reason": judgement["reason"],
+        "preferred_items": list(judgement["preferred_items"]),
+    }
+    update |= {"rec_memory": [entry], "user_memory": [entry]}
+    if number >= state["max_rounds"]:
+        # AFL: the last proposal is the answer when the user never accepted.
+        update |= {"final_item": item, "final_reason": proposal["reason"], "stop_reason": "max_rounds"}
+    return update
 
 
 def route_after_memory_update(state: LoopState) -> Literal["recommend", "__end__"]:
@@ -335,18 +318,6 @@ def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
     if not isinstance(reason, str) or not reason.strip():
         raise HumanFeedbackError("reason: must be a non-empty string")
     return decision, reason.strip()
-
-
-def _record(judgement: Judgement) -> JudgementRecord:
-    return {
-        "decision": judgement.decision,
-        "reason": judgement.reason,
-        "preferred_items": list(judgement.preferred_items),
-        "fallback": judgement.fallback,
-        "usage": judgement.usage,
-        "fallback_cause": judgement.fallback_cause,
-        "attempts": list(judgement.attempts),
-    }
 
 
 def _required(state: LoopState, key: str) -> Any:

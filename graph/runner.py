@@ -1,9 +1,10 @@
-"""Synchronous entry points for the evaluation and the CLI.
+"""Running the loop graph outside the service: the evaluation, the CLI, the calibration, tests.
 
-The graph is compiled once per dependencies object and reused: without a thread
-id a loop runs on a graph compiled without a checkpointer (the fast path of the
-evaluation, thousands of loops); with a thread id it runs on a per-deps
-in-memory saver so later calls can continue the thread.
+A :class:`LoopRunner` is the one graph compiled once (without a checkpointer: the fast path of
+the evaluation, thousands of loops; or on a saver, so later runs continue a thread); each run
+passes its :class:`graph.context.LoopDeps` as the runtime context, so one compiled graph serves
+every agent mode and ablation variant. Everything here is async; sync callers use ``asyncio.run``
+once around a whole batch of loops.
 """
 
 from __future__ import annotations
@@ -15,13 +16,20 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
-from graph.state import LLMUsage, LoopInput, MemoryEntry, RoundRecord, StopReason, total_usage
+from graph.state import (
+    JudgeMode,
+    LLMUsage,
+    LoopInput,
+    MemoryEntry,
+    RoundRecord,
+    StopReason,
+    total_usage,
+)
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5
@@ -101,6 +109,7 @@ def loop_input(
     candidates: Sequence[int] | None,
     max_rounds: int | None,
     preferences: dict[str, Any] | None = None,
+    judge_mode: JudgeMode = "agent",
 ) -> LoopInput:
     """Every input key spelled out, so nothing carries over from a thread's previous loop."""
     return {
@@ -108,21 +117,22 @@ def loop_input(
         "history": list(history),
         "candidates": list(candidates) if candidates is not None else default_candidates(deps, history),
         "max_rounds": deps.config.max_rounds if max_rounds is None else max_rounds,
-        "judge_mode": "agent",
+        "judge_mode": judge_mode,
         "preferences": preferences,
     }
 
 
 class LoopRunner:
-    """A graph compiled once, run many times (agent judge mode)."""
+    """The loop graph compiled once (on ``checkpointer``, if given) and run many times, with any
+    deps (agent judge mode)."""
 
-    def __init__(self, deps: LoopDeps, checkpointer: BaseCheckpointSaver | None = None):
-        self.deps = deps
+    def __init__(self, checkpointer: BaseCheckpointSaver | None = None):
         self.checkpointer = checkpointer
-        self.graph: CompiledStateGraph = build_graph(deps).compile(checkpointer=checkpointer)
+        self.graph: CompiledStateGraph = build_graph().compile(checkpointer=checkpointer)
 
-    def run(
+    async def run(
         self,
+        deps: LoopDeps,
         history: Sequence[int],
         candidates: Sequence[int] | None = None,
         max_rounds: int | None = None,
@@ -130,33 +140,15 @@ class LoopRunner:
         thread_id: str | None = None,
         preferences: dict[str, Any] | None = None,
     ) -> LoopResult:
-        payload, config = self._prepare(history, candidates, max_rounds, thread_id, preferences)
-        return LoopResult.from_state(self.graph.invoke(payload, config))
+        """Run one loop to its end with the user agent judging.
 
-    async def arun(
-        self,
-        history: Sequence[int],
-        candidates: Sequence[int] | None = None,
-        max_rounds: int | None = None,
-        *,
-        thread_id: str | None = None,
-        preferences: dict[str, Any] | None = None,
-    ) -> LoopResult:
-        """The same loop through the agents' async methods (concurrent LLM evaluations)."""
-        payload, config = self._prepare(history, candidates, max_rounds, thread_id, preferences)
-        return LoopResult.from_state(await self.graph.ainvoke(payload, config))
-
-    def _prepare(
-        self,
-        history: Sequence[int],
-        candidates: Sequence[int] | None,
-        max_rounds: int | None,
-        thread_id: str | None,
-        preferences: dict[str, Any] | None,
-    ) -> tuple[LoopInput, RunnableConfig]:
-        """The loop's input and run config, shared by :meth:`run` and :meth:`arun`."""
-        payload = loop_input(self.deps, history, candidates, max_rounds, preferences)
-        return payload, loop_config(self._thread(thread_id), payload["max_rounds"])
+        ``candidates`` default to the rec model's top-``n_candidates`` unseen items;
+        ``max_rounds=1`` gives AFL's "Agent" setting (one proposal, no feedback used). On a runner
+        with a checkpointer, ``thread_id`` continues a thread (its memories carry over).
+        """
+        payload = loop_input(deps, history, candidates, max_rounds, preferences)
+        config = loop_config(self._thread(thread_id), payload["max_rounds"])
+        return LoopResult.from_state(await self.graph.ainvoke(payload, config, context=deps))
 
     def _thread(self, thread_id: str | None) -> str | None:
         if self.checkpointer is None:
@@ -166,41 +158,22 @@ class LoopRunner:
         return thread_id or uuid.uuid4().hex
 
 
-def cached_runner(deps: LoopDeps, *, threaded: bool) -> LoopRunner:
-    """The per-deps runner: without a checkpointer, or on the per-deps in-memory saver."""
-    runners = deps.runners
-    key = "threaded" if threaded else "plain"
-    if key not in runners:
-        runners[key] = LoopRunner(deps, InMemorySaver() if threaded else None)
-    return runners[key]
-
-
-def run_loop(
+async def run_loop(
     deps: LoopDeps,
     history: Sequence[int],
     candidates: Sequence[int] | None = None,
     max_rounds: int | None = None,
     *,
-    checkpointer: BaseCheckpointSaver | None = None,
-    thread_id: str | None = None,
     preferences: dict[str, Any] | None = None,
 ) -> LoopResult:
-    """Run one loop to its end with the user agent judging.
+    """One loop on a graph compiled for it, without a checkpointer (:meth:`LoopRunner.run`).
 
-    ``candidates`` default to the rec model's top-``n_candidates`` unseen items;
-    ``max_rounds=1`` gives AFL's "Agent" setting (one proposal, no feedback used).
-    Pass ``thread_id`` (and optionally a ``checkpointer``) to continue a thread:
-    its memories carry over between calls. For many loops on one custom
-    checkpointer, hold a :class:`LoopRunner` instead of calling this.
+    For one-off loops (``recloop simulate``, tests); many loops: hold one :class:`LoopRunner`.
     """
-    if checkpointer is not None:
-        runner = LoopRunner(deps, checkpointer)
-    else:
-        runner = cached_runner(deps, threaded=thread_id is not None)
-    return runner.run(history, candidates, max_rounds, thread_id=thread_id, preferences=preferences)
+    return await LoopRunner().run(deps, history, candidates, max_rounds, preferences=preferences)
 
 
-def judge_items(
+async def judge_items(
     deps: LoopDeps,
     history: Sequence[int],
     items: Sequence[int],
@@ -213,10 +186,10 @@ def judge_items(
     Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
     :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
     """
-    return assess_items(deps, history, items, memory, preferences, accepted).likes
+    return (await assess_items(deps, history, items, memory, preferences, accepted)).likes
 
 
-def assess_items(
+async def assess_items(
     deps: LoopDeps,
     history: Sequence[int],
     items: Sequence[int],
@@ -236,4 +209,4 @@ def assess_items(
         reward_log_probs=log_probs,
         accepted=list(accepted),
     )
-    return deps.user_agent.assess_items(ctx)
+    return await deps.user_agent.assess_items(ctx)

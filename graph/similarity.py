@@ -9,11 +9,11 @@ if any, is chosen on validation (:mod:`graph.calibration`); only that one is loa
 from __future__ import annotations
 
 import logging
-import threading
 
 import torch
 
 from graph.agents.evidence import ItemVectors
+from graph.caches import LoopCaches
 from graph.config import LoopConfig
 from graph.steering.similarity import (
     CollaborativeSimilarity,
@@ -26,26 +26,31 @@ from recmodels.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
-_TEXT: dict[str, ItemVectors] = {}
-_TEXT_LOCK = threading.Lock()
-
 
 def available_backends() -> tuple[str, ...]:
     """Backends this installation offers: collaborative always, text with the embeddings extra."""
     return ("collaborative", "text") if text_available() else ("collaborative",)
 
 
-def load_vectors(name: str, config: LoopConfig, catalog: Dataset, reward: Scorer) -> ItemVectors | None:
-    """The item vectors of backend ``name`` (None for ``none``)."""
+def load_vectors(
+    name: str, config: LoopConfig, catalog: Dataset, reward: Scorer, caches: LoopCaches | None = None
+) -> ItemVectors | None:
+    """The item vectors of backend ``name`` (None for ``none``); text vectors are kept in ``caches``
+    (once per catalog version; without caches they are read from the file cache each time)."""
     if name == "none":
         return None
     if name == "collaborative":
         return ItemVectors(name, CollaborativeSimilarity(reward).item_vectors)
     if name == "text":
-        with _TEXT_LOCK:  # once per process and catalog version (the file cache is per data dir)
-            if catalog.fingerprint not in _TEXT:
-                cache = embedding_cache_path(config.data_dir, catalog.name, catalog.fingerprint)
-                vectors = torch.from_numpy(text_item_vectors(catalog, cache_path=cache))
-                _TEXT[catalog.fingerprint] = ItemVectors(name, vectors)
-            return _TEXT[catalog.fingerprint]
+        if caches is None:
+            return _text_vectors(config, catalog)
+        with caches.lock:  # once per catalog version (the file cache is per data dir)
+            if catalog.fingerprint not in caches.text_vectors:
+                caches.text_vectors[catalog.fingerprint] = _text_vectors(config, catalog)
+            return caches.text_vectors[catalog.fingerprint]
     raise ValueError(f"unknown similarity backend {name!r}")
+
+
+def _text_vectors(config: LoopConfig, catalog: Dataset) -> ItemVectors:
+    cache = embedding_cache_path(config.data_dir, catalog.name, catalog.fingerprint)
+    return ItemVectors("text", torch.from_numpy(text_item_vectors(catalog, cache_path=cache)))

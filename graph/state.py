@@ -18,7 +18,7 @@ serialise it; models and agents live in :class:`graph.deps.LoopDeps`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_args
 
 from langgraph.channels import EphemeralValue
@@ -162,15 +162,39 @@ class MemoryEntry(TypedDict):
     preferred_items: NotRequired[list[int]]
 
 
-class ProposalRecord(TypedDict):
-    """The recommendation of the current round, waiting to be scored and judged."""
+class Proposal(TypedDict):
+    """The recommendation agent's answer in the current round (Ir, Rr), waiting to be scored and
+    judged: what the agent returns and what the state keeps (:func:`make_proposal` builds one)."""
 
     item: int
     reason: str
     fallback: bool
+    """True when an LLM agent's output was unusable and the offline policy answered."""
     usage: LLMUsage
     fallback_cause: NotRequired[str | None]
+    """Why the offline policy answered (``kind: detail``, see graph.llm_client.FailureKind)."""
     attempts: NotRequired[list[LLMAttempt]]
+    """Every LLM attempt behind this answer."""
+
+
+def make_proposal(
+    item: int,
+    reason: str,
+    *,
+    fallback: bool = False,
+    usage: LLMUsage | None = None,
+    fallback_cause: str | None = None,
+    attempts: Sequence[LLMAttempt] = (),
+) -> Proposal:
+    """A :class:`Proposal` with every key spelled out (an offline answer costs nothing)."""
+    return {
+        "item": item,
+        "reason": reason,
+        "fallback": fallback,
+        "usage": usage if usage is not None else empty_usage(),
+        "fallback_cause": fallback_cause,
+        "attempts": list(attempts),
+    }
 
 
 class Verdict(TypedDict):
@@ -180,16 +204,40 @@ class Verdict(TypedDict):
     rank: int
 
 
-class JudgementRecord(TypedDict):
-    """The user's (agent's or human's) answer to the current proposal."""
+class Judgement(TypedDict):
+    """The user's (agent's or human's) answer to the current proposal (Du, Ru): what the user agent
+    returns and what the state keeps (:func:`make_judgement` builds an agent's)."""
 
     decision: Decision
     reason: str
     preferred_items: list[int]
+    """Candidates the user would rather have (named on rejection)."""
     fallback: bool
     usage: LLMUsage
     fallback_cause: NotRequired[str | None]
     attempts: NotRequired[list[LLMAttempt]]
+
+
+def make_judgement(
+    decision: Decision,
+    reason: str,
+    preferred_items: Sequence[int] = (),
+    *,
+    fallback: bool = False,
+    usage: LLMUsage | None = None,
+    fallback_cause: str | None = None,
+    attempts: Sequence[LLMAttempt] = (),
+) -> Judgement:
+    """An agent's :class:`Judgement` with every key spelled out (an offline one costs nothing)."""
+    return {
+        "decision": decision,
+        "reason": reason,
+        "preferred_items": list(preferred_items),
+        "fallback": fallback,
+        "usage": usage if usage is not None else empty_usage(),
+        "fallback_cause": fallback_cause,
+        "attempts": list(attempts),
+    }
 
 
 MEMORY_WINDOW = 100
@@ -249,11 +297,11 @@ class LoopState(TypedDict):
     """Rec-model scores aligned with ``candidates`` (computed once per loop)."""
     reward_scores: NotRequired[list[float]]
     """Reward-model scores aligned with ``candidates`` (computed once per loop)."""
-    proposal: NotRequired[ProposalRecord | None]
+    proposal: NotRequired[Proposal | None]
     """The current round's proposal; None between rounds."""
     verdict: NotRequired[Verdict | None]
     """The reward model's score/rank of the current proposal; None between rounds."""
-    judgement: NotRequired[JudgementRecord | None]
+    judgement: NotRequired[Judgement | None]
     """The user's answer to the current proposal; None between rounds."""
     rounds: NotRequired[Annotated[list[RoundRecord], operator.add]]
     """Rounds of the current loop (reset with ``Overwrite([])`` when a loop opens)."""

@@ -166,10 +166,13 @@ def service_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 @pytest.fixture(scope="session")
 def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dict:
     """Offline agents over the tiny trained SASRec (rec and reward model), as `recloop serve` wires them."""
+    import asyncio
+
     from graph.deps import make_deps
 
     scorer = ml_scorers["sasrec"]
-    return {"offline": make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")}
+    deps = make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")
+    return {"offline": asyncio.run(deps)}
 
 
 @pytest.fixture
@@ -222,13 +225,13 @@ def held_rec_agent(monkeypatch):
     from graph.agents.offline import OfflineRecAgent
 
     release = asyncio.Event()
-    apropose = OfflineRecAgent.apropose
+    propose = OfflineRecAgent.propose
 
     async def held(self, ctx):
         await release.wait()
-        return await apropose(self, ctx)
+        return await propose(self, ctx)
 
-    monkeypatch.setattr(OfflineRecAgent, "apropose", held)
+    monkeypatch.setattr(OfflineRecAgent, "propose", held)
     yield release
     release.set()
 

@@ -37,10 +37,13 @@ async def _rows(resources, session_id: str) -> tuple[SessionRow, list[Loop]]:
 @pytest.fixture
 def rejecting_user(monkeypatch):
     """The user agent rejects everything, so a loop runs to its round limit."""
-    from graph.agents.base import Judgement
     from graph.agents.offline import OfflineUserAgent
+    from graph.state import make_judgement
 
-    monkeypatch.setattr(OfflineUserAgent, "judge", lambda self, ctx: Judgement("reject", "not for me"))
+    async def reject(self, ctx):
+        return make_judgement("reject", "not for me")
+
+    monkeypatch.setattr(OfflineUserAgent, "judge", reject)
 
 
 async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_its_number(
@@ -51,11 +54,11 @@ async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_i
     propose = OfflineRecAgent.propose
     calls = []
 
-    def fail_in_round_3(self, ctx):
+    async def fail_in_round_3(self, ctx):
         calls.append(ctx.round)
         if ctx.round == 3:
             raise RuntimeError("the recommender fell over")
-        return propose(self, ctx)
+        return await propose(self, ctx)
 
     monkeypatch.setattr(OfflineRecAgent, "propose", fail_in_round_3)
     response = await api.post(f"{url}/recommendations", json=BODY)
@@ -115,13 +118,13 @@ async def test_a_run_whose_worker_stopped_is_marked_failed_by_the_next_run(
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}"
     started = asyncio.Event()
-    apropose = OfflineRecAgent.apropose
+    propose = OfflineRecAgent.propose
 
     async def hang(self, ctx):
         started.set()
         await asyncio.sleep(3600)
 
-    monkeypatch.setattr(OfflineRecAgent, "apropose", hang)
+    monkeypatch.setattr(OfflineRecAgent, "propose", hang)
     stopped = asyncio.create_task(api.post(f"{url}/recommendations", json=BODY))
     await asyncio.wait_for(started.wait(), 30)
     stopped.cancel()  # what a worker's shutdown does to a request in flight
@@ -130,7 +133,7 @@ async def test_a_run_whose_worker_stopped_is_marked_failed_by_the_next_run(
     session, rows = await _rows(service_resources, session_id)
     assert session.status == "running" and [(r.loop_index, r.status) for r in rows] == [(1, "running")]
 
-    monkeypatch.setattr(OfflineRecAgent, "apropose", apropose)
+    monkeypatch.setattr(OfflineRecAgent, "propose", propose)
     response = await api.post(f"{url}/recommendations", json=BODY)
     assert response.status_code == 200 and response.json()["loop_index"] == 2
     history = (await api.get(f"{url}/loops")).json()["data"]
@@ -144,7 +147,7 @@ async def test_a_failed_resumption_of_a_human_judged_loop_frees_the_session(api,
     paused = await api.post(f"{url}/recommendations", json={**BODY, "judge_mode": "human"})
     assert paused.status_code == 200 and paused.json()["status"] == "awaiting_feedback"
 
-    def broken(self, ctx):
+    async def broken(self, ctx):
         raise ValueError("no more ideas")
 
     monkeypatch.setattr(OfflineRecAgent, "propose", broken)

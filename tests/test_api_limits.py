@@ -59,7 +59,7 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             update={"llm_base_url": server.base_url, "llm_max_retries": 0, "llm_token_budget_per_day": 1}
         )
         deps = {
-            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
             for mode in ("offline", "llm")
         }
         server.enqueue(

@@ -25,7 +25,7 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0, "llm_max_retries": 1}
         )
         deps = {
-            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
             for mode in ("offline", "llm")
         }
         # Round 1: the user agent rejects; round 2: the autoresponder accepts.
@@ -84,7 +84,7 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
             update={"llm_base_url": server.base_url, "llm_timeout_s": 0.5, "llm_max_retries": 1}
         )
         deps = {
-            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
             for mode in ("offline", "llm")
         }
         async with open_resources(
@@ -136,7 +136,7 @@ async def test_usage_of_a_key_survives_deleting_its_sessions_and_a_reversed_rang
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0}
         )
         deps = {
-            mode: make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
             for mode in ("offline", "llm")
         }
         async with open_resources(

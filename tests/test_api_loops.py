@@ -176,12 +176,9 @@ class _SlowRecAgent(RecAgent):
     def __init__(self, inner: RecAgent, delay_s: float):
         self.inner, self.delay_s, self.use_prior = inner, delay_s, inner.use_prior
 
-    def propose(self, ctx):
-        return self.inner.propose(ctx)
-
-    async def apropose(self, ctx):
+    async def propose(self, ctx):
         await asyncio.sleep(self.delay_s)
-        return await self.inner.apropose(ctx)
+        return await self.inner.propose(ctx)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.integration
 async def test_a_client_leaving_the_stream_leaves_a_complete_loop_and_no_gap(served, monkeypatch):
     judged = OfflineUserAgent.judge
 
-    def slow_judge(self, ctx):  # a user agent that takes its time (like an LLM would)
+    async def slow_judge(self, ctx):  # a user agent that takes its time (blocking, as before)
         time.sleep(0.3)
-        return judged(self, ctx)
+        return await judged(self, ctx)
 
     monkeypatch.setattr(OfflineUserAgent, "judge", slow_judge)
     created = await served.post("/v1/sessions", json={"user_id": "leaver", "history": [49, 180, 257, 293]})
@@ -55,9 +55,9 @@ async def test_a_client_leaving_before_the_first_event_frees_the_session(served,
     """The client sends its request and hangs up at once, before any byte of the answer."""
     proposed = OfflineRecAgent.propose
 
-    def slow_propose(self, ctx):  # the first event comes after the first node: well after the hang-up
+    async def slow_propose(self, ctx):  # the first event comes after the first node: after the hang-up
         time.sleep(0.3)
-        return proposed(self, ctx)
+        return await proposed(self, ctx)
 
     monkeypatch.setattr(OfflineRecAgent, "propose", slow_propose)
     created = await served.post("/v1/sessions", json={"user_id": "leaver", "history": [49, 180, 257, 293]})

@@ -43,17 +43,21 @@ def _committed_rounds(checkpoint) -> int:
 async def test_a_round_is_committed_when_it_closes_and_not_before(savers, service_loop_deps):
     saver, reader = savers
     saver.background_commits = False  # each round's commit finishes before the graph goes on
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "write-behind-rounds"
     config = loop_config(thread, 4)
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4, "judge_mode": "human"}
 
     # Round 1 judged by a "human" (reject), round 2 pauses at the judge.
-    await graph.ainvoke(loop_input, config, durability="sync")
+    await graph.ainvoke(loop_input, config, durability="sync", context=deps)
     await saver.aflush(thread)
     seen_during_round_2: list[tuple[str, int, bool]] = []
     async for update in graph.astream(
-        Command(resume={"decision": "reject", "reason": "not tonight"}), config, durability="sync"
+        Command(resume={"decision": "reject", "reason": "not tonight"}),
+        config,
+        durability="sync",
+        context=deps,
     ):
         node = next(iter(update))
         committed = await reader.aget_tuple({"configurable": {"thread_id": thread}})
@@ -74,18 +78,19 @@ async def test_a_round_is_committed_when_it_closes_and_not_before(savers, servic
     assert not saver.has_pending(thread)
 
     # The stock saver reads the flushed state, including the pending interrupt of round 2.
-    state = await build_graph(service_loop_deps["offline"]).compile(checkpointer=reader).aget_state(config)
+    state = await build_graph().compile(checkpointer=reader).aget_state(config)
     assert len(state.values["rounds"]) == 1 and state.values["rounds"][0]["user_reason"] == "not tonight"
     assert [i.value["round"] for task in state.tasks for i in task.interrupts] == [2]
 
 
 async def test_concurrent_threads_do_not_wait_for_each_other(savers, service_loop_deps):
     saver, reader = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
 
     async def run(thread: str) -> dict:
-        result = await graph.ainvoke(loop_input, loop_config(thread, 4))
+        result = await graph.ainvoke(loop_input, loop_config(thread, 4), context=deps)
         await saver.aflush(thread)
         return result
 
@@ -99,10 +104,11 @@ async def test_concurrent_threads_do_not_wait_for_each_other(savers, service_loo
 
 async def test_reads_flush_pending_writes_first(savers, service_loop_deps):
     saver, _ = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "read-your-writes"
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2, "judge_mode": "human"}
-    await graph.ainvoke(loop_input, loop_config(thread, 2))
+    await graph.ainvoke(loop_input, loop_config(thread, 2), context=deps)
     assert saver.has_pending(thread)  # the pause's writes are not committed yet...
     state = await graph.aget_state(loop_config(thread, 2))  # ...but a read sees them
     assert not saver.has_pending(thread)
@@ -139,20 +145,20 @@ async def test_every_checkpoint_is_kept_and_the_history_matches_the_in_memory_sa
 ):
     saver, reader = savers
     deps = service_loop_deps["offline"]
-    graph = build_graph(deps).compile(checkpointer=saver)
-    reference = build_graph(deps).compile(checkpointer=InMemorySaver())
+    graph = build_graph().compile(checkpointer=saver)
+    reference = build_graph().compile(checkpointer=InMemorySaver())
     thread = "group-commit"
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
     for _ in range(3):  # three loops on one thread, each resuming from what the last one committed
-        result = await graph.ainvoke(loop_input, loop_config(thread, 4))
-        expected = await reference.ainvoke(loop_input, loop_config(thread, 4))
+        result = await graph.ainvoke(loop_input, loop_config(thread, 4), context=deps)
+        expected = await reference.ainvoke(loop_input, loop_config(thread, 4), context=deps)
         assert result == expected
         await saver.aflush(thread)
         assert not saver.has_pending(thread)
 
     # The stock saver reads back the same history, step by step, as LangGraph's in-memory saver has.
     config = loop_config(thread, 4)
-    stored = [s async for s in build_graph(deps).compile(checkpointer=reader).aget_state_history(config)]
+    stored = [s async for s in build_graph().compile(checkpointer=reader).aget_state_history(config)]
     in_memory = [s async for s in reference.aget_state_history(config)]
     assert _history_shape(stored) == _history_shape(in_memory)
     assert len(stored) > 3 * 4  # at least one checkpoint per step, not one per round
@@ -165,18 +171,19 @@ async def test_every_checkpoint_is_kept_and_the_history_matches_the_in_memory_sa
 async def test_replay_fork_and_update_state_from_a_past_checkpoint(savers, service_loop_deps):
     saver, _ = savers
     saver.commit_delay_s = 0.02  # as the service runs it
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "time-travel"
     config = loop_config(thread, 3)
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 3, "judge_mode": "human"}
-    await graph.ainvoke(loop_input, config)
-    await graph.ainvoke(Command(resume={"decision": "reject", "reason": "seen it"}), config)
+    await graph.ainvoke(loop_input, config, context=deps)
+    await graph.ainvoke(Command(resume={"decision": "reject", "reason": "seen it"}), config, context=deps)
     history = [s async for s in graph.aget_state_history(config)]
     assert [i.value["round"] for task in history[0].tasks for i in task.interrupts] == [2]
 
     # Replay from the checkpoint before round 1's judge: the human is asked about round 1 again.
     before_judge = next(s for s in history if s.next == ("judge",) and not s.values.get("rounds"))
-    replayed = await graph.ainvoke(None, before_judge.config)
+    replayed = await graph.ainvoke(None, before_judge.config, context=deps)
     assert replayed["__interrupt__"][0].value["round"] == 1
 
     # Fork: answer round 1 as if the judge node had accepted; the fork ends the loop there.
@@ -191,7 +198,7 @@ async def test_replay_fork_and_update_state_from_a_past_checkpoint(savers, servi
         fork_state.parent_config["configurable"]["checkpoint_id"]
         == (before_judge.config["configurable"]["checkpoint_id"])
     )
-    finished = await graph.ainvoke(None, forked)
+    finished = await graph.ainvoke(None, forked, context=deps)
     assert finished["stop_reason"] == "accepted" and finished["rounds"][-1]["user_reason"] == "a fork"
     assert finished["final_item"] == before_judge.values["proposal"]["item"]
     # The fork is the thread's newest state now; the original branch is still in the history.
@@ -204,7 +211,8 @@ async def test_replay_fork_and_update_state_from_a_past_checkpoint(savers, servi
 
 async def test_a_failed_commit_is_retried_and_nothing_is_lost(savers, service_loop_deps, monkeypatch):
     saver, reader = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "failed-commit"
     real_execute = saver._execute
     failures = []
@@ -217,7 +225,7 @@ async def test_a_failed_commit_is_retried_and_nothing_is_lost(savers, service_lo
 
     monkeypatch.setattr(saver, "_execute", fail_first)
     result = await graph.ainvoke(
-        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4)
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4), context=deps
     )
     await saver.aflush(thread)
     assert failures and not saver.has_pending(thread)
@@ -228,7 +236,8 @@ async def test_a_failed_commit_is_retried_and_nothing_is_lost(savers, service_lo
 
 async def test_aflush_raises_when_the_database_stays_away(savers, service_loop_deps, monkeypatch):
     saver, _ = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
 
     async def always_fail(statements):
         raise OSError("connection lost")
@@ -236,7 +245,7 @@ async def test_aflush_raises_when_the_database_stays_away(savers, service_loop_d
     monkeypatch.setattr(saver, "_execute", always_fail)
     thread = "database-gone"
     await graph.ainvoke(
-        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2}, loop_config(thread, 2)
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2}, loop_config(thread, 2), context=deps
     )
     with pytest.raises(OSError):
         await saver.aflush(thread)
@@ -256,10 +265,11 @@ async def test_commit_delay_lets_a_run_commit_once_and_a_failed_handover_keeps_t
 
     monkeypatch.setattr(checkpoints, "_run", counted)
     saver.commit_delay_s = 30.0  # far longer than the run: its rounds wait for the final commit
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "delayed-commit"
     result = await graph.ainvoke(
-        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4)
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}, loop_config(thread, 4), context=deps
     )
     assert saver.has_pending(thread)
     assert await reader.aget_tuple({"configurable": {"thread_id": thread}}) is None

@@ -39,7 +39,7 @@ def test_interrupted_run_resumes_without_recomputing_done_rows(tmp_path: Path) -
     units = [Unit(f"row{i}", {"x": i}) for i in range(6)]
     calls: list[str] = []
 
-    def crash_after_three(unit: Unit) -> dict[str, int]:
+    async def crash_after_three(unit: Unit) -> dict[str, int]:
         if len(calls) == 3:
             raise KeyboardInterrupt
         calls.append(unit.key)
@@ -53,7 +53,7 @@ def test_interrupted_run_resumes_without_recomputing_done_rows(tmp_path: Path) -
     calls.clear()
     resumed = RunDir(tmp_path / "run", {"experiment": "t"})
 
-    def square(unit: Unit) -> dict[str, int]:
+    async def square(unit: Unit) -> dict[str, int]:
         calls.append(unit.key)
         return {"square": unit.params["x"] ** 2}
 

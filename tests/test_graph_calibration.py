@@ -12,6 +12,7 @@ import torch
 
 from app.settings import Settings
 from graph import calibration as cal_module
+from graph.caches import LoopCaches
 from graph.calibration import (
     TRUST_GRID,
     LoopCalibration,
@@ -29,7 +30,7 @@ def fit_settings(tmp_path: Path) -> Settings:
     return Settings(_env_file=None, data_dir=tmp_path / "data")
 
 
-def test_calibration_reads_only_the_validation_split(
+async def test_calibration_reads_only_the_validation_split(
     ml_dataset, ml_scorers, fit_settings, monkeypatch
 ) -> None:
     read: list[str] = []
@@ -40,7 +41,7 @@ def test_calibration_reads_only_the_validation_split(
         return original(self, split)
 
     monkeypatch.setattr(Dataset, "iter_rows", spy)
-    fitted = fit_calibration(
+    fitted = await fit_calibration(
         fit_settings, ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], ("collaborative",)
     )
     assert read and set(read) == {"val"}
@@ -53,9 +54,9 @@ def test_calibration_reads_only_the_validation_split(
     assert len(curve) == len(TRUST_GRID) and curve[f"{fitted.trust:.2f}"] == max(curve.values())
 
 
-def test_calibration_is_deterministic(ml_dataset, ml_scorers, fit_settings) -> None:
+async def test_calibration_is_deterministic(ml_dataset, ml_scorers, fit_settings) -> None:
     args = (fit_settings, ml_dataset, ml_scorers["caser"], ml_scorers["sasrec"], ("collaborative",))
-    assert fit_calibration(*args) == fit_calibration(*args)
+    assert await fit_calibration(*args) == await fit_calibration(*args)
 
 
 def test_trust_follows_the_better_model_and_is_central_when_they_agree(ml_dataset) -> None:
@@ -72,7 +73,7 @@ def test_trust_follows_the_better_model_and_is_central_when_they_agree(ml_datase
     assert fit_trust(noise, noise, rows)[0] == 0.5  # the same model twice: a flat curve, its middle
 
 
-def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_change(
+async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_change(
     ml_dataset, ml_models_dir: Path, fit_settings, tmp_path: Path, monkeypatch
 ) -> None:
     models = tmp_path / "models" / "movielens"
@@ -84,13 +85,22 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
     fits: list[str] = []
     real_fit = cal_module.fit_calibration
 
-    def counted(*args, **kwargs):
+    async def counted(*args, **kwargs):
         fits.append(args[2].info.model_name)
-        return real_fit(*args, **kwargs)
+        return await real_fit(*args, **kwargs)
 
     monkeypatch.setattr(cal_module, "fit_calibration", counted)
-    monkeypatch.setattr(cal_module, "_MEMO", {})
-    first = loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
+    caches = LoopCaches()
+    first = await loop_calibration(
+        fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
+    )
+    assert list(caches.calibrations.values()) == [first]
+    assert (  # the caller's caches answer again without a fit or a read
+        await loop_calibration(
+            fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
+        )
+        is first
+    )
     path = calibration_path(rec, reward)
     assert path == models / "calibration" / "gru4rec+sasrec.json" and path.is_file()
     stored = json.loads(path.read_text())
@@ -98,8 +108,11 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
     assert stored["key"]["dataset_fingerprint"] == ml_dataset.fingerprint
     assert LoopCalibration.from_json(stored["calibration"]) == first
 
-    monkeypatch.setattr(cal_module, "_MEMO", {})  # a new process: read from the file, no refit
-    assert loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",)) == first
+    # without those caches (a new process): read from the file, no refit
+    assert (
+        await loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
+        == first
+    )
     assert fits == ["gru4rec"]
 
     # The rec model retrained into the same file: its hash differs, so it is refitted.
@@ -107,8 +120,7 @@ def test_calibration_is_cached_beside_the_artifact_and_refitted_when_models_chan
     torch.save({**payload, "created_at": "retrained"}, models / "gru4rec.pt")
     retrained = load_scorer(models / "gru4rec.pt", ml_dataset)
     assert retrained.info.artifact_sha256 != rec.info.artifact_sha256
-    monkeypatch.setattr(cal_module, "_MEMO", {})
-    loop_calibration(fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",))
+    await loop_calibration(fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",))
     assert fits == ["gru4rec", "gru4rec"]
     assert json.loads(path.read_text())["key"]["rec_sha256"] == retrained.info.artifact_sha256
 
@@ -121,13 +133,15 @@ def test_models_built_in_memory_are_never_written(ml_dataset, ml_scorers) -> Non
     assert calibration_path(anonymous, anonymous) is None
 
 
-def test_no_validation_split_means_uncalibrated_defaults(
+async def test_no_validation_split_means_uncalibrated_defaults(
     ml_scorers, ml_dataset, fit_settings, tmp_path
 ) -> None:
     empty = tmp_path / "ds"
     shutil.copytree(ml_dataset.root, empty)
     (empty / "val.jsonl").write_text("")
-    fitted = fit_calibration(fit_settings, Dataset(empty), ml_scorers["sasrec"], ml_scorers["sasrec"], ())
+    fitted = await fit_calibration(
+        fit_settings, Dataset(empty), ml_scorers["sasrec"], ml_scorers["sasrec"], ()
+    )
     assert fitted == LoopCalibration() and not fitted.learned
 
 

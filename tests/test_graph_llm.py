@@ -24,12 +24,12 @@ def _data_dir(session_data_dir: Path) -> None:
 DATA_DIR: list[Path] = [Path("unset")]
 
 
-def offline_twin(deps: LoopDeps) -> LoopDeps:
+async def offline_twin(deps: LoopDeps) -> LoopDeps:
     """The same models and settings with the offline agents (what the LLM agents fall back to)."""
-    return make_deps(deps.config, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
+    return await make_deps(deps.config, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
 
 
-def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
+async def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
     settings = Settings(
         _env_file=None,
         data_dir=DATA_DIR[0],
@@ -38,7 +38,9 @@ def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
         llm_max_retries=fields.pop("llm_max_retries", 1),
         **fields,
     )
-    return make_deps(settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
+    return await make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm"
+    )
 
 
 @pytest.fixture
@@ -60,11 +62,11 @@ def user(decision: str, reason: str) -> Reply:
     ("method", "shape"),
     [("json_schema", "json_schema"), ("json_mode", "json_object"), ("function_calling", "tools")],
 )
-def test_prompts_carry_history_candidates_prior_and_memory(
+async def test_prompts_carry_history_candidates_prior_and_memory(
     ml_dataset, ml_scorers, fake_openai, row, method, shape
 ):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_structured_method=method)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_structured_method=method)
     first, second = candidates[3], candidates[7]
     fake_openai.enqueue(
         rec(first, "A first guess."),
@@ -72,7 +74,7 @@ def test_prompts_carry_history_candidates_prior_and_memory(
         rec(second, "A lighter one."),
         user("accept", "Yes, that one."),
     )
-    result = run_loop(deps, history, candidates, max_rounds=4)
+    result = await run_loop(deps, history, candidates, max_rounds=4)
 
     assert result.stop_reason == "accepted" and result.final_item == second
     assert [r["item"] for r in result.rounds] == [first, second]
@@ -112,17 +114,18 @@ def failure(kind: str, candidates: list[int]) -> Reply:
 
 
 @pytest.mark.parametrize("kind", ["malformed", "outside", "http500", "timeout"])
-def test_bad_recommendation_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
+async def test_bad_recommendation_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
     fake_openai.enqueue(failure(kind, candidates), failure(kind, candidates), user("accept", "Fine."))
-    result = run_loop(deps, history, candidates, max_rounds=3)
+    result = await run_loop(deps, history, candidates, max_rounds=3)
 
     assert result.stop_reason == "accepted"
     (only,) = result.rounds
     assert only["rec_fallback"] and not only["user_fallback"]
     # the offline policy answered: the offline recommendation agent's own first proposal
-    assert only["item"] == run_loop(offline_twin(deps), history, candidates, max_rounds=1).final_item
+    twin = await run_loop(await offline_twin(deps), history, candidates, max_rounds=1)
+    assert only["item"] == twin.final_item
     assert only["llm_usage"]["calls"] == 3  # two recommendation attempts + one judgement
     if kind in ("malformed", "outside"):  # the error is fed back in the retry
         assert "could not be used" in fake_openai.requests[1].text
@@ -130,11 +133,11 @@ def test_bad_recommendation_is_retried_then_falls_back(ml_dataset, ml_scorers, f
 
 
 @pytest.mark.parametrize("kind", ["malformed", "http500", "timeout"])
-def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
+async def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_openai, row, kind):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
     fake_openai.enqueue(rec(candidates[0]), failure(kind, candidates), failure(kind, candidates))
-    result = run_loop(deps, history, candidates, max_rounds=2)
+    result = await run_loop(deps, history, candidates, max_rounds=2)
 
     first = result.rounds[0]
     assert first["user_fallback"] and not first["rec_fallback"]
@@ -144,39 +147,41 @@ def test_bad_judgement_is_retried_then_falls_back(ml_dataset, ml_scorers, fake_o
     assert result.stop_reason in ("accepted", "max_rounds")
 
 
-def test_one_bad_answer_then_a_good_one_needs_no_fallback(ml_dataset, ml_scorers, fake_openai, row):
+async def test_one_bad_answer_then_a_good_one_needs_no_fallback(ml_dataset, ml_scorers, fake_openai, row):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=2)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=2)
     fake_openai.enqueue(rec(-5), rec(candidates[5]), user("accept", "Good."))
-    result = run_loop(deps, history, candidates)
+    result = await run_loop(deps, history, candidates)
     (only,) = result.rounds
     assert only["item"] == candidates[5] and not only["rec_fallback"]
     assert f"item_id {-5} is not one of the candidate ids" in fake_openai.requests[1].text
 
 
-async def test_async_path_runs_the_same_loop(ml_dataset, ml_scorers, fake_openai, row):
+async def test_one_runner_retries_a_server_error_within_the_round(ml_dataset, ml_scorers, fake_openai, row):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai)
     fake_openai.enqueue(rec(candidates[2]), user("reject", "No."), Reply.error(503), rec(candidates[4]))
     fake_openai.enqueue(user("accept", "Yes."))
-    result = await LoopRunner(deps).arun(history, candidates, max_rounds=3)
+    result = await LoopRunner().run(deps, history, candidates, max_rounds=3)
     assert [r["item"] for r in result.rounds] == [candidates[2], candidates[4]]
     assert result.rounds[1]["llm_usage"]["calls"] == 3
 
 
-def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row):
+async def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai)
     items = candidates[:4]
     fake_openai.enqueue(
         Reply.json({"thoughts": "t", "decisions": [{"item_id": i, "like": i == items[1]} for i in items]})
     )
-    assert judge_items(deps, history, items) == [False, True, False, False]
+    assert await judge_items(deps, history, items) == [False, True, False, False]
     assert all(f"[{i}]" in fake_openai.requests[0].text for i in items)
     # a list that misses an item is invalid twice -> the offline agent judges
     bad = Reply.json({"thoughts": "t", "decisions": [{"item_id": items[0], "like": True}]})
     fake_openai.enqueue(bad, bad)
-    assert judge_items(deps, history, items) == judge_items(offline_twin(deps), history, items)
+    assert await judge_items(deps, history, items) == await judge_items(
+        await offline_twin(deps), history, items
+    )
     assert "every listed item id exactly once" in fake_openai.requests[-1].text
 
 
@@ -189,13 +194,13 @@ def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai, row)
         (Reply.error(429, "slow down"), "http: "),
     ],
 )
-def test_every_failed_step_records_its_cause_and_the_loop_completes(
+async def test_every_failed_step_records_its_cause_and_the_loop_completes(
     ml_dataset, ml_scorers, fake_openai, row, reply, cause
 ):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_max_retries=1)
     fake_openai.enqueue(reply, reply, reply, reply)  # both steps of round 1 fail twice
-    result = run_loop(deps, history, candidates, max_rounds=1)
+    result = await run_loop(deps, history, candidates, max_rounds=1)
 
     (only,) = result.rounds
     assert result.stop_reason in ("accepted", "max_rounds")
@@ -207,11 +212,11 @@ def test_every_failed_step_records_its_cause_and_the_loop_completes(
     assert all(a["failure"].startswith(cause) for a in only["llm_attempts"])
 
 
-def test_each_kind_of_call_sends_its_own_output_cap_and_length_limits(
+async def test_each_kind_of_call_sends_its_own_output_cap_and_length_limits(
     ml_dataset, ml_scorers, fake_openai, row
 ):
     history, candidates = row
-    deps = llm_deps(
+    deps = await llm_deps(
         ml_dataset,
         ml_scorers,
         fake_openai,
@@ -220,7 +225,7 @@ def test_each_kind_of_call_sends_its_own_output_cap_and_length_limits(
         llm_thoughts_max_chars=80,
         llm_reason_max_chars=150,
     )
-    run_loop(deps, history, candidates, max_rounds=1)
+    await run_loop(deps, history, candidates, max_rounds=1)
     rec_request, user_request = fake_openai.requests
     assert rec_request.body["max_completion_tokens"] == 111
     assert user_request.body["max_completion_tokens"] == 99
@@ -230,26 +235,26 @@ def test_each_kind_of_call_sends_its_own_output_cap_and_length_limits(
     assert "at most 80 characters" in rec_request.text and "at most 150 characters" in rec_request.text
 
 
-def test_no_thoughts_field_when_its_length_is_zero(ml_dataset, ml_scorers, fake_openai, row):
+async def test_no_thoughts_field_when_its_length_is_zero(ml_dataset, ml_scorers, fake_openai, row):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_thoughts_max_chars=0)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_thoughts_max_chars=0)
     fake_openai.enqueue(
         Reply.json({"item_id": candidates[1], "reason": "Short."}),
         Reply.json({"decision": "accept", "reason": "Fine."}),
     )
-    result = run_loop(deps, history, candidates, max_rounds=1)
+    result = await run_loop(deps, history, candidates, max_rounds=1)
     assert result.final_item == candidates[1] and not result.rounds[0]["rec_fallback"]
     schema = fake_openai.requests[0].body["response_format"]["json_schema"]["schema"]
     assert "thoughts" not in schema["properties"] and "thoughts" not in fake_openai.requests[0].text
 
 
-def test_the_loop_budget_sends_the_remaining_steps_to_the_offline_agents(
+async def test_the_loop_budget_sends_the_remaining_steps_to_the_offline_agents(
     ml_dataset, ml_scorers, fake_openai, row
 ):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai, llm_loop_budget_s=2.5, llm_timeout_s=5.0)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai, llm_loop_budget_s=2.5, llm_timeout_s=5.0)
     fake_openai.enqueue(rec(candidates[3]).delayed(0.8), user("reject", "No.").delayed(0.8))
-    result = run_loop(deps, history, candidates, max_rounds=3)
+    result = await run_loop(deps, history, candidates, max_rounds=3)
 
     first, second, *_ = result.rounds
     assert not first["rec_fallback"] and not first["user_fallback"]
@@ -260,15 +265,15 @@ def test_the_loop_budget_sends_the_remaining_steps_to_the_offline_agents(
     assert result.usage["seconds"] >= 1.6
 
 
-def test_prompts_put_what_changes_last_so_the_server_can_reuse_its_prefix_cache(
+async def test_prompts_put_what_changes_last_so_the_server_can_reuse_its_prefix_cache(
     ml_dataset, ml_scorers, fake_openai, row
 ):
     history, candidates = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai)
     fake_openai.enqueue(
         rec(candidates[2]), user("reject", "Not that."), rec(candidates[4]), user("accept", "Yes.")
     )
-    run_loop(deps, history, candidates, max_rounds=2)
+    await run_loop(deps, history, candidates, max_rounds=2)
     rec1, user1, rec2, user2 = (r.messages for r in fake_openai.requests)
     # system and loop context identical across rounds; only the last message differs
     assert rec1[:2] == rec2[:2] and user1[:2] == user2[:2]
@@ -277,10 +282,10 @@ def test_prompts_put_what_changes_last_so_the_server_can_reuse_its_prefix_cache(
     assert ml_dataset.title(candidates[4]) in user2[-1]["content"]
 
 
-def test_long_item_lists_are_judged_in_bounded_calls(ml_dataset, ml_scorers, fake_openai, row):
+async def test_long_item_lists_are_judged_in_bounded_calls(ml_dataset, ml_scorers, fake_openai, row):
     history, _ = row
-    deps = llm_deps(ml_dataset, ml_scorers, fake_openai)
+    deps = await llm_deps(ml_dataset, ml_scorers, fake_openai)
     items = [i for i in range(100, 160) if i not in history][:45]
-    verdict = assess_items(deps, history, items)
+    verdict = await assess_items(deps, history, items)
     assert len(fake_openai.requests) == 3  # 20 + 20 + 5 items
     assert verdict.likes == [True] * 45 and verdict.usage["calls"] == 3 and not verdict.fallback

@@ -27,9 +27,9 @@ def _data_dir(session_data_dir: Path) -> None:
 DATA_DIR: list[Path] = [Path("unset")]
 
 
-def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
+async def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0], **settings_fields)
-    return make_deps(
+    return await make_deps(
         settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline"
     )
 
@@ -67,17 +67,17 @@ def find_row(deps: LoopDeps, ml_dataset, wanted) -> tuple[list[int], list[int]]:
     pytest.fail("no test row has the ranking this test needs")
 
 
-def test_graph_has_the_four_nodes(ml_dataset, ml_scorers):
-    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile()
+def test_graph_has_the_four_nodes():
+    graph = build_graph().compile()
     assert set(NODE_NAMES) <= set(graph.nodes)
     assert set(graph.nodes) - set(NODE_NAMES) == {"__start__"}
 
 
-def test_loops_terminate_within_the_limit_and_only_propose_candidates(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers)
+async def test_loops_terminate_within_the_limit_and_only_propose_candidates(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers)
     stops = set()
     for history, candidates in sample_rows(ml_dataset, n=25):
-        result = run_loop(deps, history, candidates, max_rounds=4)
+        result = await run_loop(deps, history, candidates, max_rounds=4)
         assert 1 <= result.n_rounds <= 4
         assert all(r["item"] in candidates for r in result.rounds)
         assert result.final_item in candidates
@@ -102,10 +102,10 @@ def test_loops_terminate_within_the_limit_and_only_propose_candidates(ml_dataset
     assert stops == {"accepted"}
 
 
-def test_rejection_names_preferences_and_the_next_proposal_weighs_them(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=3)
+async def test_rejection_names_preferences_and_the_next_proposal_weighs_them(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers, accept_top_k=3)
     history, candidates = find_row(deps, ml_dataset, lambda rec, reward: reward.index(rec[0]) >= 5)
-    result = run_loop(deps, history, candidates, max_rounds=4)
+    result = await run_loop(deps, history, candidates, max_rounds=4)
     first, second = result.rounds[0], result.rounds[1]
     assert first["decision"] == "reject" and first["preferred_items"]
     reward_order = deps.reward_scorer.rank(history, candidates)
@@ -119,12 +119,12 @@ def test_rejection_names_preferences_and_the_next_proposal_weighs_them(ml_datase
     assert ml_dataset.title(first["item"]) in first["user_reason"]
 
 
-def test_round_limit_stops_with_max_rounds(ml_dataset, ml_scorers):
+async def test_round_limit_stops_with_max_rounds(ml_dataset, ml_scorers):
     # Score display gives the recommendation agent no named items: it walks down its own ranking,
     # and with accept_top_k=1 only the reward model's favourite is accepted.
-    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+    deps = await offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
     history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 3)
-    result = run_loop(deps, history, candidates, max_rounds=3)
+    result = await run_loop(deps, history, candidates, max_rounds=3)
     assert result.stop_reason == "max_rounds"
     assert result.n_rounds == 3 and all(r["decision"] == "reject" for r in result.rounds)
     assert result.final_item == result.rounds[-1]["item"]
@@ -132,12 +132,12 @@ def test_round_limit_stops_with_max_rounds(ml_dataset, ml_scorers):
     assert len(result.rec_memory) == 3
 
 
-def test_a_new_input_on_a_thread_starts_a_new_loop_and_keeps_memory(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+async def test_a_new_input_on_a_thread_starts_a_new_loop_and_keeps_memory(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
     history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 2)
-    runner = LoopRunner(deps, InMemorySaver())
-    first = runner.run(history, candidates, max_rounds=2, thread_id="t1")
-    second = runner.run(history, candidates, max_rounds=2, thread_id="t1")
+    runner = LoopRunner(InMemorySaver())
+    first = await runner.run(deps, history, candidates, max_rounds=2, thread_id="t1")
+    second = await runner.run(deps, history, candidates, max_rounds=2, thread_id="t1")
     assert first.loop_index == 1 and second.loop_index == 2
     assert [r["round"] for r in second.rounds] == list(range(1, second.n_rounds + 1))
     assert all(r["loop_index"] == 2 for r in second.rounds)
@@ -146,31 +146,38 @@ def test_a_new_input_on_a_thread_starts_a_new_loop_and_keeps_memory(ml_dataset, 
     assert not {r["item"] for r in second.rounds} & {m["item"] for m in first.rec_memory}
 
 
-def test_human_judge_interrupts_and_resumes(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers)
-    graph = build_graph(deps).compile(checkpointer=InMemorySaver())
+async def test_human_judge_interrupts_and_resumes(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers)
+    graph = build_graph().compile(checkpointer=InMemorySaver())
     history, candidates = sample_rows(ml_dataset, n=1)[0]
     config = loop_config("human-1", 3)
     payload = {"history": history, "candidates": candidates, "max_rounds": 3, "judge_mode": "human"}
-    out = graph.invoke(payload, config)
+    out = await graph.ainvoke(payload, config, context=deps)
     (pending,) = out["__interrupt__"]
     assert pending.value["item"] in candidates and pending.value["round"] == 1
     assert pending.value["item_title"] == ml_dataset.title(pending.value["item"])
-    out = graph.invoke(Command(resume={"decision": "reject", "reason": "seen it"}), config)
+    out = await graph.ainvoke(
+        Command(resume={"decision": "reject", "reason": "seen it"}), config, context=deps
+    )
     assert out["__interrupt__"][0].value["round"] == 2
-    out = graph.invoke(Command(resume={"decision": "accept", "reason": "yes please"}), config)
+    out = await graph.ainvoke(
+        Command(resume={"decision": "accept", "reason": "yes please"}), config, context=deps
+    )
     assert out["stop_reason"] == "accepted"
     assert [r["user_reason"] for r in out["rounds"]] == ["seen it", "yes please"]
     assert out["user_memory"][0]["user_reason"] == "seen it"
 
 
-def test_human_judge_rejects_a_malformed_answer(ml_dataset, ml_scorers):
-    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile(checkpointer=InMemorySaver())
+async def test_human_judge_rejects_a_malformed_answer(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers)
+    graph = build_graph().compile(checkpointer=InMemorySaver())
     history, candidates = sample_rows(ml_dataset, n=1)[0]
     config = loop_config("human-2", 2)
-    graph.invoke({"history": history, "candidates": candidates, "judge_mode": "human"}, config)
+    await graph.ainvoke(
+        {"history": history, "candidates": candidates, "judge_mode": "human"}, config, context=deps
+    )
     with pytest.raises(HumanFeedbackError, match="decision"):
-        graph.invoke(Command(resume={"decision": "maybe", "reason": "hm"}), config)
+        await graph.ainvoke(Command(resume={"decision": "maybe", "reason": "hm"}), config, context=deps)
 
 
 @pytest.mark.parametrize(
@@ -183,10 +190,10 @@ def test_human_judge_rejects_a_malformed_answer(ml_dataset, ml_scorers):
         ({"history": [1, 2], "candidates": [3, 4], "max_rounds": 0}, "max_rounds"),
     ],
 )
-def test_bad_input_names_the_field(ml_dataset, ml_scorers, payload, field):
-    graph = build_graph(offline_deps(ml_dataset, ml_scorers)).compile()
+async def test_bad_input_names_the_field(ml_dataset, ml_scorers, payload, field):
+    deps = await offline_deps(ml_dataset, ml_scorers)
     with pytest.raises(LoopInputError) as err:
-        graph.invoke(payload)
+        await build_graph().compile().ainvoke(payload, context=deps)
     assert err.value.field == field
 
 
@@ -199,34 +206,34 @@ def test_routing_is_pure_and_explicit():
         route_after_memory_update({"max_rounds": 2, "rounds": []})
 
 
-def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
+async def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers, accept_top_k=1, reward_display="score")
     history, candidates = find_row(deps, ml_dataset, lambda rec, reward: rec.index(reward[0]) >= 8)
-    result = run_loop(deps, history, candidates, max_rounds=8)  # 32 steps > LangGraph's default 25
+    result = await run_loop(deps, history, candidates, max_rounds=8)  # 32 steps > LangGraph's default 25
     assert result.n_rounds == 8 and result.stop_reason == "max_rounds"
     assert recursion_limit_for(8) > 32
 
 
-def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
+async def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0])
     rec, reward = ml_scorers["gru4rec"], ml_scorers["sasrec"]
-    no_prior = make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", rec_prior=False)
-    no_reward = make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", user_reward=False)
+    no_prior = await make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", rec_prior=False)
+    no_reward = await make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", user_reward=False)
     firsts_differ = False
     for history, candidates in sample_rows(ml_dataset, n=10):
-        a = run_loop(no_prior, history, candidates, max_rounds=1)
+        a = await run_loop(no_prior, history, candidates, max_rounds=1)
         firsts_differ |= a.rounds[0]["item"] != a.prior_item
-        b = run_loop(no_reward, history, candidates, max_rounds=1)
+        b = await run_loop(no_reward, history, candidates, max_rounds=1)
         assert "reward model" not in b.rounds[0]["user_reason"]
     assert firsts_differ
 
 
-def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_scorers):
-    deps = offline_deps(ml_dataset, ml_scorers)
+async def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_scorers):
+    deps = await offline_deps(ml_dataset, ml_scorers)
     cal = deps.calibration
     assert cal.learned and cal.verdict_threshold is not None
     history, candidates = sample_rows(ml_dataset, n=1)[0]
-    liked = judge_items(deps, history, candidates)
+    liked = await judge_items(deps, history, candidates)
     # with an empty memory: evidence (reward log-probability + history similarity) >= the threshold
     from graph.agents.evidence import MemoryView, VerdictFeatures
     from graph.similarity import load_vectors
@@ -241,7 +248,7 @@ def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_scorer
     memory = [{"item": best, "item_title": "", "rec_reason": "", "user_reason": "no", "preferred_items": []}]
     view = MemoryView.of(memory)
     remembered = VerdictFeatures.of(log_probs, candidates, history, view, vectors)
-    after = judge_items(deps, history, candidates, memory)
+    after = await judge_items(deps, history, candidates, memory)
     assert after == [e >= cal.verdict_threshold for e in remembered.evidence(*cal.verdict_weights())]
 
 

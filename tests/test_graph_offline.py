@@ -49,52 +49,54 @@ def combined(item: int, trust: float) -> float:
     return trust_weighted(calibrated_log_probs(REC, 1.0)[i], calibrated_log_probs(REWARD, 1.0)[i], trust)
 
 
-def test_the_prior_stands_unless_the_trusted_feedback_outweighs_it(ml_dataset) -> None:
+async def test_the_prior_stands_unless_the_trusted_feedback_outweighs_it(ml_dataset) -> None:
     # The switch point: the trust at which the reward model's favourite (12) overtakes the prior (10).
     flips = [t / 100 for t in range(101) if combined(12, t / 100) > combined(10, t / 100)]
     assert flips and 0 < flips[0] < 1
     for trust, expected in ((0.0, 10), (flips[0] - 0.01, 10), (flips[0], 12), (1.0, 12)):
-        proposal = OfflineRecAgent(ml_dataset, calibration=calibration(trust)).propose(rec_context())
-        assert proposal.item == expected, trust
+        proposal = await OfflineRecAgent(ml_dataset, calibration=calibration(trust)).propose(rec_context())
+        assert proposal["item"] == expected, trust
         if expected == 10:  # argues again for the turned-down pick, and says why
-            assert "does not outweigh my prior" in proposal.reason and "My pick stands" in proposal.reason
+            assert (
+                "does not outweigh my prior" in proposal["reason"] and "My pick stands" in proposal["reason"]
+            )
         else:
-            assert "outweighs my prior" in proposal.reason
-        assert f"learned on validation ({trust:.2f})" in proposal.reason
-        assert "your reward model gives" in proposal.reason and "my sequential model" in proposal.reason
+            assert "outweighs my prior" in proposal["reason"]
+        assert f"learned on validation ({trust:.2f})" in proposal["reason"]
+        assert "your reward model gives" in proposal["reason"] and "my sequential model" in proposal["reason"]
 
 
-def test_of_the_named_items_the_one_the_combined_evidence_favours(ml_dataset) -> None:
+async def test_of_the_named_items_the_one_the_combined_evidence_favours(ml_dataset) -> None:
     # Only the named items are weighed (13 is never named here), best combined evidence first.
     agent = OfflineRecAgent(ml_dataset, calibration=calibration(0.9))
-    assert agent.propose(rec_context(last_preferred=[11, 12])).item == 12
-    assert agent.propose(rec_context(last_preferred=[11])).item == 11
+    assert (await agent.propose(rec_context(last_preferred=[11, 12])))["item"] == 12
+    assert (await agent.propose(rec_context(last_preferred=[11])))["item"] == 11
 
 
-def test_a_pick_turned_down_twice_gives_way(ml_dataset) -> None:
+async def test_a_pick_turned_down_twice_gives_way(ml_dataset) -> None:
     agent = OfflineRecAgent(ml_dataset, calibration=calibration(0.0))
-    assert agent.propose(rec_context(rejected_this_loop=[10, 10])).item == 12
+    assert (await agent.propose(rec_context(rejected_this_loop=[10, 10])))["item"] == 12
 
 
-def test_without_the_reward_scores_the_feedback_is_followed_as_before(ml_dataset) -> None:
+async def test_without_the_reward_scores_the_feedback_is_followed_as_before(ml_dataset) -> None:
     # A context built without reward scores (older callers): the named item the rec model ranks highest.
     agent = OfflineRecAgent(ml_dataset, calibration=calibration(0.0))
-    proposal = agent.propose(rec_context(reward_scores=[]))
-    assert proposal.item == 12 and "You said you would rather have" in proposal.reason
+    proposal = await agent.propose(rec_context(reward_scores=[]))
+    assert proposal["item"] == 12 and "You said you would rather have" in proposal["reason"]
 
 
-def test_the_first_proposal_is_the_prior_with_its_calibrated_chance(ml_dataset) -> None:
+async def test_the_first_proposal_is_the_prior_with_its_calibrated_chance(ml_dataset) -> None:
     agent = OfflineRecAgent(ml_dataset, calibration=calibration(0.5, rec_temperature=2.0))
-    proposal = agent.propose(rec_context(rejected_this_loop=[], last_preferred=[], round=1))
+    proposal = await agent.propose(rec_context(rejected_this_loop=[], last_preferred=[], round=1))
     chance = math.exp(calibrated_log_probs(REC, 2.0)[0])
-    assert proposal.item == 10
-    assert "top pick" in proposal.reason and f"{100 * chance:.0f}% chance" in proposal.reason
+    assert proposal["item"] == 10
+    assert "top pick" in proposal["reason"] and f"{100 * chance:.0f}% chance" in proposal["reason"]
 
 
-def test_decisions_are_deterministic(ml_dataset) -> None:
+async def test_decisions_are_deterministic(ml_dataset) -> None:
     ctx = rec_context()
-    first = OfflineRecAgent(ml_dataset, calibration=calibration(0.6)).propose(ctx)
-    again = OfflineRecAgent(ml_dataset, calibration=calibration(0.6)).propose(ctx)
+    first = await OfflineRecAgent(ml_dataset, calibration=calibration(0.6)).propose(ctx)
+    again = await OfflineRecAgent(ml_dataset, calibration=calibration(0.6)).propose(ctx)
     assert first == again
 
 
@@ -121,24 +123,28 @@ def user_agent(ml_dataset, **fields) -> OfflineUserAgent:
     )
 
 
-def test_user_agent_accepts_its_favourite_and_names_only_better_items(ml_dataset) -> None:
+async def test_user_agent_accepts_its_favourite_and_names_only_better_items(ml_dataset) -> None:
     agent = user_agent(ml_dataset)
-    assert agent.judge(user_context(12)).decision == "accept"
-    verdict = agent.judge(user_context(11))  # 2nd: rejected, names only the one it prefers (12)
-    assert verdict.decision == "reject" and verdict.preferred_items == [12]
+    assert (await agent.judge(user_context(12)))["decision"] == "accept"
+    verdict = await agent.judge(user_context(11))  # 2nd: rejected, names only the one it prefers (12)
+    assert verdict["decision"] == "reject" and verdict["preferred_items"] == [12]
     title = ml_dataset.title(12)
-    assert "reward model ranks" in verdict.reason and title in verdict.reason and "chance" in verdict.reason
+    assert (
+        "reward model ranks" in verdict["reason"]
+        and title in verdict["reason"]
+        and "chance" in verdict["reason"]
+    )
     # items turned down before (memory) or in this loop are never asked for again
     memory = [{"item": 12, "item_title": "", "rec_reason": "", "user_reason": "", "preferred_items": []}]
-    assert agent.judge(user_context(10, memory=memory)).preferred_items == [11]
+    assert (await agent.judge(user_context(10, memory=memory)))["preferred_items"] == [11]
 
 
-def test_user_agent_accepts_what_it_asked_for_and_a_kept_pick(ml_dataset) -> None:
+async def test_user_agent_accepts_what_it_asked_for_and_a_kept_pick(ml_dataset) -> None:
     agent = user_agent(ml_dataset)
-    asked = agent.judge(user_context(11, asked_for_this_loop=[11, 12], round=2))
-    assert asked.decision == "accept" and "one I asked for" in asked.reason
-    kept = agent.judge(user_context(10, rejected_this_loop=[10], round=2))
-    assert kept.decision == "accept" and "weighed my objection" in kept.reason
+    asked = await agent.judge(user_context(11, asked_for_this_loop=[11, 12], round=2))
+    assert asked["decision"] == "accept" and "one I asked for" in asked["reason"]
+    kept = await agent.judge(user_context(10, rejected_this_loop=[10], round=2))
+    assert kept["decision"] == "accept" and "weighed my objection" in kept["reason"]
 
 
 def test_one_threshold_judges_each_item_on_its_own(ml_dataset) -> None:
@@ -187,16 +193,16 @@ def test_calibrated_log_probs_are_a_distribution(temperature: float) -> None:
     assert sum(probs) == pytest.approx(1.0) and probs.index(max(probs)) == 0
 
 
-def test_history_similarity_can_move_the_first_proposal_and_the_reason_says_so(ml_dataset) -> None:
+async def test_history_similarity_can_move_the_first_proposal_and_the_reason_says_so(ml_dataset) -> None:
     vectors = torch.eye(40)
     vectors[13] = vectors[3] + 0.1 * vectors[13]  # candidate 13 is almost history item 3
     items = ItemVectors("text", vectors)
     ctx = rec_context(rejected_this_loop=[], last_preferred=[], round=1)
     plain = OfflineRecAgent(ml_dataset, calibration=calibration(0.5), vectors=items)
-    assert plain.propose(ctx).item == 10  # weight 0: the sequential model's pick
+    assert (await plain.propose(ctx))["item"] == 10  # weight 0: the sequential model's pick
     agent = OfflineRecAgent(ml_dataset, calibration=calibration(0.5, rec_history_weight=16.0), vectors=items)
-    proposal = agent.propose(ctx)
-    assert proposal.item == 13
-    assert "closer to your history" in proposal.reason and ml_dataset.title(10) in proposal.reason
-    assert f"most like {ml_dataset.title(3)!r}"[:20] in proposal.reason.replace('"', "'")
-    assert "title and genres" in proposal.reason
+    proposal = await agent.propose(ctx)
+    assert proposal["item"] == 13
+    assert "closer to your history" in proposal["reason"] and ml_dataset.title(10) in proposal["reason"]
+    assert f"most like {ml_dataset.title(3)!r}"[:20] in proposal["reason"].replace('"', "'")
+    assert "title and genres" in proposal["reason"]

@@ -116,15 +116,17 @@ def _capped(attempts: list[dict], cap_by_agent: dict[str, int]) -> None:
         assert attempt["completion_tokens"] <= cap_by_agent[attempt["agent"]], attempt
 
 
-def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_dataset, ml_scorers, method):
+async def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = make_deps(settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm")
+    deps = await make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm"
+    )
     counters = ServerCounters()
     before = counters.read()
     results = []
     for row in ml_dataset.eval_rows("test")[0][:2]:
         candidates = [row.next, *[i for i in range(60, 120) if i not in row.history][:9]]
-        results.append(run_loop(deps, list(row.history), candidates, max_rounds=2))
+        results.append(await run_loop(deps, list(row.history), candidates, max_rounds=2))
     after = counters.read()
 
     rounds = [r for result in results for r in result.rounds]
@@ -141,12 +143,14 @@ def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_datas
     _check_counts(total, before, after)
 
 
-def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorers, method):
+async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = make_deps(settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["sasrec"], "llm")
+    deps = await make_deps(
+        settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["sasrec"], "llm"
+    )
     row = ml_dataset.eval_rows("test")[0][0]
     items = [row.next, *[i for i in range(200, 260) if i not in row.history][:7]]
-    verdict = assess_items(deps, list(row.history), items)
+    verdict = await assess_items(deps, list(row.history), items)
     assert len(verdict.likes) == len(items)
     _capped(verdict.attempts, {"user": settings.llm_max_tokens_items})
     assert verdict.usage["calls"] >= 1 and verdict.usage["prompt_tokens"] > 0

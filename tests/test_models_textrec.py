@@ -116,7 +116,7 @@ def _copy_dataset(src: Dataset, datasets_dir: Path) -> Dataset:
     return Dataset.open(datasets_dir, src.name)
 
 
-def test_a_model_trained_before_new_items_recommends_them_without_retraining(
+async def test_a_model_trained_before_new_items_recommends_them_without_retraining(
     letter_encoder, ml_dataset, tmp_path: Path
 ) -> None:
     """The service's path: settings -> load_loop_deps on the reloaded catalog -> a loop."""
@@ -133,14 +133,14 @@ def test_a_model_trained_before_new_items_recommends_them_without_retraining(
     new_id = ml_dataset.n_items
     assert grown.n_items == new_id + 1 and grown.meta["base_fingerprint"] == data.fingerprint
 
-    deps = load_loop_deps(settings, grown)["offline"]
+    deps = (await load_loop_deps(settings, grown))["offline"]
     rec = deps.rec_scorer
     assert rec.n_items == grown.n_items and rec.info.extra["new_items"] == 1
     history = [0, 1, 2]
     scores = rec.catalog_log_probs([history])[0]
     assert torch.isfinite(scores[new_id])  # rankable: a real score from its text
     assert new_id in rec.top_k(history, grown.n_items)
-    result = run_loop(deps, history, [new_id], max_rounds=2)
+    result = await run_loop(deps, history, [new_id], max_rounds=2)
     assert result.final_item == new_id
 
     with pytest.raises(ArtifactError, match="id-only model cannot score the items added"):

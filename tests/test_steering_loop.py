@@ -3,6 +3,8 @@ proposal it makes satisfies the hard constraints."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app.settings import Settings
@@ -16,12 +18,12 @@ from graph.steering.preferences import Preferences, consolidate
 @pytest.fixture(scope="module")
 def deps(ml_dataset, ml_scorers, session_data_dir):
     settings = Settings(_env_file=None, data_dir=session_data_dir, max_rounds=4)
-    return make_deps(
-        settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline"
+    return asyncio.run(
+        make_deps(settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline")
     )
 
 
-def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps, ml_dataset):
+async def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps, ml_dataset):
     parser = OfflineParser(ml_dataset)
     memory = Preferences()
     for command in ("no drama", "only comedies from the 90s"):
@@ -31,7 +33,7 @@ def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint(deps,
         history = list(row.history)
         candidates = steer_candidates(memory, history, deps.rec_scorer, ml_dataset, k=20)
         assert len(candidates) == 20
-        result = run_loop(deps, history, candidates, preferences=memory.model_dump(mode="json"))
+        result = await run_loop(deps, history, candidates, preferences=memory.model_dump(mode="json"))
         proposed = [r["item"] for r in result.rounds]
         assert result.final_item in candidates and set(proposed) <= set(candidates)
         assert all(hard_violations(memory, ml_dataset.item(i)) == [] for i in proposed)
@@ -44,13 +46,15 @@ def test_unsteered_candidates_are_the_loops_default(deps, ml_dataset):
     )
 
 
-def test_the_user_agent_rejects_a_proposal_that_breaks_a_hard_constraint(deps, ml_dataset):
+async def test_the_user_agent_rejects_a_proposal_that_breaks_a_hard_constraint(deps, ml_dataset):
     """Unsteered candidates may hold excluded items: the judge turns them down, naming the rule."""
     history = list(ml_dataset.eval_rows("test")[0][0].history)
     candidates = default_candidates(deps, history, 20)
-    prior = run_loop(deps, history, candidates, max_rounds=1).rounds[0]["item"]  # its first proposal
+    prior = (await run_loop(deps, history, candidates, max_rounds=1)).rounds[0]["item"]  # its first proposal
     memory = Preferences.model_validate({"negative": {"items": [prior]}})
-    result = run_loop(deps, history, candidates, max_rounds=3, preferences=memory.model_dump(mode="json"))
+    result = await run_loop(
+        deps, history, candidates, max_rounds=3, preferences=memory.model_dump(mode="json")
+    )
     first = result.rounds[0]
     assert first["item"] == prior
     assert first["decision"] == "reject"

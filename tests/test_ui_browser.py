@@ -77,7 +77,7 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
     scorer = ml_scorers["sasrec"]
     loop_deps = {
         **service_loop_deps,
-        "llm": make_deps(with_llm.loop_config(), ml_dataset, scorer, scorer, "llm"),
+        "llm": asyncio.run(make_deps(with_llm.loop_config(), ml_dataset, scorer, scorer, "llm")),
     }
     ready = threading.Event()
     state: dict = {}
@@ -438,13 +438,13 @@ def test_creating_a_session_from_catalog_picks_and_opening_it(page, key):
 
 
 def test_a_live_recommendation_stream_shows_rounds_as_they_arrive(page, ui_server, key, monkeypatch):
-    judge = OfflineUserAgent.ajudge
+    judge = OfflineUserAgent.judge
 
     async def thoughtful_judge(self, ctx):  # takes its time, as an LLM would: updates arrive apart
         await asyncio.sleep(0.4)
         return await judge(self, ctx)
 
-    monkeypatch.setattr(OfflineUserAgent, "ajudge", thoughtful_judge)
+    monkeypatch.setattr(OfflineUserAgent, "judge", thoughtful_judge)
     with ui_server.api(key) as api:
         session_id = _new_session(api, "erin")
         _human_loop(api, session_id, ["reject", "reject", "accept"])

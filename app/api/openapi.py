@@ -72,7 +72,7 @@ def _runtime_constraints(components: dict[str, Any], res: ServiceResources) -> N
     for option in recommendation["candidates"]["anyOf"]:
         if option.get("type") == "array":
             option.update(minItems=2, maxItems=settings.max_candidates, uniqueItems=True, items=item_id)
-    agents = sorted(res.graphs) if res.graphs else ["offline"]
+    agents = res.agent_modes or ["offline"]
     recommendation["agents"]["enum"] = agents
 
     command = components["CommandCreate"]["properties"]["text"]

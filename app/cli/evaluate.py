@@ -215,7 +215,8 @@ def execute(
     )
     started = time.perf_counter()
     try:
-        output = body(ctx)
+        with ctx.aio:  # one event loop for every batch of loops of the experiment
+            output = body(ctx)
     except (ArtifactError, DatasetError, EvalError) as exc:
         # Rows finished so far stay in rows.jsonl: fixing the cause and rerunning resumes.
         typer.echo(f"error: {exc}", err=True)

@@ -71,8 +71,13 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
 
             uvicorn.run(create_app(served), host=settings.host, port=settings.port, log_level="warning")
             return
-        # Worker processes build their settings from the environment they are started with, so
-        # the one value bootstrap decided (the database, maybe the embedded one) goes there.
+        # Why the environment, and not an argument: with workers > 1 uvicorn accepts the app only
+        # as an import string (here a factory), and starts each worker as a fresh *spawned*
+        # process that imports it; uvicorn has no way to hand a worker a Python object, so the
+        # factory (app.main.create_app_from_env) can only read its settings from what the workers
+        # inherit: the environment. Everything else already comes from it (or the .env file);
+        # the one value decided at run time, the database bootstrap chose (perhaps the embedded
+        # one), is put there, in this parent process only, right before the workers start.
         os.environ["RECLOOP_DATABASE_URL"] = url
         uvicorn.run(
             "app.main:create_app_from_env",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
@@ -13,7 +14,7 @@ import typer
 from app.settings import get_settings
 from graph.config import AGENT_MODES
 from graph.deps import make_deps
-from graph.runner import default_candidates, run_loop
+from graph.runner import LoopResult, default_candidates, run_loop
 from graph.transcript import format_transcript
 from recmodels.artifacts import ArtifactError, load_latest_scorer
 from recmodels.candidates import sample_candidates
@@ -63,13 +64,17 @@ def simulate_command(
         _fail(f"--user-row: {user_row} is past the last row of {dataset}/{split} ({len(rows) - 1})")
     row = rows[user_row]
     history = list(row.history)
-    deps = make_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
-    if candidates_from == "sampled":
-        rng = random.Random(seed)
-        candidates = sample_candidates(history, row.next, catalog.n_items, rng, n=settings.n_candidates)
-    else:
-        candidates = default_candidates(deps, history)
-    result = run_loop(deps, history, candidates, max_rounds)
+
+    async def simulate() -> tuple[list[int], LoopResult]:
+        deps = await make_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
+        if candidates_from == "sampled":
+            rng = random.Random(seed)
+            candidates = sample_candidates(history, row.next, catalog.n_items, rng, n=settings.n_candidates)
+        else:
+            candidates = default_candidates(deps, history)
+        return candidates, await run_loop(deps, history, candidates, max_rounds)
+
+    candidates, result = asyncio.run(simulate())
     typer.echo(f"{dataset} {split} row {user_row}: {agents} agents, rec model {rec.info.model_name}")
     typer.echo(format_transcript(catalog, result, history, candidates, target=row.next))
     if as_json:

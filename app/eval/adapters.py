@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
-from graph.runner import LoopResult
+from graph.runner import LoopResult, LoopRunner
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
@@ -127,28 +128,36 @@ def reward_ranks(scorer: Scorer, history: Sequence[int], items: Sequence[int]) -
     return ranks(scorer.score(list(history), list(items)))
 
 
-def make_loop_deps(
+async def make_loop_deps(
     settings: Settings,
     catalog: Dataset,
     rec_scorer: Scorer,
     reward_scorer: Scorer,
     agents: AgentMode,
+    caches: LoopCaches | None = None,
     **knobs: Any,
 ) -> Any:
     """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword)."""
     from graph.deps import make_deps
 
-    return make_deps(settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, **knobs)
+    return await make_deps(
+        settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, caches=caches, **knobs
+    )
 
 
-def run_flow(deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int) -> LoopResult:
-    """One feedback loop on fresh memory (no thread): the runner compiles the graph once per deps."""
-    from graph.runner import run_loop
-
-    return run_loop(deps, list(history), list(candidates), max_rounds)
+def loop_runner() -> LoopRunner:
+    """The loop graph compiled once, without a checkpointer: every loop of an evaluation runs on it."""
+    return LoopRunner()
 
 
-def judge_items(
+async def run_flow(
+    runner: LoopRunner, deps: Any, history: Sequence[int], candidates: Sequence[int], max_rounds: int
+) -> LoopResult:
+    """One feedback loop on fresh memory (no thread), ``deps`` as the graph's context."""
+    return await runner.run(deps, list(history), list(candidates), max_rounds)
+
+
+async def judge_items(
     deps: Any,
     history: Sequence[int],
     items: Sequence[int],
@@ -159,7 +168,7 @@ def judge_items(
     what it cost (LLM usage; zeros offline). ``accepted``: the items it accepted in the loop."""
     from graph.runner import assess_items
 
-    verdict = assess_items(deps, history, items, memory, accepted=accepted)  # type: ignore[arg-type]
+    verdict = await assess_items(deps, history, items, memory, accepted=accepted)  # type: ignore[arg-type]
     likes = [bool(v) for v in verdict.likes]
     if len(likes) != len(items):
         raise RuntimeError(f"user agent judged {len(likes)} of {len(items)} items")

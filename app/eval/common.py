@@ -15,11 +15,11 @@ continues where it stopped when started again with the same ``--run-dir``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,31 +181,39 @@ class Unit:
 
 def run_units(
     units: Sequence[Unit],
-    work: Callable[[Unit], Mapping[str, Any]],
+    work: Callable[[Unit], Awaitable[Mapping[str, Any]]],
     store: RowStore,
     *,
     concurrency: int = 1,
     desc: str = "rows",
     progress: bool = True,
+    aio: asyncio.Runner | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every unit not yet in ``store`` (bounded concurrency), append each result as it
-    finishes, and return the records of all units in ``units`` order."""
+    """Run every unit not yet in ``store`` (at most ``concurrency`` at a time, all on one event
+    loop), append each result as it finishes, and return the records of all units in ``units``
+    order. Call it from synchronous code: it runs the batch on ``aio`` (the evaluation's one event
+    loop, :attr:`app.eval.loops.EvalContext.aio`), or with ``asyncio.run`` without one."""
     pending = [u for u in units if u.key not in store]
     bar = tqdm(total=len(units), initial=len(units) - len(pending), desc=desc, disable=not progress)
 
-    def finish(unit: Unit, result: Mapping[str, Any]) -> None:
-        store.append({**result, "key": unit.key})
-        bar.update(1)
+    async def run_all() -> None:
+        slots = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(unit: Unit) -> None:
+            async with slots:
+                result = await work(unit)
+            store.append({**result, "key": unit.key})
+            bar.update(1)
+
+        if concurrency <= 1:  # in order, one at a time
+            for unit in pending:
+                await one(unit)
+            return
+        await asyncio.gather(*(one(unit) for unit in pending))  # the first failure propagates as is
 
     try:
-        if concurrency <= 1:
-            for unit in pending:
-                finish(unit, work(unit))
-        else:
-            with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                futures = {pool.submit(work, unit): unit for unit in pending}
-                for future in as_completed(futures):
-                    finish(futures[future], future.result())
+        if pending:
+            (aio.run if aio is not None else asyncio.run)(run_all())
     finally:
         bar.close()
     records = [store.get(u.key) for u in units]

@@ -7,15 +7,16 @@ and how they aggregate. Each loop is one resumable row of ``rows.jsonl``.
 
 from __future__ import annotations
 
+import asyncio
 import random
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.eval.adapters import ModelBank, baseline_picks, make_loop_deps, model_picks, run_flow
+from app.eval.adapters import ModelBank, baseline_picks, loop_runner, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
 
@@ -45,23 +46,34 @@ class EvalContext:
     agents: AgentMode = "offline"
     concurrency: int = 1
     progress: bool = True
+    runner: Any = field(default_factory=loop_runner, repr=False)
+    """The loop graph, compiled once for the whole evaluation (``graph.runner.LoopRunner``)."""
+    aio: asyncio.Runner = field(default_factory=asyncio.Runner, repr=False)
+    """The evaluation's one event loop: every batch of loops runs on it (LLM clients keep their
+    connections across batches). Close it when done: ``with ctx.aio: ...``."""
+    caches: LoopCaches = field(default_factory=LoopCaches, repr=False)
+    """What the evaluation's loops compute once (calibrations, text item vectors)."""
     _deps: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
-    _deps_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def deps(self, rec_model: str, variant: Variant) -> Any:
-        """Loop dependencies per (rec model, variant), built once: the graph compiles once per deps."""
+        """Loop dependencies per (rec model, variant), built once (the graph's context for their loops).
+
+        Synchronous, for use between batches: it may fit the calibration, which runs loops itself.
+        """
         key = (rec_model, variant.name)
-        with self._deps_lock:
-            if key not in self._deps:
-                self._deps[key] = make_loop_deps(
+        if key not in self._deps:
+            self._deps[key] = self.aio.run(
+                make_loop_deps(
                     self.settings,
                     self.dataset,
                     self.models.get(self.dataset, rec_model),
                     self.models.get(self.dataset, self.settings.reward_model),
                     self.agents,
+                    self.caches,
                     **variant.knobs,
                 )
-            return self._deps[key]
+            )
+        return self._deps[key]
 
 
 @dataclass(frozen=True)
@@ -126,11 +138,18 @@ def run_loop_jobs(ctx: EvalContext, jobs: Sequence[LoopJob], desc: str) -> list[
     and the baselines' (reward model alone, plain and trust-weighted ensembles of both models)."""
     picks = _model_picks_by_job(ctx, jobs)
     by_key = {job.key: job for job in jobs}
+    deps = {
+        (job.rec_model, job.variant.name): ctx.deps(job.rec_model, job.variant)
+        for job in jobs
+        if job.key not in ctx.run.rows
+    }
 
-    def work(unit: Unit) -> dict[str, Any]:
+    async def work(unit: Unit) -> dict[str, Any]:
         job = by_key[unit.key]
         candidates = arrange(job.row, job.arrangement, job.source)
-        outcome = run_flow(ctx.deps(job.rec_model, job.variant), job.row.history, candidates, job.max_rounds)
+        outcome = await run_flow(
+            ctx.runner, deps[job.rec_model, job.variant.name], job.row.history, candidates, job.max_rounds
+        )
         return {
             "variant": job.variant.name,
             "rec_model": job.rec_model,
@@ -149,7 +168,13 @@ def run_loop_jobs(ctx: EvalContext, jobs: Sequence[LoopJob], desc: str) -> list[
 
     units = [Unit(job.key, {}) for job in jobs]
     return run_units(
-        units, work, ctx.run.rows, concurrency=_concurrency(ctx), desc=desc, progress=ctx.progress
+        units,
+        work,
+        ctx.run.rows,
+        concurrency=_concurrency(ctx),
+        desc=desc,
+        progress=ctx.progress,
+        aio=ctx.aio,
     )
 
 

@@ -123,14 +123,14 @@ def usersim_records(
     share = (ctx.settings.accept_top_k or 1) / ctx.settings.n_candidates
     by_key = {f"usersim/{rec_model}/r{max_rounds}/{case.case_id}": case for case in cases}
 
-    def work(unit: Unit) -> dict[str, Any]:
+    async def work(unit: Unit) -> dict[str, Any]:
         case = by_key[unit.key]
-        loop = run_flow(deps, case.rec_history, case.rec_candidates, max_rounds)
+        loop = await run_flow(ctx.runner, deps, case.rec_history, case.rec_candidates, max_rounds)
         judged: dict[str, Any] = {}
         usages = [loop.usage]
         for m, eval_list in case.eval_lists.items():
-            agent, agent_usage = judge_items(deps, case.init_history, eval_list.items, [])
-            flow, flow_usage = judge_items(
+            agent, agent_usage = await judge_items(deps, case.init_history, eval_list.items, [])
+            flow, flow_usage = await judge_items(
                 deps, case.init_history, eval_list.items, loop.user_memory, loop.accepted_items()
             )
             usages += [agent_usage, flow_usage]
@@ -152,7 +152,9 @@ def usersim_records(
 
     concurrency = ctx.concurrency if ctx.agents == "llm" else 1
     units = [Unit(key, {}) for key in by_key]
-    return run_units(units, work, ctx.run.rows, concurrency=concurrency, desc=desc, progress=ctx.progress)
+    return run_units(
+        units, work, ctx.run.rows, concurrency=concurrency, desc=desc, progress=ctx.progress, aio=ctx.aio
+    )
 
 
 def reward_model_verdicts(ranks: Sequence[int], share: float) -> list[bool]:

@@ -1,7 +1,8 @@
 """Running the feedback loop for a session: locking, the graph run, and the loop history.
 
 A request runs under the session's advisory lock: validate → run the compiled graph on the
-session's thread (checkpointed per step) → write the loop and its rounds in one transaction.
+session's thread (checkpointed per step), with the agent mode's deps as its runtime context →
+write the loop and its rounds in one transaction.
 Human judge mode pauses at the judge's interrupt; :func:`open_feedback` resumes it.
 """
 
@@ -37,8 +38,9 @@ from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.services.validation import check_candidates
 from graph.config import AgentMode
+from graph.context import LoopDeps
 from graph.nodes import HumanFeedbackError, LoopInputError
-from graph.runner import default_candidates, loop_config
+from graph.runner import default_candidates, loop_config, loop_input
 from graph.state import JudgeMode, total_usage
 
 ERROR_CHARS = 500
@@ -86,13 +88,14 @@ class LoopRun:
         self,
         res: ServiceResources,
         session: Session,
-        graph: Any,
+        deps: LoopDeps,
         graph_input: Any,
         params: dict,
         *,
         loop_index: int,
     ):
-        self.res, self.session, self.graph = res, session, graph
+        self.res, self.session, self.deps = res, session, deps
+        """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
         self.graph_input, self.params = graph_input, params
         self.resumed = isinstance(graph_input, Command)
         self.loop_index = loop_index
@@ -124,9 +127,10 @@ class LoopRun:
     async def _stream(self, on_update: UpdateSink | None) -> dict[str, Any] | None:
         """Run the graph to its end or its interrupt; returns the interrupt's value, if any."""
         pending: dict[str, Any] | None = None
-        stream = self.graph.astream(
+        stream = self.res.graph.astream(
             self.graph_input,
             _config(self.session, int(self.params.get("max_rounds") or self.res.settings.max_rounds)),
+            context=self.deps,
             stream_mode=["updates", "values"],
             durability=self.res.settings.checkpoint_durability,
         )
@@ -286,10 +290,11 @@ def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str | None = None)
         setattr(loop, column, value)
 
 
-def _graph_for(res: ServiceResources, agents: AgentMode) -> Any:
-    graph = res.graphs.get(agents)
-    if graph is not None:
-        return graph
+def _deps_for(res: ServiceResources, agents: AgentMode) -> LoopDeps:
+    """The agent mode's dependencies, the graph's context for the run (4xx/503 if there are none)."""
+    deps = res.loop_deps.get(agents) if res.graph is not None else None
+    if deps is not None:
+        return deps
     if agents == "llm":
         raise InvalidInput(
             "agents 'llm' needs an LLM endpoint: set RECLOOP_LLM_BASE_URL (or use agents 'offline')",
@@ -303,7 +308,7 @@ async def open_loop(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: LoopRequest
 ) -> AsyncIterator[LoopRun]:
     """Validate and lock; the caller runs the loop inside. Every 4xx is raised before anything runs."""
-    graph = _graph_for(res, request.agents)
+    deps = _deps_for(res, request.agents)
     if request.agents == "llm":
         await limits.check_llm_budget(res, caller)
     if request.candidates is not None:
@@ -316,16 +321,16 @@ async def open_loop(
         # The session's steering memory shapes the candidates and is shown to both agents.
         preferences = await steering.session_preferences(res, session.id)
         steered = await steering.loop_candidates(res, preferences, session.history, request.candidates)
-        candidates = steered or await _default_candidates(res, request.agents, session.history)
+        candidates = steered or default_candidates(deps, session.history, res.settings.n_candidates)
         max_rounds = request.max_rounds or res.settings.max_rounds
-        graph_input = {
-            "new_loop": True,
-            "history": list(session.history),
-            "candidates": candidates,
-            "max_rounds": max_rounds,
-            "judge_mode": request.judge_mode,
-            "preferences": preferences.model_dump(mode="json") if preferences else None,
-        }
+        graph_input = loop_input(
+            deps,
+            session.history,
+            candidates,
+            max_rounds,
+            preferences.model_dump(mode="json") if preferences else None,
+            request.judge_mode,
+        )
         params = {
             "candidates": candidates,
             "max_rounds": max_rounds,
@@ -333,11 +338,7 @@ async def open_loop(
             "judge_mode": request.judge_mode,
             "history_length": len(session.history),
         }
-        yield LoopRun(res, session, graph, graph_input, params, loop_index=session.n_loops + 1)
-
-
-async def _default_candidates(res: ServiceResources, agents: AgentMode, history: list[int]) -> list[int]:
-    return list(default_candidates(res.loop_deps[agents], history, res.settings.n_candidates))
+        yield LoopRun(res, session, deps, graph_input, params, loop_index=session.n_loops + 1)
 
 
 @asynccontextmanager
@@ -357,11 +358,11 @@ async def open_feedback(
         if not loops:
             raise NotAwaitingFeedback("the session has no loop waiting for feedback", field="session_id")
         params = loops[0].params
-        graph = _graph_for(res, params.get("agents", "offline"))
+        deps = _deps_for(res, params.get("agents", "offline"))
         if params.get("agents") == "llm":
             await limits.check_llm_budget(res, caller)
         command = Command(resume={"decision": decision, "reason": reason})
-        yield LoopRun(res, session, graph, command, params, loop_index=loops[0].loop_index)
+        yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index)
 
 
 async def loop_history(

@@ -1,4 +1,4 @@
-"""Everything a worker holds while it serves: pools, the saver, the catalog, models and compiled graphs.
+"""Everything a worker holds while it serves: pools, the saver, the catalog, models and the compiled graph.
 
 Opened once per process in the app's lifespan (or by tests, which pass their own models and
 database) and closed with it. Schema set-up is not done here: see app/db/migrate.py.
@@ -32,6 +32,7 @@ from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.settings import Settings
+from graph.caches import LoopCaches
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
 
@@ -51,8 +52,9 @@ class ServiceResources:
     saver: BaseCheckpointSaver
     catalog: Dataset
     loop_deps: dict[AgentMode, LoopDeps]
-    graphs: dict[AgentMode, Any] = field(default_factory=dict)
-    """Compiled graphs by agent mode, all on the one saver."""
+    """The loop's dependencies by agent mode: a run passes one as the graph's runtime context."""
+    graph: Any = None
+    """The loop graph compiled once on the saver (None: no models loaded); every agent mode runs it."""
     verified_keys: VerifiedKeys = field(default_factory=lambda: VerifiedKeys(0.0))
     """API keys this worker verified recently (``Settings.api_key_cache_s``)."""
     parsers: dict[tuple, Any] = field(default_factory=dict)
@@ -61,15 +63,24 @@ class ServiceResources:
     """Steering similarity by (rec scorer, backend): the text model takes seconds to load."""
     similarity_lock: threading.Lock = field(default_factory=threading.Lock)
     """A command arriving while the start-up warm-up loads the text model waits for it."""
+    loop_caches: LoopCaches = field(default_factory=LoopCaches)
+    """What this worker's loops computed once (calibrations, text item vectors)."""
     streams: set[asyncio.Future] = field(default_factory=set)
     """Loops of event streams that still run (referenced here so they are not collected)."""
 
     @property
     def models_loaded(self) -> bool:
-        return "offline" in self.graphs
+        return self.graph is not None and "offline" in self.loop_deps
+
+    @property
+    def agent_modes(self) -> list[AgentMode]:
+        """The agent modes loops can run with (``llm`` needs an endpoint), sorted."""
+        return sorted(self.loop_deps) if self.graph is not None else []
 
 
-def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, LoopDeps]:
+async def load_loop_deps(
+    settings: Settings, catalog: Dataset, caches: LoopCaches | None = None
+) -> dict[AgentMode, LoopDeps]:
     """The trained rec and reward models (loaded once) and the agents built on them."""
     import torch
 
@@ -86,17 +97,18 @@ def load_loop_deps(settings: Settings, catalog: Dataset) -> dict[AgentMode, Loop
         else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
     )
     deps: dict[AgentMode, LoopDeps] = {
-        "offline": make_deps(settings.loop_config(), catalog, rec, reward, "offline")
+        "offline": await make_deps(settings.loop_config(), catalog, rec, reward, "offline", caches=caches)
     }
     if settings.llm_enabled:
-        deps["llm"] = make_deps(settings.loop_config(), catalog, rec, reward, "llm")
+        deps["llm"] = await make_deps(settings.loop_config(), catalog, rec, reward, "llm", caches=caches)
     return deps
 
 
-def compile_graphs(loop_deps: dict[AgentMode, LoopDeps], saver: BaseCheckpointSaver) -> dict[AgentMode, Any]:
+def compile_graph(saver: BaseCheckpointSaver) -> Any:
+    """The one loop graph on the service's saver; each run passes its agent mode's deps as context."""
     from graph.builder import build_graph
 
-    return {mode: build_graph(deps).compile(checkpointer=saver) for mode, deps in loop_deps.items()}
+    return build_graph().compile(checkpointer=saver)
 
 
 def service_saver(pool: AsyncConnectionPool, settings: Settings) -> PooledPostgresSaver:
@@ -127,7 +139,8 @@ async def open_resources(
     """Open pools and load models; close everything on exit."""
     url = libpq_url(database_url) if database_url else resolve_database_url(settings)
     catalog = catalog or Dataset.open(settings.datasets_dir, settings.dataset)
-    loop_deps = loop_deps if loop_deps is not None else load_loop_deps(settings, catalog)
+    caches = LoopCaches()
+    loop_deps = loop_deps if loop_deps is not None else await load_loop_deps(settings, catalog, caches)
     async with AsyncExitStack() as stack:
         engine = create_engine(url, settings)
         stack.push_async_callback(engine.dispose)
@@ -149,6 +162,7 @@ async def open_resources(
             catalog=catalog,
             loop_deps=loop_deps,
             verified_keys=VerifiedKeys(settings.api_key_cache_s),
-            graphs=compile_graphs(loop_deps, saver) if loop_deps else {},
+            graph=compile_graph(saver) if loop_deps else None,
+            loop_caches=caches,
         )
         yield resources

@@ -85,9 +85,8 @@ async def get_session_state(res: ServiceResources, caller: Caller, session_id: u
     session = await get_session(res, caller, session_id)
     values: dict[str, Any] = {}
     pending = None
-    graph = res.graphs.get("offline")
-    if graph is not None:
-        snapshot = await graph.aget_state({"configurable": {"thread_id": session.thread_id}})
+    if res.graph is not None:
+        snapshot = await res.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
         values = dict(snapshot.values or {})
         interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
         pending = interrupts[0] if interrupts else None

@@ -1,9 +1,9 @@
 """The two agents of the loop behind one small interface.
 
 The nodes build a context of plain ids and numbers, the agent answers with a
-:class:`Proposal` or a :class:`Judgement`. Every agent has a synchronous method
-(used by ``graph.invoke`` and the evaluation) and an async one (used by
-``graph.ainvoke`` in the service); offline agents simply share one body.
+:class:`graph.state.Proposal` or a :class:`graph.state.Judgement` (the very dicts the state keeps).
+Each step is one async method: the graph runs only under ``ainvoke``/``astream`` (offline agents
+never await anything inside).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graph.state import Decision, LLMAttempt, LLMUsage, MemoryEntry, empty_usage
+from graph.state import Judgement, LLMAttempt, LLMUsage, MemoryEntry, Proposal, empty_usage
 
 RewardDisplay = Literal["top_picks", "score"]
 
@@ -90,30 +90,6 @@ class JudgeItemsContext:
 
 
 @dataclass(frozen=True)
-class Proposal:
-    item: int
-    reason: str
-    fallback: bool = False
-    """True when an LLM agent's output was unusable and the offline policy answered."""
-    usage: LLMUsage = field(default_factory=empty_usage)
-    fallback_cause: str | None = None
-    """Why the offline policy answered (``kind: detail``, see graph.llm_client.FailureKind)."""
-    attempts: list[LLMAttempt] = field(default_factory=list)
-    """Every LLM attempt behind this answer."""
-
-
-@dataclass(frozen=True)
-class Judgement:
-    decision: Decision
-    reason: str
-    preferred_items: list[int] = field(default_factory=list)
-    fallback: bool = False
-    usage: LLMUsage = field(default_factory=empty_usage)
-    fallback_cause: str | None = None
-    attempts: list[LLMAttempt] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
 class ItemsVerdict:
     """The user agent's like/dislike per judged item, with what producing it cost."""
 
@@ -131,10 +107,7 @@ class RecAgent(ABC):
     """Ablation knob (AFL Table 6): whether the agent is shown the rec model's pick."""
 
     @abstractmethod
-    def propose(self, ctx: RecContext) -> Proposal: ...
-
-    async def apropose(self, ctx: RecContext) -> Proposal:
-        return self.propose(ctx)
+    async def propose(self, ctx: RecContext) -> Proposal: ...
 
 
 class UserAgent(ABC):
@@ -144,21 +117,9 @@ class UserAgent(ABC):
     """Ablation knob (AFL Table 6): whether the agent is shown the reward model's view."""
 
     @abstractmethod
-    def judge(self, ctx: UserContext) -> Judgement: ...
-
-    async def ajudge(self, ctx: UserContext) -> Judgement:
-        return self.judge(ctx)
+    async def judge(self, ctx: UserContext) -> Judgement: ...
 
     @abstractmethod
-    def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        """One like/dislike per item of ``ctx.items`` (True = the user would interact with it)."""
-
-    async def ajudge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        return self.judge_items(ctx)
-
-    def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
-        """:meth:`judge_items` with its cost (LLM agents override it; offline verdicts are free)."""
-        return ItemsVerdict(self.judge_items(ctx))
-
-    async def aassess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
-        return ItemsVerdict(await self.ajudge_items(ctx))
+    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        """One like/dislike per item of ``ctx.items`` (True = the user would interact with it),
+        with what the verdict cost (LLM calls and tokens; zeros offline) and any fallback."""

@@ -21,8 +21,6 @@ from graph import describe, prompts
 from graph.agents.base import (
     ItemsVerdict,
     JudgeItemsContext,
-    Judgement,
-    Proposal,
     RecAgent,
     RecContext,
     UserAgent,
@@ -31,7 +29,7 @@ from graph.agents.base import (
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.config import LLMConfig, LoopConfig
 from graph.llm_client import CallOutcome, LLMClient, Validator
-from graph.state import MemoryEntry, sum_usage
+from graph.state import Judgement, MemoryEntry, Proposal, make_judgement, make_proposal, sum_usage
 from recmodels.dataset import Dataset
 
 # --------------------------------------------------------------------------- answer shapes
@@ -219,31 +217,24 @@ class LLMRecAgent(RecAgent):
 
         return validate
 
-    def _finish(self, ctx: RecContext, outcome: CallOutcome[Any]) -> Proposal:
+    async def propose(self, ctx: RecContext) -> Proposal:
+        outcome = await self.caller.acall(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
         if outcome.answer is not None:
-            return Proposal(
+            return make_proposal(
                 outcome.answer.item_id,
                 self.shapes.reason(outcome.answer),
                 usage=outcome.usage,
                 attempts=outcome.attempts,
             )
-        offline = self.fallback.propose(ctx)
-        return Proposal(
-            offline.item,
-            offline.reason,
+        offline = await self.fallback.propose(ctx)
+        return make_proposal(
+            offline["item"],
+            offline["reason"],
             fallback=True,
             usage=outcome.usage,
             fallback_cause=outcome.cause,
             attempts=outcome.attempts,
         )
-
-    def propose(self, ctx: RecContext) -> Proposal:
-        outcome = self.caller.call(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
-        return self._finish(ctx, outcome)
-
-    async def apropose(self, ctx: RecContext) -> Proposal:
-        outcome = await self.caller.acall(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
-        return self._finish(ctx, outcome)
 
 
 class LLMUserAgent(UserAgent):
@@ -303,32 +294,25 @@ class LLMUserAgent(UserAgent):
     def _validate(answer: Any) -> str | None:
         return "reason is empty" if not answer.reason.strip() else None
 
-    def _finish(self, ctx: UserContext, outcome: CallOutcome[Any]) -> Judgement:
+    async def judge(self, ctx: UserContext) -> Judgement:
+        outcome = await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
         if outcome.answer is not None:
-            return Judgement(
+            return make_judgement(
                 outcome.answer.decision,
                 self.shapes.reason(outcome.answer),
                 usage=outcome.usage,
                 attempts=outcome.attempts,
             )
-        offline = self.fallback.judge(ctx)
-        return Judgement(
-            offline.decision,
-            offline.reason,
-            offline.preferred_items,
+        offline = await self.fallback.judge(ctx)
+        return make_judgement(
+            offline["decision"],
+            offline["reason"],
+            offline["preferred_items"],
             fallback=True,
             usage=outcome.usage,
             fallback_cause=outcome.cause,
             attempts=outcome.attempts,
         )
-
-    def judge(self, ctx: UserContext) -> Judgement:
-        outcome = self.judge_caller.call(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
-        return self._finish(ctx, outcome)
-
-    async def ajudge(self, ctx: UserContext) -> Judgement:
-        outcome = await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
-        return self._finish(ctx, outcome)
 
     def items_messages(self, ctx: JudgeItemsContext) -> list[BaseMessage]:
         text = prompts.USER_JUDGE_ITEMS.format(
@@ -356,22 +340,9 @@ class LLMUserAgent(UserAgent):
         like = {d.item_id: d.like for d in outcome.answer.decisions}
         return ItemsVerdict([like[i] for i in ctx.items], outcome.usage, attempts=outcome.attempts)
 
-    def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
-        verdicts = []
-        for chunk in _chunks(ctx):
-            outcome = self.items_caller.call(self.items_messages(chunk), self._items_validator(chunk))
-            verdicts.append(self._items_finish(chunk, outcome))
-        return _joined(verdicts)
-
-    async def aassess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
         verdicts = []
         for chunk in _chunks(ctx):
             outcome = await self.items_caller.acall(self.items_messages(chunk), self._items_validator(chunk))
             verdicts.append(self._items_finish(chunk, outcome))
         return _joined(verdicts)
-
-    def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        return self.assess_items(ctx).likes
-
-    async def ajudge_items(self, ctx: JudgeItemsContext) -> list[bool]:
-        return (await self.aassess_items(ctx)).likes

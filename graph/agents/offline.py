@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 from graph import describe
 from graph.agents.base import (
+    ItemsVerdict,
     JudgeItemsContext,
-    Judgement,
-    Proposal,
     RecAgent,
     RecContext,
     UserAgent,
@@ -48,6 +47,7 @@ from graph.agents.evidence import (
     percent,
     trust_weighted,
 )
+from graph.state import Judgement, Proposal, make_judgement, make_proposal
 from recmodels.dataset import Dataset
 
 # Without the reward model the offline user agent likes an item when at least half of its
@@ -78,7 +78,7 @@ class OfflineRecAgent(RecAgent):
         self.vectors = vectors
         """Item vectors of ``calibration.rec_similarity`` (None: no similarity evidence)."""
 
-    def propose(self, ctx: RecContext) -> Proposal:
+    async def propose(self, ctx: RecContext) -> Proposal:
         if not ctx.candidates:
             raise ValueError("candidates: empty; the recommendation agent needs at least one")
         if not self.use_prior:
@@ -91,8 +91,8 @@ class OfflineRecAgent(RecAgent):
         preferred = [i for i in ctx.last_preferred if i in pool]
         item = evidence.best(preferred or pool)
         if preferred:
-            return Proposal(item, self._followed(ctx, evidence, item, preferred))
-        return Proposal(item, self._own_pick(ctx, evidence, item))
+            return make_proposal(item, self._followed(ctx, evidence, item, preferred))
+        return make_proposal(item, self._own_pick(ctx, evidence, item))
 
     # --- weighing the user agent's feedback ----------------------------------------------------
 
@@ -118,12 +118,12 @@ class OfflineRecAgent(RecAgent):
         wished, how = self._names(named), self._trust_phrase()
         if outweighs or insisted_before:
             why = f"{how} your feedback outweighs my prior" if outweighs else "you turned my pick down twice"
-            return Proposal(
+            return make_proposal(
                 best,
                 f"You would rather have {wished}, and {why}: {numbers}. So: {name}."
                 f"{self._genre_note(ctx, best)}",
             )
-        return Proposal(
+        return make_proposal(
             standing,
             f"You would rather have {wished}, but {how} your feedback does not outweigh my prior: "
             f"{numbers}. My pick stands: {kept}.{self._genre_note(ctx, standing)}",
@@ -202,14 +202,14 @@ class OfflineRecAgent(RecAgent):
         name, genre_note = describe.quoted(self.catalog, item), self._genre_note(ctx, item)
         if preferred:
             wished = describe.either(self.catalog, preferred)
-            return Proposal(
+            return make_proposal(
                 item,
                 f"You said you would rather have {wished}; of those, {name} is the one that best "
                 f"matches your history.{genre_note}",
             )
         if genre_note:
-            return Proposal(item, f"{name} fits your history:{genre_note}")
-        return Proposal(
+            return make_proposal(item, f"{name} fits your history:{genre_note}")
+        return make_proposal(
             item,
             f"{name} is the first candidate not yet turned down; "
             "without the sequential model there is no other evidence.",
@@ -304,31 +304,31 @@ class OfflineUserAgent(UserAgent):
 
     # --- one proposal --------------------------------------------------------------------------
 
-    def judge(self, ctx: UserContext) -> Judgement:
+    async def judge(self, ctx: UserContext) -> Judgement:
         if not self.use_reward:
             return self._judge_by_genres(ctx)
         name, n = describe.quoted(self.catalog, ctx.item), len(ctx.candidates)
         chance = self._chance(ctx, ctx.item)
         where = f"{describe.ordinal(ctx.reward_rank)} of {n} candidates for my history{chance}"
         if ctx.item in ctx.rejected_this_loop:
-            return Judgement(
+            return make_judgement(
                 "accept",
                 f"I turned {name} down, but you weighed my objection against your model's evidence and "
                 f"kept it; I accept it (my reward model ranks it {where}).",
             )
         if ctx.item in ctx.asked_for_this_loop:
-            return Judgement("accept", f"{name} is one I asked for: the reward model ranks it {where}.")
+            return make_judgement("accept", f"{name} is one I asked for: the reward model ranks it {where}.")
         if ctx.reward_rank <= self.accept_top_k:
             favourite = (
                 "my reward model's favourite"
                 if ctx.reward_rank == 1
                 else "in its top " + str(self.accept_top_k)
             )
-            return Judgement("accept", f"{name} suits me: it is {favourite}, {where}.")
+            return make_judgement("accept", f"{name} suits me: it is {favourite}, {where}.")
         turned_down = {m["item"] for m in ctx.memory} | set(ctx.rejected_this_loop) | {ctx.item}
         preferred = [i for i in self._preferred_over(ctx) if i not in turned_down]
         wish = f"; I would rather have {describe.either(self.catalog, preferred)}" if preferred else ""
-        return Judgement(
+        return make_judgement(
             "reject", f"Not for me: the reward model ranks {name} only {where}{wish}.", preferred
         )
 
@@ -349,18 +349,22 @@ class OfflineUserAgent(UserAgent):
         name = describe.quoted(self.catalog, ctx.item)
         profile = describe.genre_profile(self.catalog, ctx.history)
         if not profile:
-            return Judgement("accept", f"{name} is fine: nothing in my history speaks against it.")
+            return make_judgement("accept", f"{name} is fine: nothing in my history speaks against it.")
         affinity = describe.genre_affinity(self.catalog, ctx.item, profile, len(ctx.history))
         shared = describe.shared_genres(self.catalog, ctx.item, profile)
         if affinity >= GENRE_ACCEPT_SHARE:
-            return Judgement("accept", f"{name} suits me: I watch a lot of {shared[0]}.")
+            return make_judgement("accept", f"{name} suits me: I watch a lot of {shared[0]}.")
         if shared:
-            return Judgement("reject", f"{name} is {shared[0]}, which only a few of my items are.")
-        return Judgement("reject", f"{name} shares no genre with anything in my history.")
+            return make_judgement("reject", f"{name} is {shared[0]}, which only a few of my items are.")
+        return make_judgement("reject", f"{name} shares no genre with anything in my history.")
 
     # --- user simulation -----------------------------------------------------------------------
 
+    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        return ItemsVerdict(self.judge_items(ctx))  # offline verdicts are free
+
     def judge_items(self, ctx: JudgeItemsContext) -> list[bool]:
+        """One like/dislike per item of ``ctx.items`` (the verdicts :meth:`assess_items` returns)."""
         memory = MemoryView.of(ctx.memory, ctx.accepted)
         if not self.use_reward:
             profile = describe.genre_profile(self.catalog, ctx.history)
