@@ -15,7 +15,7 @@ count once per hold-out that holds out its target.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,17 @@ def cold_rows(rows: Sequence[Row], held_out: frozenset[int]) -> list[Row]:
 
 
 def cold_artifact_path(
-    models_dir: Path, dataset: str, model_name: str, fraction: float, seed: int = COLD_SEED
+    models_dir: Path,
+    dataset: str,
+    model_name: str,
+    fraction: float,
+    seed: int = COLD_SEED,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Where a model trained under the protocol lives (beside, never instead of, the regular one)."""
-    return Path(models_dir) / dataset / "cold" / f"{model_name}-{fraction:g}-seed{seed}.pt"
+    """Where a model trained under the protocol lives (beside, never instead of, the regular one);
+    config ``overrides`` (on top of the preset) name their own file."""
+    tag = "".join(f"-{k}={v}" for k, v in sorted((overrides or {}).items()))
+    return Path(models_dir) / dataset / "cold" / f"{model_name}-{fraction:g}-seed{seed}{tag}.pt"
 
 
 def pool_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:

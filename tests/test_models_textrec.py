@@ -256,3 +256,22 @@ def test_pool_results_concatenates_rows_and_weights_means_by_rows() -> None:
     assert pooled["hr1_mean"] == pytest.approx(0.5) and pooled["hr1_std"] == pytest.approx(1 / 6)
     assert pooled["hit10"] == pytest.approx((2 * 0.5 + 4 * 1.0) / 6)
     assert pool_results([a]) == a
+
+
+def test_cold_artifacts_with_overrides_are_kept_apart(tmp_path: Path) -> None:
+    from recmodels.coldstart import cold_artifact_path
+
+    plain = cold_artifact_path(tmp_path, "movielens", "textrec", 0.1, 2)
+    assert plain == tmp_path / "movielens" / "cold" / "textrec-0.1-seed2.pt"
+    tagged = cold_artifact_path(tmp_path, "movielens", "textrec", 0.1, 2, {"text_only_steps": 0.5})
+    assert tagged.name == "textrec-0.1-seed2-text_only_steps=0.5.pt"
+
+
+def test_eval_model_set_needs_cold_items(ml_dataset, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    _copy_dataset(ml_dataset, tmp_path / "datasets")
+    args = ["eval", "model", "--dataset", "movielens", "--model", "textrec", "--set", "id_dropout=0.5"]
+    result = CliRunner().invoke(cli, args)
+    get_settings.cache_clear()
+    assert result.exit_code == 2 and "cold-start training" in result.output

@@ -117,6 +117,12 @@ def eval_model_command(
         None, "--max-train-rows", min=1, help="Cold-start training: the first N training rows."
     ),
     retrain: bool = typer.Option(False, "--retrain", help="Cold-start: train even if an artifact exists."),
+    overrides: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Cold-start training of --model: config override KEY=VALUE on top of its preset (repeatable; "
+        "its artifacts are kept apart, named by the overrides).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Also print one JSON object as the last line."),
 ) -> None:
     """HR@1-of-20 (mean/std over 5 candidate seeds), the exact expected HR@1 with its 95 % bootstrap
@@ -127,11 +133,14 @@ def eval_model_command(
         raise typer.BadParameter(f"split must be val or test, got {split!r}", param_hint="--split")
     data = _open_dataset(dataset)
     names = [model, *[m for m in compare if m != model]]
+    if overrides and cold_items is None:
+        raise typer.BadParameter("only for cold-start training (with --cold-items)", param_hint="--set")
+    config_overrides = _parse_overrides(model, overrides)
     cold: dict[str, Any] = {}
     try:
         if cold_items is not None:
             results, cold = _cold_results(
-                data, names, split, cold_items, range(cold_seeds),
+                data, names, split, cold_items, range(cold_seeds), {model: config_overrides},
                 epochs=epochs, max_train_rows=max_train_rows, retrain=retrain,
             )  # fmt: skip
         else:
@@ -158,10 +167,12 @@ def _cold_results(
     split: str,
     fraction: float,
     seeds: range,
+    overrides: dict[str, dict[str, Any]],
     **train_opts: Any,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Each model's result on the split's rows whose target is held out, pooled over the hold-out
-    seeds (each seed: its own held-out items and its own models), and what was held out."""
+    seeds (each seed: its own held-out items and its own models), and what was held out.
+    ``overrides[m]``: config overrides of model ``m``'s cold-start training."""
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in names}
     held_outs = {seed: held_out_items(data.n_items, fraction, seed) for seed in seeds}
     rows = {seed: cold_rows(data.eval_rows(split)[0], held) for seed, held in held_outs.items()}
@@ -170,7 +181,7 @@ def _cold_results(
     for seed, held in held_outs.items():
         if rows[seed]:
             for m in names:
-                scorer = _cold_scorer(data, m, fraction, held, seed, **train_opts)
+                scorer = _cold_scorer(data, m, fraction, held, seed, overrides.get(m, {}), **train_opts)
                 result = evaluate_model(scorer, data, split=split, seeds=DEFAULT_SEEDS, rows=rows[seed])
                 per_seed[m].append(result)
     cold = {
@@ -180,6 +191,7 @@ def _cold_results(
         "held_out_items": len(held_outs[seeds[0]]),  # per hold-out
         "rows": sum(len(r) for r in rows.values()),  # pooled over the hold-outs
         "rows_per_seed": [len(rows[seed]) for seed in seeds],
+        **({"overrides": overrides} if any(overrides.values()) else {}),
     }
     return {m: pool_results(per_seed[m]) for m in names}, cold
 
@@ -190,6 +202,7 @@ def _cold_scorer(
     fraction: float,
     held: frozenset[int],
     seed: int,
+    overrides: dict[str, Any],
     *,
     epochs: int | None,
     max_train_rows: int | None,
@@ -197,7 +210,7 @@ def _cold_scorer(
 ) -> Scorer:
     """The model trained under the cold-start protocol: its artifact if there is one, else trained."""
     settings = get_settings()
-    path = cold_artifact_path(settings.models_dir, data.name, model, fraction, seed)
+    path = cold_artifact_path(settings.models_dir, data.name, model, fraction, seed, overrides)
     if retrain or not path.is_file():
         train(
             data,
@@ -208,6 +221,7 @@ def _cold_scorer(
             output_path=path,
             text_cache=embedding_cache_path(settings.data_dir, data.name, data.fingerprint),
             drop_targets=held,
+            config_overrides=overrides,
             progress=False,
         )
     return load_scorer(path, data)
