@@ -3,7 +3,7 @@ item's text to its id embedding, so an item with no interactions is still scored
 
 Item ``i``'s vector, on the input side (history) and the output side (scoring) alike::
 
-    v_i = W (t_i - b) + known_i * m_i * e_i        # [H]
+    v_i = W (t_i - b) + known_i * m_i * e_i  [+ (1 - known_i * m_i) * u]        # [H]
 
 ``t_i`` is the frozen all-MiniLM-L6-v2 vector of the item's text (title, genres and year on
 MovieLens, the artist name on LastFM, the game title on Steam; :mod:`recmodels.text`), ``b`` and
@@ -11,7 +11,9 @@ MovieLens, the artist name on LastFM, the game title on Steam; :mod:`recmodels.t
 items that are the target of some training row and 0 for the rest (cold items: text only, on both
 sides), and ``m_i`` an id-dropout mask (DropoutNet, Volkovs et al., NeurIPS 2017): while training,
 each step drops the id embedding of a random ``id_dropout`` share of the items, so that the text
-path alone must rank them, which is all a cold item has. The sequence encoder is SASRec's
+path alone must rank them, which is all a cold item has. Optionally (``no_id_vector``) a learned
+``u`` stands in for the missing id embedding, and (``text_only_steps``) a share of the steps drops
+every id at once, training a pure text tower in the same space. The sequence encoder is SASRec's
 (:mod:`recmodels.sasrec`; blocks, positions and training unchanged).
 
 What it follows and where it deviates:
@@ -48,6 +50,13 @@ class TextRecConfig(SASRecConfig):
     text_dim: int = TEXT_DIM  # MiniLM-L6 sentence vectors
     id_dropout: float = 0.3  # share of items trained text-only each step (DropoutNet); cold items need it
     use_ids: bool = True  # False: text-only item vectors (an ablation; every item is then "cold")
+    # A learned vector u in place of the id embedding of every item without one (dropped this step,
+    # or never a training target): v_i = W (t_i - b) + u. DropoutNet feeds such items a zero input
+    # to learned layers, which amounts to the same learned constant.
+    no_id_vector: bool = False
+    # Share of training steps with *every* id dropped (inputs and outputs text only): a pure text
+    # tower in the same space as the id + text vectors, the tower a cold item is scored with.
+    text_only_steps: float = 0.0
 
 
 class TextRec(SASRec):
@@ -70,6 +79,8 @@ class TextRec(SASRec):
         self.text_shift = nn.Parameter(torch.zeros(config.text_dim))  # UniSRec's whitening shift b
         self.text_proj = nn.Linear(config.text_dim, config.hidden, bias=False)  # W
         init_weights(self.text_proj)
+        if config.no_id_vector:  # only then, so artifacts of configs without it load unchanged
+            self.no_id = nn.Parameter(torch.zeros(config.hidden))  # u
 
     @torch.no_grad()
     def attach_items(self, text_vectors: torch.Tensor, known_items: Iterable[int]) -> None:
@@ -90,9 +101,15 @@ class TextRec(SASRec):
         if not self.config.use_ids:
             return text
         keep = self.known  # [N + 1]
-        if self.training and self.config.id_dropout > 0:
+        config = self.config
+        if self.training and config.text_only_steps > 0 and float(torch.rand(())) < config.text_only_steps:
+            keep = torch.zeros_like(keep)
+        elif self.training and config.id_dropout > 0:
             keep = keep * (torch.rand_like(keep) >= self.config.id_dropout)
-        return text + self.item_emb.weight * keep.unsqueeze(1)
+        table = text + self.item_emb.weight * keep.unsqueeze(1)
+        if self.config.no_id_vector:
+            table = table + (1.0 - keep).unsqueeze(1) * self.no_id
+        return table
 
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:
         return self.encode_positions(seqs, self.item_table())[:, -1]  # [B, H]

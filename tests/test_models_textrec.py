@@ -80,6 +80,36 @@ def test_a_cold_item_is_scored_from_its_text_alone() -> None:
     torch.testing.assert_close(after[:, 35], expected)
 
 
+def test_the_no_id_vector_stands_in_for_every_missing_id() -> None:
+    torch.manual_seed(0)
+    model = build_model("textrec", N_ITEMS, no_id_vector=True)
+    assert isinstance(model, TextRec)
+    model.attach_items(torch.nn.functional.normalize(torch.randn(N_ITEMS, TEXT_DIM), dim=1), range(30))
+    with torch.no_grad():
+        model.no_id.fill_(0.5)
+    table = model.eval().item_table()
+    text = model.text_proj(model.item_text - model.text_shift)
+    torch.testing.assert_close(table[:30], text[:30] + model.item_emb.weight[:30])  # known: id, no u
+    torch.testing.assert_close(table[30:N_ITEMS], text[30:N_ITEMS] + 0.5)  # cold: text + u
+    model.config.id_dropout = 1.0  # training, every id dropped: every item is text + u
+    torch.testing.assert_close(model.train().item_table()[:N_ITEMS], text[:N_ITEMS] + 0.5)
+
+
+def test_text_only_steps_drop_every_id_at_once() -> None:
+    torch.manual_seed(0)
+    model = build_model("textrec", N_ITEMS, id_dropout=0.0, text_only_steps=0.5)
+    assert isinstance(model, TextRec)
+    model.attach_items(torch.nn.functional.normalize(torch.randn(N_ITEMS, TEXT_DIM), dim=1), range(30))
+    text = model.text_proj(model.item_text - model.text_shift)
+    full = text + model.item_emb.weight * model.known.unsqueeze(1)
+    model.train()
+    tables = [model.item_table() for _ in range(40)]
+    text_only = sum(torch.allclose(t, text) for t in tables)
+    assert sum(torch.allclose(t, full) for t in tables) + text_only == 40  # all or nothing per step
+    assert 10 <= text_only <= 30
+    torch.testing.assert_close(model.eval().item_table(), full)  # never at evaluation
+
+
 def test_training_leaves_unknown_items_out_of_the_softmax() -> None:
     model = tiny_model(known=range(30)).train()
     logits = model.score_all(pad_histories(HISTORIES, model.max_len, model.pad_id))
@@ -187,3 +217,61 @@ def test_eval_cold_items_trains_without_the_held_out_targets_and_compares_paired
     assert isinstance(model, TextRec)
     assert not any(model.known[i] for i in held)  # held-out items: text only, never a training target
     assert "sasrec - " not in result.output and "textrec - sasrec (paired" in result.output
+
+    # Two hold-out seeds: seed 0's artifacts are reused, seed 1's trained; their cold rows pooled.
+    result = CliRunner().invoke(cli, [*args, "--cold-seeds", "2"])
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    pooled = json.loads(result.output.strip().splitlines()[-1])
+    held_1 = held_out_items(ml_dataset.n_items, 0.1, seed=1)
+    assert held_1 != held
+    rows_1 = sum(r.next in held_1 for r in test_rows)
+    assert pooled["cold_start"]["rows_per_seed"] == [out["n_rows"], rows_1]
+    assert pooled["n_rows"] == pooled["cold_start"]["rows"] == out["n_rows"] + rows_1
+    assert pooled["cold_start"]["seeds"] == [0, 1]
+    seed_1 = load_scorer(cold_artifact_path(tmp_path / "models", "movielens", "textrec", 0.1, seed=1)).model
+    assert not any(seed_1.known[i] for i in held_1)
+    # The paired comparison pools the same rows (pool_results' arithmetic: the unit test below).
+    paired = pooled["compare"]["sasrec"]
+    diff = pooled["hr1_expected"] - paired["other_hr1_expected"]
+    assert paired["hr1_expected_diff"]["mean"] == pytest.approx(diff)
+
+
+def test_pool_results_concatenates_rows_and_weights_means_by_rows() -> None:
+    from recmodels.coldstart import pool_results
+
+    def result(hits: list[float], per_seed: dict[str, float], hit10: float) -> dict:
+        return {
+            "model": "textrec", "n_rows": len(hits), "n_dropped": 0, "hr1_per_seed": per_seed,
+            "hr1_mean": 0.0, "hr1_std": 0.0, "hr1_expected": sum(hits) / len(hits), "hit10": hit10,
+            "ndcg10": hit10 / 2, "per_row": {"hr1_expected": hits, "hr1_sampled": hits},
+        }  # fmt: skip
+
+    a = result([1.0, 0.0], {"0": 0.5, "1": 1.0}, 0.5)
+    b = result([1.0, 1.0, 1.0, 0.0], {"0": 0.25, "1": 0.5}, 1.0)
+    pooled = pool_results([a, b])
+    assert pooled["n_rows"] == 6 and pooled["per_row"]["hr1_expected"] == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    assert pooled["hr1_expected"] == pytest.approx(4 / 6)
+    assert pooled["hr1_per_seed"] == pytest.approx({"0": (1 + 1) / 6, "1": (2 + 2) / 6})
+    assert pooled["hr1_mean"] == pytest.approx(0.5) and pooled["hr1_std"] == pytest.approx(1 / 6)
+    assert pooled["hit10"] == pytest.approx((2 * 0.5 + 4 * 1.0) / 6)
+    assert pool_results([a]) == a
+
+
+def test_cold_artifacts_with_overrides_are_kept_apart(tmp_path: Path) -> None:
+    from recmodels.coldstart import cold_artifact_path
+
+    plain = cold_artifact_path(tmp_path, "movielens", "textrec", 0.1, 2)
+    assert plain == tmp_path / "movielens" / "cold" / "textrec-0.1-seed2.pt"
+    tagged = cold_artifact_path(tmp_path, "movielens", "textrec", 0.1, 2, {"text_only_steps": 0.5})
+    assert tagged.name == "textrec-0.1-seed2-text_only_steps=0.5.pt"
+
+
+def test_eval_model_set_needs_cold_items(ml_dataset, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    _copy_dataset(ml_dataset, tmp_path / "datasets")
+    args = ["eval", "model", "--dataset", "movielens", "--model", "textrec", "--set", "id_dropout=0.5"]
+    result = CliRunner().invoke(cli, args)
+    get_settings.cache_clear()
+    assert result.exit_code == 2 and "cold-start training" in result.output

@@ -12,8 +12,8 @@ import typer
 from app.eval.metrics import Interval, bootstrap_interval, paired_interval
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
-from recmodels.coldstart import COLD_SEED, cold_artifact_path, cold_rows, held_out_items
-from recmodels.dataset import Dataset, DatasetNotFound, Row
+from recmodels.coldstart import cold_artifact_path, cold_rows, held_out_items, pool_results
+from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
 from recmodels.scorer import Scorer
@@ -105,11 +105,24 @@ def eval_model_command(
         "the rows whose target is held out (artifacts under models/DATASET/cold/, reused), evaluate on "
         "the split's rows whose target is held out.",
     ),
+    cold_seeds: int = typer.Option(
+        1,
+        "--cold-seeds",
+        min=1,
+        help="Cold-start: repeat the hold-out with seeds 0..K-1 (each its own items and models) and pool "
+        "their cold rows.",
+    ),
     epochs: int | None = typer.Option(None, "--epochs", min=1, help="Cold-start training: epochs cap."),
     max_train_rows: int | None = typer.Option(
         None, "--max-train-rows", min=1, help="Cold-start training: the first N training rows."
     ),
     retrain: bool = typer.Option(False, "--retrain", help="Cold-start: train even if an artifact exists."),
+    overrides: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Cold-start training of --model: config override KEY=VALUE on top of its preset (repeatable; "
+        "its artifacts are kept apart, named by the overrides).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Also print one JSON object as the last line."),
 ) -> None:
     """HR@1-of-20 (mean/std over 5 candidate seeds), the exact expected HR@1 with its 95 % bootstrap
@@ -120,24 +133,21 @@ def eval_model_command(
         raise typer.BadParameter(f"split must be val or test, got {split!r}", param_hint="--split")
     data = _open_dataset(dataset)
     names = [model, *[m for m in compare if m != model]]
-    rows: list[Row] | None = None
+    if overrides and cold_items is None:
+        raise typer.BadParameter("only for cold-start training (with --cold-items)", param_hint="--set")
+    config_overrides = _parse_overrides(model, overrides)
     cold: dict[str, Any] = {}
     try:
         if cold_items is not None:
-            held = held_out_items(data.n_items, cold_items)
-            rows = cold_rows(data.eval_rows(split)[0], held)
-            if not rows:
-                _fail(f"no {split} row of {dataset} has a held-out target; hold out a larger share")
-            cold = {"fraction": cold_items, "seed": COLD_SEED, "held_out_items": len(held), "rows": len(rows)}
-            train_opts = {"epochs": epochs, "max_train_rows": max_train_rows, "retrain": retrain}
-            scorers = {m: _cold_scorer(data, m, cold_items, held, **train_opts) for m in names}
+            results, cold = _cold_results(
+                data, names, split, cold_items, range(cold_seeds), {model: config_overrides},
+                epochs=epochs, max_train_rows=max_train_rows, retrain=retrain,
+            )  # fmt: skip
         else:
             scorers = {m: load_latest_scorer(settings.models_dir, data, m) for m in names}
+            results = {m: evaluate_model(scorers[m], data, split=split, seeds=DEFAULT_SEEDS) for m in names}
     except (ArtifactError, TextEncoderUnavailable, UnknownModelError) as exc:
         _fail(str(exc))
-    results = {
-        m: evaluate_model(scorers[m], data, split=split, seeds=DEFAULT_SEEDS, rows=rows) for m in names
-    }
     result = _with_intervals(results[model])
     if cold:
         result["cold_start"] = cold
@@ -151,11 +161,48 @@ def eval_model_command(
         typer.echo(json.dumps(result))
 
 
+def _cold_results(
+    data: Dataset,
+    names: list[str],
+    split: str,
+    fraction: float,
+    seeds: range,
+    overrides: dict[str, dict[str, Any]],
+    **train_opts: Any,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each model's result on the split's rows whose target is held out, pooled over the hold-out
+    seeds (each seed: its own held-out items and its own models), and what was held out.
+    ``overrides[m]``: config overrides of model ``m``'s cold-start training."""
+    per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in names}
+    held_outs = {seed: held_out_items(data.n_items, fraction, seed) for seed in seeds}
+    rows = {seed: cold_rows(data.eval_rows(split)[0], held) for seed, held in held_outs.items()}
+    if not any(rows.values()):
+        _fail(f"no {split} row of {data.name} has a held-out target; hold out a larger share or more seeds")
+    for seed, held in held_outs.items():
+        if rows[seed]:
+            for m in names:
+                scorer = _cold_scorer(data, m, fraction, held, seed, overrides.get(m, {}), **train_opts)
+                result = evaluate_model(scorer, data, split=split, seeds=DEFAULT_SEEDS, rows=rows[seed])
+                per_seed[m].append(result)
+    cold = {
+        "fraction": fraction,
+        "seed": seeds[0],  # the first hold-out seed; "seeds" lists them all
+        "seeds": list(seeds),
+        "held_out_items": len(held_outs[seeds[0]]),  # per hold-out
+        "rows": sum(len(r) for r in rows.values()),  # pooled over the hold-outs
+        "rows_per_seed": [len(rows[seed]) for seed in seeds],
+        **({"overrides": overrides} if any(overrides.values()) else {}),
+    }
+    return {m: pool_results(per_seed[m]) for m in names}, cold
+
+
 def _cold_scorer(
     data: Dataset,
     model: str,
     fraction: float,
     held: frozenset[int],
+    seed: int,
+    overrides: dict[str, Any],
     *,
     epochs: int | None,
     max_train_rows: int | None,
@@ -163,7 +210,7 @@ def _cold_scorer(
 ) -> Scorer:
     """The model trained under the cold-start protocol: its artifact if there is one, else trained."""
     settings = get_settings()
-    path = cold_artifact_path(settings.models_dir, data.name, model, fraction)
+    path = cold_artifact_path(settings.models_dir, data.name, model, fraction, seed, overrides)
     if retrain or not path.is_file():
         train(
             data,
@@ -174,6 +221,7 @@ def _cold_scorer(
             output_path=path,
             text_cache=embedding_cache_path(settings.data_dir, data.name, data.fingerprint),
             drop_targets=held,
+            config_overrides=overrides,
             progress=False,
         )
     return load_scorer(path, data)
