@@ -299,13 +299,15 @@ async def test_the_latest_checkpoint_is_answered_from_what_the_worker_wrote(
     savers, service_loop_deps, monkeypatch
 ):
     saver, reader = savers
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     thread = "tip-cache"
     latest = {"configurable": {"thread_id": thread}}
     # A paused loop: the newest checkpoint has task writes (the judge's interrupt) as well.
     await graph.ainvoke(
         {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2, "judge_mode": "human"},
         loop_config(thread, 2),
+        context=deps,
     )
     stock_reads = []
     real_stock_saver = checkpoints.stock_saver
@@ -321,7 +323,9 @@ async def test_the_latest_checkpoint_is_answered_from_what_the_worker_wrote(
     assert _as_read(cached) == _as_read(await reader.aget_tuple(latest))
 
     # The run resumes from the cached tip exactly as from the stored one.
-    await graph.ainvoke(Command(resume={"decision": "reject", "reason": "no"}), loop_config(thread, 2))
+    await graph.ainvoke(
+        Command(resume={"decision": "reject", "reason": "no"}), loop_config(thread, 2), context=deps
+    )
     assert _as_read(await saver.aget_tuple(latest)) == _as_read(await reader.aget_tuple(latest))
     assert stock_reads == []
     # A past checkpoint is read from the database (it has the resume's writes by now).
@@ -339,9 +343,13 @@ async def test_a_tip_written_elsewhere_since_is_not_used(savers, service_loop_de
     thread = "tip-elsewhere"
     latest = {"configurable": {"thread_id": thread}}
     loop_input = {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 4}
-    await build_graph(deps).compile(checkpointer=saver).ainvoke(loop_input, loop_config(thread, 4))
+    await build_graph().compile(checkpointer=saver).ainvoke(loop_input, loop_config(thread, 4), context=deps)
     await saver.aflush(thread)
-    await build_graph(deps).compile(checkpointer=other_worker).ainvoke(loop_input, loop_config(thread, 4))
+    await (
+        build_graph()
+        .compile(checkpointer=other_worker)
+        .ainvoke(loop_input, loop_config(thread, 4), context=deps)
+    )
     await other_worker.aflush(thread)
 
     found = await saver.aget_tuple(latest)
@@ -355,9 +363,12 @@ async def test_a_tip_written_elsewhere_since_is_not_used(savers, service_loop_de
 async def test_no_tips_are_kept_when_the_cache_is_off(savers, service_loop_deps):
     saver, _ = savers
     saver.cached_threads = 0
-    graph = build_graph(service_loop_deps["offline"]).compile(checkpointer=saver)
+    deps = service_loop_deps["offline"]
+    graph = build_graph().compile(checkpointer=saver)
     await graph.ainvoke(
-        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2}, loop_config("no-tip", 2)
+        {"history": HISTORY, "candidates": CANDIDATES, "max_rounds": 2},
+        loop_config("no-tip", 2),
+        context=deps,
     )
     assert not saver._tips
     assert (await saver.aget_tuple({"configurable": {"thread_id": "no-tip"}})) is not None
