@@ -194,24 +194,6 @@ class StructuredCaller(Generic[AnswerT]):
         self.limits, self.agent, self.counter = limits, agent, counter
         self.request = request_options(schema, method, limits.max_tokens)
 
-    def call(
-        self, messages: list[BaseMessage], validate: Validator[AnswerT], *, budget_s: float | None = None
-    ) -> CallOutcome[AnswerT]:
-        outcome: CallOutcome[AnswerT] = CallOutcome(None)
-        conversation, deadline = list(messages), _deadline(budget_s)
-        for attempt in range(1, self.limits.max_retries + 2):
-            timeout = self._timeout(deadline, outcome)
-            if timeout is None:
-                break
-            started = time.perf_counter()
-            try:
-                message = self.chat.invoke(conversation, timeout=timeout, **self.request)
-            except Exception as exc:  # noqa: BLE001 -- the LLM boundary: every failure becomes a fallback
-                message = exc
-            if self._settle(message, started, attempt, validate, outcome, conversation):
-                break
-        return outcome
-
     async def acall(
         self, messages: list[BaseMessage], validate: Validator[AnswerT], *, budget_s: float | None = None
     ) -> CallOutcome[AnswerT]:

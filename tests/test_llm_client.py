@@ -209,9 +209,9 @@ async def test_a_raising_client_never_escapes_and_every_attempt_is_counted(name)
         assert {a["counted"] for a in outcome.attempts} == {"estimate"}
 
 
-def test_a_failure_then_a_good_answer_keeps_the_answer_and_counts_both():
+async def test_a_failure_then_a_good_answer_keeps_the_answer_and_counts_both():
     chat = ScriptedChat(openai.LengthFinishReasonError(completion=_completion("length")), _message(GOOD))
-    outcome = _caller(chat).call(MESSAGES, _ok)
+    outcome = await _caller(chat).acall(MESSAGES, _ok)
     assert outcome.answer == Answer(thoughts="easy", value=7) and outcome.cause is None
     assert [a["ok"] for a in outcome.attempts] == [False, True]
     assert outcome.usage["calls"] == 2
@@ -221,46 +221,46 @@ def test_a_failure_then_a_good_answer_keeps_the_answer_and_counts_both():
     assert "cut off after 64 tokens" in retry_text and "shorter" in retry_text
 
 
-def test_invalid_answers_are_fed_back_and_validation_errors_name_the_problem():
+async def test_invalid_answers_are_fed_back_and_validation_errors_name_the_problem():
     chat = ScriptedChat(
         _message("not json at all"), _message('{"thoughts": "x", "value": 3}'), _message(GOOD)
     )
-    outcome = _caller(chat).call(MESSAGES, lambda a: "value must be 7" if a.value != 7 else None)
+    outcome = await _caller(chat).acall(MESSAGES, lambda a: "value must be 7" if a.value != 7 else None)
     assert outcome.answer is not None and outcome.answer.value == 7
     assert "not valid JSON" in chat.calls[1]["messages"][-1].content
     assert "value must be 7" in chat.calls[2]["messages"][-1].content
     assert "You answered: " in chat.calls[2]["messages"][-1].content
 
 
-def test_each_call_is_capped_and_carries_its_timeout():
+async def test_each_call_is_capped_and_carries_its_timeout():
     chat = ScriptedChat(_message(GOOD))
-    _caller(chat, max_tokens=77, timeout_s=12.5).call(MESSAGES, _ok)
+    await _caller(chat, max_tokens=77, timeout_s=12.5).acall(MESSAGES, _ok)
     (sent,) = chat.calls
     assert sent["max_tokens"] == 77 and sent["timeout"] == 12.5
     schema = sent["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["thoughts"]["maxLength"] == 50
 
 
-def test_the_budget_shortens_timeouts_and_stops_attempts_when_spent():
+async def test_the_budget_shortens_timeouts_and_stops_attempts_when_spent():
     chat = ScriptedChat(openai.APITimeoutError(_request()), _message(GOOD))
-    outcome = _caller(chat, timeout_s=30.0).call(MESSAGES, _ok, budget_s=5.0)
+    outcome = await _caller(chat, timeout_s=30.0).acall(MESSAGES, _ok, budget_s=5.0)
     assert chat.calls[0]["timeout"] <= 5.0  # never longer than what is left of the loop's budget
     assert outcome.answer is not None
 
     spent = ScriptedChat(_message(GOOD))
-    outcome = _caller(spent).call(MESSAGES, _ok, budget_s=MIN_ATTEMPT_S / 2)
+    outcome = await _caller(spent).acall(MESSAGES, _ok, budget_s=MIN_ATTEMPT_S / 2)
     assert spent.calls == [] and outcome.answer is None and outcome.usage["calls"] == 0
     assert outcome.cause is not None and outcome.cause.startswith("budget: ")
 
 
-def test_a_slow_first_attempt_leaves_no_time_for_a_second():
+async def test_a_slow_first_attempt_leaves_no_time_for_a_second():
     class Slow(ScriptedChat):
         def invoke(self, messages, **kwargs):
             time.sleep(0.3)
             return super().invoke(messages, **kwargs)
 
     chat = Slow(openai.APITimeoutError(_request()), _message(GOOD))
-    outcome = _caller(chat).call(MESSAGES, _ok, budget_s=MIN_ATTEMPT_S + 0.2)
+    outcome = await _caller(chat).acall(MESSAGES, _ok, budget_s=MIN_ATTEMPT_S + 0.2)
     assert len(chat.calls) == 1 and outcome.cause is not None and outcome.cause.startswith("budget: ")
 
 
@@ -293,10 +293,10 @@ def _http_caller(server: FakeOpenAI, method: str = "json_schema", retries: int =
 
 
 @pytest.mark.parametrize("method", ["json_schema", "json_mode", "function_calling"])
-def test_cut_off_answers_over_http_are_retried_then_reported(method):
+async def test_cut_off_answers_over_http_are_retried_then_reported(method):
     with FakeOpenAI() as server:
         server.enqueue(Reply.cut_off(), Reply.cut_off())
-        outcome = _http_caller(server, method).call(MESSAGES, _ok)
+        outcome = await _http_caller(server, method).acall(MESSAGES, _ok)
         sent = [r.body for r in server.requests]
     assert outcome.answer is None and outcome.cause is not None and outcome.cause.startswith("length: ")
     assert len(sent) == 2 and all(body["max_completion_tokens"] == 48 for body in sent)
@@ -304,24 +304,24 @@ def test_cut_off_answers_over_http_are_retried_then_reported(method):
     assert outcome.usage["counted_calls"] == 0  # the server reported usage even for the cut-off answers
 
 
-def test_content_filter_over_http_is_a_failure_with_its_cause():
+async def test_content_filter_over_http_is_a_failure_with_its_cause():
     with FakeOpenAI() as server:
         server.enqueue(Reply.content_filtered(), Reply.json({"thoughts": "t", "value": 1}))
-        outcome = _http_caller(server).call(MESSAGES, _ok)
+        outcome = await _http_caller(server).acall(MESSAGES, _ok)
     assert outcome.answer is not None and outcome.answer.value == 1
     assert outcome.attempts[0]["failure"].startswith("content_filter: ")
 
 
-def test_garbage_bodies_and_errors_over_http_fall_back_without_raising():
+async def test_garbage_bodies_and_errors_over_http_fall_back_without_raising():
     with FakeOpenAI() as server:
         server.enqueue(Reply.raw({"no": "choices"}), Reply.raw("<html>proxy error</html>", status=502))
-        outcome = _http_caller(server).call(MESSAGES, _ok)
+        outcome = await _http_caller(server).acall(MESSAGES, _ok)
     assert outcome.answer is None
     assert outcome.attempts[0]["failure"].startswith("invalid: ")
     assert outcome.attempts[1]["failure"].startswith("http: the LLM endpoint answered HTTP 502")
 
 
-def test_unreachable_endpoint_is_a_connection_failure():
+async def test_unreachable_endpoint_is_a_connection_failure():
     endpoint = LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", timeout_s=2.0)
     caller = StructuredCaller(
         make_chat_model(endpoint),
@@ -331,20 +331,20 @@ def test_unreachable_endpoint_is_a_connection_failure():
         agent="rec",
         counter=TokenCounter(endpoint.base_url),
     )
-    outcome = caller.call(MESSAGES, _ok)
+    outcome = await caller.acall(MESSAGES, _ok)
     assert outcome.cause is not None and outcome.cause.startswith("connection: ")
     assert outcome.attempts[0]["counted"] == "estimate"  # no tokenizer answered either
 
 
-def test_missing_usage_is_counted_with_the_endpoint_tokenizer_and_cached_tokens_reported():
+async def test_missing_usage_is_counted_with_the_endpoint_tokenizer_and_cached_tokens_reported():
     with FakeOpenAI(tokenizer=True) as server:
         server.enqueue(
             Reply.json({"thoughts": "t", "value": 1}).with_usage(usage=False),
             Reply.json({"thoughts": "t", "value": 2}).with_usage(cached_tokens=5),
         )
         caller = _http_caller(server)
-        first = caller.call(MESSAGES, _ok)
-        second = caller.call(MESSAGES, _ok)
+        first = await caller.acall(MESSAGES, _ok)
+        second = await caller.acall(MESSAGES, _ok)
         assert server.tokenizer_requests >= 2  # apply-template + tokenize for the first call only
     (counted,) = first.attempts
     assert counted["counted"] == "tokenizer"
@@ -354,10 +354,10 @@ def test_missing_usage_is_counted_with_the_endpoint_tokenizer_and_cached_tokens_
     assert second.attempts[0]["counted"] == "server" and second.usage["cached_tokens"] == 5
 
 
-def test_a_timeout_over_http_counts_the_attempt_and_its_time():
+async def test_a_timeout_over_http_counts_the_attempt_and_its_time():
     with FakeOpenAI() as server:
         server.enqueue(Reply.json({"thoughts": "t", "value": 1}).delayed(1.5))
-        outcome = _http_caller(server, retries=0, timeout_s=0.4).call(MESSAGES, _ok)
+        outcome = await _http_caller(server, retries=0, timeout_s=0.4).acall(MESSAGES, _ok)
     (attempt,) = outcome.attempts
     assert attempt["failure"].startswith("timeout: ") and 0.3 < attempt["seconds"] < 1.5
     assert outcome.usage["seconds"] == pytest.approx(attempt["seconds"], abs=1e-3)

@@ -157,10 +157,10 @@ async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorer
     assert not verdict.fallback or verdict.fallback_cause
 
 
-def test_steering_parser_turns_a_command_into_preferences(tmp_path, ml_dataset, method):
+async def test_steering_parser_turns_a_command_into_preferences(tmp_path, ml_dataset, method):
     settings = _settings(tmp_path, method)
     parser = LLMParser(ml_dataset, settings)
-    result = parser.parse("no horror please", memory=Preferences(), recommendations=[0, 1, 2])
+    result = await parser.parse("no horror please", memory=Preferences(), recommendations=[0, 1, 2])
     assert result.usage["calls"] >= 1
     assert result.parser == "llm"
     if not result.fallback:  # a 0.5B model may say "everything else": any reading but horror-positive

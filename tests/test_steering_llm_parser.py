@@ -42,7 +42,7 @@ def _settings(server, method: str = "json_schema", retries: int = 1) -> Settings
 
 
 @pytest.mark.parametrize("method", ["json_schema", "function_calling"])
-def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai, ml_dataset, method):
+async def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai, ml_dataset, method):
     parser = LLMParser(ml_dataset, _settings(fake_openai, method))
     fake_openai.enqueue(
         _answer(
@@ -50,7 +50,7 @@ def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai, ml_da
             negative=_side(genres=["animation"], titles=["Heat"]),
         )
     )
-    result = parser.parse(
+    result = await parser.parse(
         "lighter, 90s, like Toy Story but not animated, and not Heat",
         memory=Preferences(negative=Side(genres=["Horror"])),
         recommendations=[HEAT, TOY_STORY],
@@ -67,23 +67,23 @@ def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai, ml_da
     assert "avoids: Horror" in shown and "Heat; Toy Story" in shown and "Sci-Fi" in shown
 
 
-def test_unknown_title_is_fed_back_and_the_model_corrects_itself(fake_openai, ml_dataset):
+async def test_unknown_title_is_fed_back_and_the_model_corrects_itself(fake_openai, ml_dataset):
     parser = LLMParser(ml_dataset, _settings(fake_openai))
     fake_openai.enqueue(
         _answer(positive=_side(like_titles=["Toy Story 7"])),
         _answer(not_understood=["Toy Story 7"]),
     )
-    result = parser.parse("more like Toy Story 7", memory=Preferences())
+    result = await parser.parse("more like Toy Story 7", memory=Preferences())
     assert len(fake_openai.requests) == 2
     assert "'Toy Story 7' is not a catalog title" in fake_openai.requests[1].text
     assert result.unparsed == ["'Toy Story 7': not understood"] and not result.understood
     assert result.update.is_neutral() and not result.fallback
 
 
-def test_falls_back_to_the_offline_parser_after_the_last_retry(fake_openai, ml_dataset):
+async def test_falls_back_to_the_offline_parser_after_the_last_retry(fake_openai, ml_dataset):
     parser = LLMParser(ml_dataset, _settings(fake_openai, retries=1))
     fake_openai.enqueue(Reply.error(500), _answer(positive=_side(genres=["Polka"])))
-    result = parser.parse("no more horror", memory=Preferences())
+    result = await parser.parse("no more horror", memory=Preferences())
     assert len(fake_openai.requests) == 2
     assert result.fallback and result.parser == "llm"
     assert result.update == PreferenceUpdate(negative=Side(genres=["Horror"]))

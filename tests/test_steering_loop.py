@@ -27,7 +27,7 @@ async def test_the_loop_runs_on_steered_candidates_and_never_breaks_a_constraint
     parser = OfflineParser(ml_dataset)
     memory = Preferences()
     for command in ("no drama", "only comedies from the 90s"):
-        memory = consolidate(memory, parser.parse(command, memory=memory).update)
+        memory = consolidate(memory, (await parser.parse(command, memory=memory)).update)
     rows, _ = ml_dataset.eval_rows("test")
     for row in rows[:5]:
         history = list(row.history)

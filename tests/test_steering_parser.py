@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app.steering.parser import OfflineParser, ParseResult
@@ -28,7 +30,7 @@ def _years(start: int | None, end: int | None) -> YearRange:
 
 
 def _parse(parser: OfflineParser, text: str, recommendations: tuple[int, ...] = ()) -> ParseResult:
-    return parser.parse(text, memory=Preferences(), recommendations=recommendations)
+    return asyncio.run(parser.parse(text, memory=Preferences(), recommendations=recommendations))
 
 
 @pytest.mark.parametrize(
@@ -108,14 +110,14 @@ def test_partial_parse_keeps_the_known_part_and_reports_the_rest(parser):
     ]
 
 
-def test_title_only_catalog_refuses_genres(lastfm_dataset):
+async def test_title_only_catalog_refuses_genres(lastfm_dataset):
     lastfm = OfflineParser(lastfm_dataset)
-    result = lastfm.parse("no horror", memory=Preferences())
+    result = await lastfm.parse("no horror", memory=Preferences())
     assert result.unparsed == ["'horror' (in 'no horror'): this catalog has no genres"]
     artist = lastfm_dataset.items[0]
-    excluded = lastfm.parse(f"not {artist.title}", memory=Preferences())
+    excluded = await lastfm.parse(f"not {artist.title}", memory=Preferences())
     assert excluded.understood and artist.id in excluded.update.negative.items
-    like = lastfm.parse(f"more like {artist.title}", memory=Preferences())
+    like = await lastfm.parse(f"more like {artist.title}", memory=Preferences())
     assert like.update.positive.soft == [SoftPreference(text=artist.title, item=artist.id)]
 
 

@@ -8,6 +8,7 @@ summaries, report.md), prints the report, and with ``--json`` ends with one JSON
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -85,9 +86,11 @@ def commands(
 
     started = time.perf_counter()
     with tqdm(total=len(rows), desc="commands", unit="row", disable=not progress) as bar:
-        outcomes = run_command_eval(
-            rows, parser=command_parser, scorer=scorer, catalog=catalog, similarity=sim, weights=weights,
-            seed=seed, on_row=bar.update,
+        outcomes = asyncio.run(
+            run_command_eval(
+                rows, parser=command_parser, scorer=scorer, catalog=catalog, similarity=sim, weights=weights,
+                seed=seed, on_row=bar.update,
+            )
         )  # fmt: skip
     header = (
         f"# Natural-language commands: {catalog.name} {split}, {model_name}, parser {command_parser.name}, "

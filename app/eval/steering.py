@@ -156,7 +156,7 @@ def _genre_counts(catalog: Dataset) -> Counter[str]:
     return Counter(g for item in catalog.items for g in item.genres)
 
 
-def evaluate_command(
+async def evaluate_command(
     row: CandidateRow,
     command: SimulatedCommand,
     *,
@@ -166,7 +166,7 @@ def evaluate_command(
     similarity: Similarity | None,
     weights: PlanWeights,
 ) -> CommandOutcome:
-    result = parser.parse(command.text, memory=Preferences(), recommendations=row.candidates)
+    result = await parser.parse(command.text, memory=Preferences(), recommendations=row.candidates)
     preferences = consolidate(Preferences(), result.update)
     failed = not result.understood or not _same_intent(result.update, command.expected, catalog)
     steered = steer_candidates(
@@ -230,7 +230,7 @@ def evaluation_rows(
     return sampled_candidate_rows(rows[:max_rows], catalog.n_items, seed, n_candidates)
 
 
-def run_command_eval(
+async def run_command_eval(
     rows: Sequence[CandidateRow],
     *,
     parser: CommandParser,
@@ -246,7 +246,7 @@ def run_command_eval(
     for row in rows:
         for command in simulate_commands(row, catalog, rng):
             outcomes.append(
-                evaluate_command(
+                await evaluate_command(
                     row, command, parser=parser, scorer=scorer, catalog=catalog, similarity=similarity,
                     weights=weights,
                 )

@@ -61,9 +61,11 @@ async def send_command(
     async with locked_session(res, caller, session_id) as session:
         memory = await _memory(res, session.id)
         shown = await _current_recommendations(res, session.id)
-        parse, preferences, recommendations = await asyncio.to_thread(
-            _parse_and_plan, res, text, memory, shown, list(session.history)
-        )
+        history = list(session.history)
+        parser = await asyncio.to_thread(_parser, res)  # the first call builds the catalog's index
+        parse = await parser.parse(text, memory=memory, recommendations=shown or history[-10:])
+        preferences = consolidate(memory, parse.update)
+        recommendations = await asyncio.to_thread(_plan, res, preferences, history)
         async with res.sessionmaker.begin() as db:
             row = await store.add_command(
                 db,
@@ -187,14 +189,6 @@ async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID)
     async with res.sessionmaker() as db:
         row = await store.latest_command(db, session_id=session_id)
     return [] if row is None else list(row.recommendations)
-
-
-def _parse_and_plan(
-    res: ServiceResources, text: str, memory: Preferences, shown: list[int], history: list[int]
-) -> tuple[ParseResult, Preferences, list[int]]:
-    parse = _parser(res).parse(text, memory=memory, recommendations=shown or history[-10:])
-    preferences = consolidate(memory, parse.update)
-    return parse, preferences, _plan(res, preferences, history)
 
 
 def _plan(res: ServiceResources, preferences: Preferences, history: list[int]) -> list[int]:

@@ -75,13 +75,15 @@ class LLMParser(CommandParser):
             CommandAnswer, settings.llm_max_tokens_parser, "parser"
         )
 
-    def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
+    async def parse(
+        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
+    ) -> ParseResult:
         prefer = set(recommendations)
-        outcome = self.caller.call(
+        outcome = await self.caller.acall(
             self.messages(text, memory, recommendations), lambda answer: self._problem(answer, prefer)
         )
         if outcome.answer is None:
-            result = self.fallback.parse(text, memory=memory, recommendations=recommendations)
+            result = await self.fallback.parse(text, memory=memory, recommendations=recommendations)
             return result.model_copy(
                 update={
                     "fallback": True,

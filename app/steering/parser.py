@@ -54,7 +54,9 @@ class CommandParser(ABC):
     name: str
 
     @abstractmethod
-    def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
+    async def parse(
+        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
+    ) -> ParseResult:
         """Parse one command given the current preference memory and the items on screen."""
 
 
@@ -153,7 +155,10 @@ class OfflineParser(CommandParser):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
         self._fragile_titles = _fragile_titles(self.index)
 
-    def parse(self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()) -> ParseResult:
+    async def parse(
+        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
+    ) -> ParseResult:
+        """Pure string work (no I/O): async only to share the parsers' one interface."""
         command = _normalize(text)
         if not command:
             return ParseResult(unparsed=["empty command"])
