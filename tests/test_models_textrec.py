@@ -44,7 +44,7 @@ class LetterEncoder:
 @pytest.fixture
 def letter_encoder(monkeypatch: pytest.MonkeyPatch) -> LetterEncoder:
     encoder = LetterEncoder()
-    monkeypatch.setattr(text_module, "shared_encoder", lambda: encoder)
+    monkeypatch.setattr(text_module, "load_text_encoder", lambda purpose="": encoder)
     return encoder
 
 

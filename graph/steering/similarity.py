@@ -37,7 +37,6 @@ from recmodels.text import (
 )
 from recmodels.text import TextEncoderUnavailable as SimilarityUnavailable
 from recmodels.text import encode_texts as _encode
-from recmodels.text import shared_encoder as _shared_encoder
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +121,7 @@ def item_text(item: Item) -> str:
 
 def text_item_vectors(catalog: Catalog, *, cache_path: Path | None, encoder: Any | None = None) -> np.ndarray:
     """[N, D] item vectors from ``cache_path`` if it matches the catalog size, else computed (with
-    ``encoder``, or the shared one) and saved there. A cache hit never loads the encoder."""
+    ``encoder``, or one loaded for the call) and saved there. A cache hit never loads the encoder."""
     return cached_text_vectors(item_texts(catalog.items), cache_path=cache_path, encoder=encoder)
 
 
@@ -145,7 +144,7 @@ def load_similarity(
     if backend == "collaborative":
         return CollaborativeSimilarity(scorer)
     try:
-        return text_similarity(catalog, cache_path=cache_path, encoder=_shared_encoder())
+        return text_similarity(catalog, cache_path=cache_path)
     except SimilarityUnavailable:
         if backend == "text":
             raise
