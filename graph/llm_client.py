@@ -81,7 +81,8 @@ class CallLimits:
 
 
 def make_chat_model(llm: LLMConfig) -> ChatOpenAI:
-    """The chat model of ``llm``'s endpoint (which must be set)."""
+    """The chat model of ``llm``'s endpoint (which must be set), with its own connection pool: use
+    it from one event loop (build another for another loop)."""
     if not llm.base_url:
         raise ValueError("llm_base_url: not set; LLM agents need an OpenAI-compatible endpoint")
     return ChatOpenAI(
@@ -91,6 +92,10 @@ def make_chat_model(llm: LLMConfig) -> ChatOpenAI:
         temperature=llm.temperature,
         timeout=llm.timeout_s,
         max_retries=0,  # our own bounded retry loop counts every attempt; see the module doc
+        # Its own connection pool: langchain-openai otherwise shares one cached client per endpoint
+        # across the process, and a kept-alive connection belongs to the event loop that opened it,
+        # so a later event loop (a second asyncio.run, the next test) would reuse a dead one.
+        http_async_client=openai.DefaultAsyncHttpxClient(),
     )
 
 

@@ -109,9 +109,14 @@ def _words(text: str) -> int:
 class FakeOpenAI:
     """POST /v1/chat/completions with scripted replies; everything else is 404."""
 
-    def __init__(self, default: Responder | None = None, *, tokenizer: bool = False):
+    def __init__(
+        self, default: Responder | None = None, *, tokenizer: bool = False, keep_alive: bool = False
+    ):
         self.tokenizer = tokenizer
         """Serve llama.cpp's /apply-template and /tokenize (one token per word)."""
+        self.keep_alive = keep_alive
+        """HTTP/1.1 persistent connections, as llama.cpp and hosted APIs keep them (default: one
+        request per connection)."""
         self.tokenizer_requests = 0
         self.requests: list[RecordedRequest] = []
         self.default = default or loop_autoresponder
@@ -172,6 +177,8 @@ class FakeOpenAI:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 

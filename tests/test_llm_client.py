@@ -7,6 +7,7 @@ OpenAI-compatible test server (cut-off answers, content filters, missing usage, 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 
@@ -22,6 +23,7 @@ from graph.config import LLMConfig
 from graph.llm_client import (
     MIN_ATTEMPT_S,
     CallLimits,
+    CallOutcome,
     StructuredCaller,
     TokenCounter,
     classify,
@@ -364,3 +366,18 @@ async def test_a_timeout_over_http_counts_the_attempt_and_its_time():
     # the server may have generated up to the cap before it saw the client leave: charged in full
     assert attempt["completion_tokens"] == 48 and attempt["counted"] == "estimate"
     assert attempt["prompt_tokens"] > 0 and outcome.usage["completion_tokens"] == 48
+
+
+def test_chat_models_on_successive_event_loops_never_share_a_dead_loops_connections():
+    """Two runs in one process, each on its own event loop (sequential ``asyncio.run``, or two
+    tests), against a server that keeps connections alive. A pooled connection belongs to the loop
+    that opened it; reusing it from the next loop fails with 'Event loop is closed'."""
+
+    def one_run(server: FakeOpenAI) -> CallOutcome:
+        return asyncio.run(_http_caller(server).acall(MESSAGES, _ok))
+
+    with FakeOpenAI(keep_alive=True) as server:
+        server.enqueue(Reply.json({"thoughts": "t", "value": 1}), Reply.json({"thoughts": "t", "value": 2}))
+        first, second = one_run(server), one_run(server)
+    assert first.answer is not None and first.answer.value == 1
+    assert second.cause is None and second.answer is not None and second.answer.value == 2
