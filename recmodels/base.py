@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import ClassVar
 
 import torch
@@ -59,6 +60,11 @@ class SequentialRecommender(nn.Module, ABC):
     @property
     def pad_id(self) -> int:
         return self.n_items
+
+    def selection_scores(self) -> AbstractContextManager[None]:
+        """While training selects its checkpoint on validation: scoring without the options that
+        only serving and evaluation apply (TextRec's content-scored cold items). None here."""
+        return nullcontext()
 
     @abstractmethod
     def encode(self, seqs: torch.Tensor) -> torch.Tensor:

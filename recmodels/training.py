@@ -191,7 +191,8 @@ def item_text_vectors(dataset: Dataset, model_name: str, cache_path: Path | None
 
 
 def _validate(model: SequentialRecommender, val_rows: list[Row]) -> dict[str, float]:
-    return {f"val_{k}": v for k, v in ranking_summary(full_ranking_stats(model, val_rows)).items()}
+    with model.selection_scores():
+        return {f"val_{k}": v for k, v in ranking_summary(full_ranking_stats(model, val_rows)).items()}
 
 
 def _fit_one(

@@ -80,6 +80,31 @@ def test_a_cold_item_is_scored_from_its_text_alone() -> None:
     torch.testing.assert_close(after[:, 35], expected)
 
 
+@torch.no_grad()
+def test_content_cold_scores_rank_cold_items_by_text_similarity_on_the_warm_scale() -> None:
+    torch.manual_seed(0)
+    model = build_model("textrec", N_ITEMS, cold_scores="content")
+    assert isinstance(model, TextRec)
+    text = torch.nn.functional.normalize(torch.randn(N_ITEMS, TEXT_DIM), dim=1)
+    text[35] = text[3]  # cold item 35 reads like the newest history item of the first user
+    model.attach_items(text, range(30))  # items 30..39 are cold
+    model.eval()
+    seqs = pad_histories(HISTORIES, model.max_len, model.pad_id)  # [B, T]
+    content = model.score_all(seqs)
+    with model.selection_scores():  # what training selects on: the text tower's scores
+        tower = model.score_all(seqs)
+    torch.testing.assert_close(content[:, :30], tower[:, :30])  # warm items keep their scores
+    assert not torch.allclose(content[:, 30:], tower[:, 30:])
+    first = content[0]  # history [1, 2, 3]: item 35 is its closest cold item, well above the warm mean
+    assert int(first[30:].argmax()) + 30 == 35
+    assert float(first[35]) > float(first[:30].mean() + first[:30].std())
+    # The candidates path gives the same numbers as the catalog path.
+    candidates = torch.tensor([[35, 3, 31, 0]] * len(HISTORIES))
+    torch.testing.assert_close(model.score_candidates(seqs, candidates), content.gather(1, candidates))
+    with pytest.raises(ValueError, match="cold_scores must be one of"):
+        build_model("textrec", N_ITEMS, cold_scores="popular")
+
+
 def test_the_no_id_vector_stands_in_for_every_missing_id() -> None:
     torch.manual_seed(0)
     model = build_model("textrec", N_ITEMS, no_id_vector=True)

@@ -303,6 +303,11 @@ def _parse_overrides(model: str, pairs: list[str]) -> dict[str, Any]:
             raise typer.BadParameter(
                 f"{pair!r}: {key} needs a {fields[key].type}", param_hint="--set"
             ) from None
+    model_fields = {f.name for f in dataclasses.fields(config_class(model))}
+    try:  # the config's own checks (e.g. a choice among names), before anything trains
+        config_class(model)(**{k: v for k, v in parsed.items() if k in model_fields})
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--set") from None
     return parsed
 
 
@@ -314,7 +319,7 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
-_FIELD_PARSERS: dict[str, Any] = {"float": float, "int": int, "bool": _parse_bool}
+_FIELD_PARSERS: dict[str, Any] = {"float": float, "int": int, "bool": _parse_bool, "str": str}
 
 
 def _fail(message: str) -> NoReturn:
