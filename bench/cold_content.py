@@ -17,33 +17,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
+import torch
 
 from app.eval.metrics import bootstrap_interval
 from app.settings import get_settings
 from recmodels import metrics
+from recmodels.base import pad_histories
 from recmodels.coldstart import cold_rows, held_out_items
 from recmodels.dataset import Dataset, Row
-from recmodels.text import cached_text_vectors, embedding_cache_path, item_texts
+from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
+from recmodels.text import cached_text_vectors, content_scores, embedding_cache_path, item_texts
 
 
-def content_hr1(vectors: np.ndarray, rows: Iterable[Row], last: int) -> list[float]:
-    """Expected HR@1-of-20 of each row when items are ranked by cosine to the history's mean vector."""
+def content_hr1(vectors: np.ndarray, rows: Sequence[Row], last: int) -> list[float]:
+    """Expected HR@1-of-20 of each row when items are ranked by cosine to the history's mean vector
+    (vectors [N, D], L2-normalised), with the evaluation's own ranking rules (history left out)."""
+    if not rows:
+        return []
     n_items = vectors.shape[0]
-    out = []
-    for row in rows:
-        recent = [i for i in row.history if i < n_items][-last:]
-        scores = vectors @ vectors[recent].mean(axis=0)  # [n_items]; vectors are L2-normalised
-        outside = np.ones(n_items, dtype=bool)
-        outside[list(set(row.history) & set(range(n_items)))] = False
-        outside[row.next] = False
-        n_outranking = int((scores[outside] > scores[row.next]).sum())
-        out.append(metrics.expected_hr_at_1(n_outranking, int(outside.sum())))
-    return out
+    item_text = torch.cat([torch.from_numpy(vectors), torch.zeros(1, vectors.shape[1])])  # [N + 1, D]
+    seqs = pad_histories([r.history for r in rows], last, n_items)  # [B, last]
+    return expected_hr_at_1_of(ranking_stats_from_scores(content_scores(item_text, seqs, last), rows))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -69,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for split in ("val", "test"):
         split_rows = data.eval_rows(split)[0]
         rows = [r for held in held_outs for r in cold_rows(split_rows, held)]
-        per_row = content_hr1(vectors, tqdm(rows, desc=split, disable=args.json), args.last)
+        per_row = content_hr1(vectors, rows, args.last)
         if not per_row:
             out[split] = {"rows": 0, "hr1_expected": None, "ci95": None}
             continue

@@ -86,6 +86,17 @@ def encode_texts(encoder: Any, texts: Sequence[str]) -> torch.Tensor:
     return torch.from_numpy(np.asarray(vectors, dtype=np.float32))
 
 
+def content_scores(item_text: torch.Tensor, seqs: torch.Tensor, last: int) -> torch.Tensor:
+    """[B, N] cosine-like scores of every item's text to the mean text of each user's ``last``
+    newest items. item_text [N + 1, D]: L2-normalised rows, row N (the padding id) zero; seqs [B, T]
+    left-padded with N."""
+    N = item_text.shape[0] - 1  # items; the last row is padding
+    recent = seqs[:, -last:]  # [B, L] newest last
+    present = (recent != N).float().unsqueeze(-1)  # [B, L, 1]
+    profile = (item_text[recent] * present).sum(1) / present.sum(1).clamp(min=1.0)  # [B, D]
+    return profile @ item_text[:N].T  # [B, N]
+
+
 def embedding_cache_path(data_dir: Path, dataset_name: str, fingerprint: str) -> Path:
     """Per dataset and data version, so a re-imported dataset never reuses stale vectors."""
     return Path(data_dir) / "embeddings" / dataset_name / f"{TEXT_MODEL_NAME}-{fingerprint[:16]}.npy"

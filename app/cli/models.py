@@ -15,7 +15,7 @@ from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
 from recmodels.coldstart import cold_artifact_path, cold_rows, held_out_items, pool_results
 from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
-from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class
+from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class, make_train_config
 from recmodels.scorer import Scorer
 from recmodels.text import TextEncoderUnavailable, embedding_cache_path
 from recmodels.train_config import TrainConfig
@@ -303,9 +303,8 @@ def _parse_overrides(model: str, pairs: list[str]) -> dict[str, Any]:
             raise typer.BadParameter(
                 f"{pair!r}: {key} needs a {fields[key].type}", param_hint="--set"
             ) from None
-    model_fields = {f.name for f in dataclasses.fields(config_class(model))}
-    try:  # the config's own checks (e.g. a choice among names), before anything trains
-        config_class(model)(**{k: v for k, v in parsed.items() if k in model_fields})
+    try:  # the configs' own checks (e.g. a choice among names), before anything trains
+        make_train_config(model, **parsed)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--set") from None
     return parsed
