@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.cold_content import content_hr1
+from bench.cold_content import content_hr1, popularity_hr1, text_popularity
 from recmodels.dataset import Row
 
 
@@ -37,3 +37,34 @@ def test_only_the_last_items_make_the_profile_and_history_items_are_never_negati
     assert hr == pytest.approx(1.0)
     (older,) = content_hr1(vectors, [_row([2, 9], 7)], last=1)
     assert older < 1.0
+
+
+def test_text_popularity_learns_from_the_fitted_items_only():
+    vectors = _vectors(40)
+    counts = np.expm1(2.0 + 3.0 * vectors[:, 0])  # log(1 + count) is linear in the first text coordinate
+    fit_on = np.arange(40) < 30
+    predicted = text_popularity(vectors, counts, fit_on)
+    held_out = np.arange(30, 40)
+    # The held-out items' popularity is predicted from their text: ordered like the truth.
+    assert np.corrcoef(predicted[held_out], np.log1p(counts[held_out]))[0, 1] > 0.9
+    # Their counts are never read: changing them changes nothing.
+    counts[held_out] = 1e9
+    np.testing.assert_allclose(text_popularity(vectors, counts, fit_on), predicted)
+
+
+def test_popularity_ranks_the_most_counted_item_first_for_every_user():
+    counts = np.arange(30, dtype=np.float64)  # item 29 is the most popular, item 0 the least
+    top, bottom = popularity_hr1(counts, [_row([3, 4], 29), _row([3, 4], 0)])
+    assert top == pytest.approx(1.0)
+    assert bottom == 0.0
+
+
+def test_the_popularity_term_lifts_a_popular_target_the_history_alone_misses():
+    vectors = _vectors()
+    rows = [_row([0, 1], 5)]
+    popularity = np.zeros(30)
+    popularity[5] = 100.0  # far above every other item
+    (without,) = content_hr1(vectors, rows, last=1)
+    (with_term,) = content_hr1(vectors, rows, last=1, popularity=popularity, weight=2.0)
+    assert without < 0.5
+    assert with_term == pytest.approx(1.0)
