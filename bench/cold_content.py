@@ -40,9 +40,13 @@ from recmodels.base import pad_histories
 from recmodels.coldstart import cold_rows, held_out_items
 from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
-from recmodels.text import cached_text_vectors, content_scores, embedding_cache_path, item_texts
-
-RIDGE = 10.0  # the text-to-popularity regression's L2 penalty (a 384-d fit on 1,500-4,100 items)
+from recmodels.text import (
+    cached_text_vectors,
+    content_scores,
+    embedding_cache_path,
+    fit_text_popularity,
+    item_texts,
+)
 
 
 def content_hr1(
@@ -67,13 +71,11 @@ def content_hr1(
 
 
 def text_popularity(vectors: np.ndarray, counts: np.ndarray, fit_on: np.ndarray) -> np.ndarray:
-    """[N] log(1 + count) predicted from each item's text vector (vectors [N, D]) by a ridge
-    regression fitted on the items where ``fit_on`` [N] is true; the others' counts are never read."""
-    x, y = vectors[fit_on], np.log1p(counts[fit_on])
-    x_mean, y_mean = x.mean(0), y.mean()
-    centred = x - x_mean
-    coef = np.linalg.solve(centred.T @ centred + RIDGE * np.eye(x.shape[1]), centred.T @ (y - y_mean))  # [D]
-    return (vectors - x_mean) @ coef + y_mean
+    """[N] log(1 + count) predicted from each item's text vector (vectors [N, D]) by the ridge
+    regression TextRec's cold scores use, fitted on the items where ``fit_on`` [N] is true."""
+    item_text = torch.from_numpy(vectors)
+    coef, intercept = fit_text_popularity(item_text, torch.from_numpy(counts), torch.from_numpy(fit_on))
+    return (item_text @ coef + intercept).numpy()
 
 
 def popularity_hr1(counts: np.ndarray, rows: Sequence[Row]) -> list[float]:

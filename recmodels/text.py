@@ -97,6 +97,22 @@ def content_scores(item_text: torch.Tensor, seqs: torch.Tensor, last: int) -> to
     return profile @ item_text[:N].T  # [B, N]
 
 
+def fit_text_popularity(
+    item_text: torch.Tensor, counts: torch.Tensor, fit_on: torch.Tensor, ridge: float = 10.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A ridge regression of log(1 + count) on the text vectors of the items where ``fit_on`` [N]
+    is true (item_text [N, D], counts [N]; the other items' counts are never read). Returns the
+    coefficients [D] and the intercept []: ``item_text @ coef + intercept`` predicts any item's
+    popularity from its text, a new item's included. A cold item's popularity is what the content
+    cosine does not know, and on popularity-driven catalogs much of what ranks it (Steam)."""
+    x, y = item_text[fit_on].double(), torch.log1p(counts[fit_on].double())  # [M, D], [M]
+    x_mean, y_mean = x.mean(0), y.mean()
+    centred = x - x_mean
+    gram = centred.T @ centred + ridge * torch.eye(x.shape[1], dtype=x.dtype)  # [D, D]
+    coef = torch.linalg.solve(gram, centred.T @ (y - y_mean))  # [D]
+    return coef.to(item_text.dtype), (y_mean - x_mean @ coef).to(item_text.dtype)
+
+
 def embedding_cache_path(data_dir: Path, dataset_name: str, fingerprint: str) -> Path:
     """Per dataset and data version, so a re-imported dataset never reuses stale vectors."""
     return Path(data_dir) / "embeddings" / dataset_name / f"{TEXT_MODEL_NAME}-{fingerprint[:16]}.npy"

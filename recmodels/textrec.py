@@ -39,7 +39,7 @@ What it follows and where it deviates:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,7 +48,7 @@ from torch import nn
 
 from recmodels.base import init_weights
 from recmodels.sasrec import SASRec, SASRecConfig
-from recmodels.text import TEXT_DIM, content_scores
+from recmodels.text import TEXT_DIM, content_scores, fit_text_popularity
 
 COLD_SCORES = ("model", "content")
 
@@ -71,12 +71,20 @@ class TextRecConfig(SASRecConfig):
     # both scores over the items that have ids (z-scores). Inference only: training is unchanged.
     cold_scores: str = "model"
     content_history: int = 5
+    # With cold_scores="content": the weight of a popularity predicted from text (a ridge regression
+    # of the known items' log training counts on their text vectors, fitted by attach_items) added
+    # to the content cosine, both as z-scores over the items with ids. 0 leaves it out.
+    cold_popularity: float = 0.0
 
     def __post_init__(self) -> None:
         if self.cold_scores not in COLD_SCORES:
             raise ValueError(f"cold_scores must be one of {COLD_SCORES}, got {self.cold_scores!r}")
         if self.content_history < 1:
             raise ValueError(f"content_history must be >= 1, got {self.content_history}")
+        if self.cold_popularity < 0:
+            raise ValueError(f"cold_popularity must be >= 0, got {self.cold_popularity}")
+        if self.cold_popularity and self.cold_scores != "content":
+            raise ValueError("cold_popularity needs cold_scores='content': it is a term of the content score")
 
 
 class TextRec(SASRec):
@@ -101,19 +109,33 @@ class TextRec(SASRec):
         init_weights(self.text_proj)
         if config.no_id_vector:  # only then, so artifacts of configs without it load unchanged
             self.no_id = nn.Parameter(torch.zeros(config.hidden))  # u
+        if config.cold_popularity:  # the text-to-popularity regression attach_items fits (same reason)
+            self.register_buffer("popularity_coef", torch.zeros(config.text_dim))  # [D]
+            self.register_buffer("popularity_intercept", torch.zeros(()))
         self._content_cold = config.cold_scores == "content"  # off while training selects (below)
 
     @torch.no_grad()
-    def attach_items(self, text_vectors: torch.Tensor, known_items: Iterable[int]) -> None:
-        """text_vectors [N, D] (row i: item i's text); known_items: the items with training rows."""
+    def attach_items(
+        self, text_vectors: torch.Tensor, known_items: Iterable[int] | Mapping[int, int]
+    ) -> None:
+        """text_vectors [N, D] (row i: item i's text); known_items: the items with training rows,
+        or how many rows each is the target of (what ``cold_popularity`` learns from; a plain
+        iterable counts each item once)."""
         N, D = text_vectors.shape  # items, text dim
         assert self.n_items == N and self.config.text_dim == D, "text vectors must be [n_items, text_dim]"
         self.item_text[:N] = text_vectors
         self.known.zero_()
-        ids = torch.as_tensor(sorted(set(known_items)), dtype=torch.long)
+        counts = known_items if isinstance(known_items, Mapping) else dict.fromkeys(known_items, 1)
+        ids = torch.as_tensor(sorted(counts), dtype=torch.long)
         if len(ids):
             assert int(ids.max()) < N and int(ids.min()) >= 0, "known items outside the catalog"
             self.known[ids] = 1.0
+        if self.config.cold_popularity and len(ids) > 1:
+            per_item = torch.zeros(N)
+            per_item[ids] = torch.tensor([float(counts[int(i)]) for i in ids])
+            coef, intercept = fit_text_popularity(text_vectors, per_item, self.known[:N] == 1)
+            self.popularity_coef.copy_(coef)
+            self.popularity_intercept.copy_(intercept)
 
     def item_table(self) -> torch.Tensor:
         """Item vectors [N + 1, H] (the padding row is not meaningful: inputs mask it). In training
@@ -179,12 +201,13 @@ class TextRec(SASRec):
         cold = self.known[:N] == 0  # [N]
         if not bool(cold.any()) or bool(cold.all()):
             return logits
-        content = content_scores(self.item_text, seqs, self.config.content_history)  # [B, N]
-        warm_logits, warm_content = logits[:, ~cold], content[:, ~cold]  # [B, W]
-        z = (content[:, cold] - warm_content.mean(1, keepdim=True)) / warm_content.std(1, keepdim=True).clamp(
-            min=1e-6
-        )  # [B, K]
+        score = _z_over(content_scores(self.item_text, seqs, self.config.content_history), ~cold)  # [B, N]
+        if self.config.cold_popularity:
+            popularity = self.item_text[:N] @ self.popularity_coef + self.popularity_intercept  # [N]
+            score = score + self.config.cold_popularity * _z_over(popularity.unsqueeze(0), ~cold)
+        warm_logits = logits[:, ~cold]  # [B, W]
         rescored = logits.clone()
+        z = _z_over(score, ~cold)[:, cold]  # [B, K]
         rescored[:, cold] = warm_logits.mean(1, keepdim=True) + warm_logits.std(1, keepdim=True) * z
         return rescored
 
@@ -201,3 +224,9 @@ class TextRec(SASRec):
         state["known"] = torch.cat([state["known"][:N], torch.zeros(k + 1)])
         grown.load_state_dict(state)
         return grown.train(self.training)
+
+
+def _z_over(scores: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """scores [B, N] standardised per row by the mean and spread of its ``reference`` [N] items."""
+    ref = scores[:, reference]  # [B, R]
+    return (scores - ref.mean(1, keepdim=True)) / ref.std(1, keepdim=True).clamp(min=1e-6)

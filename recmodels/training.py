@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import resource
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,8 +211,8 @@ def _fit_one(
 ) -> tuple[SequentialRecommender, TrainConfig, MemberResult, list[float]]:
     """Train one model with ``seed``; returns it with its best validation weights loaded, the
     training config, its result and the seconds of each epoch. A text-aware model gets
-    ``item_text`` [N, D] and the items that are targets of ``train_rows`` (the ones with a
-    trainable id embedding)."""
+    ``item_text`` [N, D] and how often each item is the target of ``train_rows`` (the targets are
+    the items with a trainable id embedding)."""
     model_overrides, train_overrides = split_overrides(model_name, overrides)
     config = TrainConfig(**train_overrides)
     torch.manual_seed(seed)
@@ -219,7 +220,7 @@ def _fit_one(
     if config.all_positions and not model.trains_all_positions:
         raise ValueError(f"all_positions: {model_name} trains on the newest position only")
     if item_text is not None:
-        model.attach_items(item_text, {r.next for r in train_rows})
+        model.attach_items(item_text, Counter(r.next for r in train_rows))
     n_epochs = epochs if epochs is not None else config.epochs
     if n_epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {n_epochs}")

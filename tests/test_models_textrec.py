@@ -105,6 +105,37 @@ def test_content_cold_scores_rank_cold_items_by_text_similarity_on_the_warm_scal
         build_model("textrec", N_ITEMS, cold_scores="popular")
 
 
+@torch.no_grad()
+def test_the_cold_popularity_term_lifts_cold_items_that_read_like_popular_ones() -> None:
+    torch.manual_seed(0)
+    text = torch.nn.functional.normalize(torch.randn(N_ITEMS, TEXT_DIM), dim=1)
+    counts = {i: 1 + 10 * i for i in range(30)}  # item 29 is the most-targeted warm item, item 0 the least
+    text[36], text[37] = text[29], text[0]  # cold 36 reads like the most popular item, cold 37 like the least
+    seqs = pad_histories([h for h in HISTORIES if h], 10, N_ITEMS)  # [B, T] (an empty one scores all alike)
+
+    def cold_scores(**overrides: float) -> torch.Tensor:
+        torch.manual_seed(0)
+        model = build_model("textrec", N_ITEMS, cold_scores="content", **overrides)
+        assert isinstance(model, TextRec)
+        model.attach_items(text, counts)
+        return model.eval().score_all(seqs)
+
+    plain, popular = cold_scores(), cold_scores(cold_popularity=10.0)
+    torch.testing.assert_close(popular[:, :30], plain[:, :30])  # warm items keep their scores
+    lift = popular[:, 36] - popular[:, 37] - (plain[:, 36] - plain[:, 37])
+    assert bool((lift > 0).all())
+    assert bool((popular[:, 36] > popular[:, 37]).all())  # the popularity term decides for every user
+    # The regression travels with the model: a new item reading like item 29 is predicted popular too.
+    model = build_model("textrec", N_ITEMS, cold_scores="content", cold_popularity=10.0)
+    assert isinstance(model, TextRec)
+    model.attach_items(text, counts)
+    grown = model.with_new_items(text[29:30])
+    predicted = grown.item_text[: N_ITEMS + 1] @ grown.popularity_coef + grown.popularity_intercept
+    assert float(predicted[N_ITEMS]) > float(predicted[:30].mean())
+    with pytest.raises(ValueError, match="cold_popularity needs cold_scores='content'"):
+        build_model("textrec", N_ITEMS, cold_popularity=1.0)
+
+
 def test_the_no_id_vector_stands_in_for_every_missing_id() -> None:
     torch.manual_seed(0)
     model = build_model("textrec", N_ITEMS, no_id_vector=True)
