@@ -20,6 +20,9 @@ At inference, ``cold_scores="content"`` scores the items without an id embedding
 the cosine of ``t_i`` to the mean text vector of the user's last few items, shifted and scaled so
 that its mean and spread over the items *with* ids match the model's logits for this user. It
 trades warm accuracy for cold (bench/README.md, cold start); checkpoints are selected without it.
+``cold_popularity`` adds to that cosine a popularity predicted from the item's text (a ridge
+regression of the known items' log training counts), which is what a cold item most lacks on a
+popularity-driven catalog (Steam: 0.134 -> 0.165 on the held-out items).
 
 What it follows and where it deviates:
 - UniSRec (Hou et al., KDD 2022): frozen pre-trained text vectors through a parametric-whitening
