@@ -45,7 +45,6 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
-        import uvicorn
 
         from app.services import bootstrap, metrics
 
@@ -58,35 +57,24 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
             metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         base = f"http://{settings.host}:{settings.port}"
-        typer.echo(f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)")
+        if bootstrap.port_in_use(settings.host, settings.port):
+            _echo(f"error: {settings.host}:{settings.port} is already in use; choose another with --port")
+            raise typer.Exit(1)
+        _echo(f"starting the server on {base} ...")
+        banner = [f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)"]
         if key is not None:
-            typer.echo(f"API key (shown once, store it now): {key.secret}")
-            typer.echo(f"  try: curl -H 'Authorization: Bearer {key.secret}' '{base}/v1/items?q=toy'")
+            banner.append(f"API key (shown once, store it now): {key.secret}")
+            banner.append(f"  try: curl -H 'Authorization: Bearer {key.secret}' '{base}/v1/items?q=toy'")
+        announcement = bootstrap.Announcement(settings.host, settings.port, banner, typer.echo)
+        announcement.start()
         # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turning them into SystemExit
         # lets atexit handlers run, which stops the embedded PostgreSQL cleanly.
         for stop_signal in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop_signal, _exit_on_signal)
-        if settings.workers == 1:  # this process serves: it hands the app its settings
-            from app.main import create_app
-
-            uvicorn.run(create_app(served), host=settings.host, port=settings.port, log_level="warning")
-            return
-        # Why the environment, and not an argument: with workers > 1 uvicorn accepts the app only
-        # as an import string (here a factory), and starts each worker as a fresh *spawned*
-        # process that imports it; uvicorn has no way to hand a worker a Python object, so the
-        # factory (app.main.create_app_from_env) can only read its settings from what the workers
-        # inherit: the environment. Everything else already comes from it (or the .env file);
-        # the one value decided at run time, the database bootstrap chose (perhaps the embedded
-        # one), is put there, in this parent process only, right before the workers start.
-        os.environ["RECLOOP_DATABASE_URL"] = url
-        uvicorn.run(
-            "app.main:create_app_from_env",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=settings.workers,
-            log_level="warning",
-        )
+        try:
+            _run_uvicorn(settings, served, url)
+        finally:
+            announcement.flush()  # said already, or the server stopped first: the key is not lost
 
     @keys_cli.command("create")
     def keys_create(
@@ -133,3 +121,30 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
 
         bootstrap.prepare_database(_settings(), _echo)
         _echo("database is up to date")
+
+
+def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:
+    """Serve until stopped: in this process with one worker, else with uvicorn's worker processes."""
+    import uvicorn
+
+    if settings.workers == 1:  # this process serves: it hands the app its settings
+        from app.main import create_app
+
+        uvicorn.run(create_app(served), host=settings.host, port=settings.port, log_level="warning")
+        return
+    # Why the environment, and not an argument: with workers > 1 uvicorn accepts the app only
+    # as an import string (here a factory), and starts each worker as a fresh *spawned*
+    # process that imports it; uvicorn has no way to hand a worker a Python object, so the
+    # factory (app.main.create_app_from_env) can only read its settings from what the workers
+    # inherit: the environment. Everything else already comes from it (or the .env file);
+    # the one value decided at run time, the database bootstrap chose (perhaps the embedded
+    # one), is put there, in this parent process only, right before the workers start.
+    os.environ["RECLOOP_DATABASE_URL"] = url
+    uvicorn.run(
+        "app.main:create_app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level="warning",
+    )

@@ -6,7 +6,9 @@ Idempotent: a second start finds everything in place and takes seconds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import socket
+import threading
+from collections.abc import Callable, Sequence
 
 from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
 from app.db.migrate import migrate_all
@@ -83,3 +85,57 @@ def all_keys(url: str, settings: Settings) -> list:
 
 def revoke(url: str, settings: Settings, key_id: int) -> bool:
     return asyncio.run(_with_sessionmaker(url, settings, lambda sm: revoke_key(sm, key_id=key_id)))
+
+
+def _probe_host(host: str) -> str:
+    """Where a local client reaches a server bound to ``host`` (a wildcard bind answers on loopback)."""
+    return {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already accepts connections on ``host:port``."""
+    try:
+        with socket.create_connection((_probe_host(host), port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Announcement:
+    """Messages echoed once ``host:port`` accepts connections, by a daemon thread (:meth:`start`).
+
+    The server loads models and opens its pools before it binds the port, which takes seconds on a
+    first start; a key printed before then invites a request nobody answers yet. :meth:`flush`
+    echoes what is still unsaid (a server that stopped before listening must not take a
+    shown-once key with it); each message is echoed exactly once.
+    """
+
+    def __init__(self, host: str, port: int, messages: Sequence[str], echo: Echo, *, poll_s: float = 0.1):
+        self.host, self.port, self.messages, self.echo, self.poll_s = host, port, list(messages), echo, poll_s
+        self._said = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._wait_then_echo, name="recloop-announce", daemon=True)
+        thread.start()
+        return thread
+
+    def flush(self) -> None:
+        self._stop.set()
+        self._echo_once()
+
+    def _wait_then_echo(self) -> None:
+        while not self._stop.is_set():
+            if port_in_use(self.host, self.port):
+                self._echo_once()
+                return
+            self._stop.wait(self.poll_s)
+
+    def _echo_once(self) -> None:
+        with self._lock:
+            if self._said:
+                return
+            self._said = True
+            for message in self.messages:
+                self.echo(message)

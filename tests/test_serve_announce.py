@@ -1,0 +1,60 @@
+"""`recloop serve` prints its banner and the shown-once key when the port answers, never before,
+and never loses the key when the server stops first."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from app.services.bootstrap import Announcement, port_in_use
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(condition, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_the_banner_waits_for_the_port_and_is_said_once():
+    port = _free_port()
+    said: list[str] = []
+    announcement = Announcement("127.0.0.1", port, ["serving", "key: s3cret"], said.append, poll_s=0.02)
+    thread = announcement.start()
+    time.sleep(0.2)
+    assert said == []  # nothing listens yet: a request now would go unanswered
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        assert _wait_for(lambda: said == ["serving", "key: s3cret"])
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+    announcement.flush()  # the normal shutdown path: already said, nothing repeated
+    assert said == ["serving", "key: s3cret"]
+
+
+def test_a_server_that_stops_before_listening_still_shows_the_key():
+    said: list[str] = []
+    announcement = Announcement("127.0.0.1", _free_port(), ["key: s3cret"], said.append, poll_s=0.02)
+    thread = announcement.start()
+    announcement.flush()  # what `recloop serve` does when uvicorn returns or raises
+    thread.join(timeout=5)
+    assert said == ["key: s3cret"] and not thread.is_alive()
+
+
+def test_port_in_use_sees_a_listener_on_a_wildcard_bind():
+    port = _free_port()
+    assert not port_in_use("0.0.0.0", port)
+    with socket.socket() as server:
+        server.bind(("0.0.0.0", port))
+        server.listen()
+        assert port_in_use("0.0.0.0", port)
+        assert port_in_use("127.0.0.1", port)
