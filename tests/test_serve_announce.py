@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import cli
 from app.services.bootstrap import Announcement, port_in_use
+from app.settings import get_settings
 
 
 def _free_port() -> int:
@@ -58,3 +64,22 @@ def test_port_in_use_sees_a_listener_on_a_wildcard_bind():
         server.listen()
         assert port_in_use("0.0.0.0", port)
         assert port_in_use("127.0.0.1", port)
+
+
+def test_serve_on_a_busy_port_fails_at_once_and_sets_nothing_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
+    get_settings.cache_clear()
+    port = _free_port()
+    try:
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", port))
+            busy.listen()
+            result = CliRunner().invoke(cli, ["serve", "--host", "127.0.0.1", "--port", str(port)])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 1
+    assert f"127.0.0.1:{port} is already in use; choose another with --port" in result.output
+    assert not data_dir.exists()  # no database started, no data fetched, no model trained

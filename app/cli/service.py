@@ -45,10 +45,12 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
-
         from app.services import bootstrap, metrics
 
         settings = _settings(host=host, port=port, workers=workers)
+        if bootstrap.port_in_use(settings.host, settings.port):  # before minutes of set-up, not after
+            _echo(f"error: {settings.host}:{settings.port} is already in use; choose another with --port")
+            raise typer.Exit(1)
         url = bootstrap.prepare_database(settings, _echo, migrate=migrate)
         dataset = bootstrap.ensure_dataset(settings, _echo)
         bootstrap.ensure_models(settings, dataset, _echo)
@@ -57,9 +59,6 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
             metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         base = f"http://{settings.host}:{settings.port}"
-        if bootstrap.port_in_use(settings.host, settings.port):
-            _echo(f"error: {settings.host}:{settings.port} is already in use; choose another with --port")
-            raise typer.Exit(1)
         _echo(f"starting the server on {base} ...")
         banner = [f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)"]
         if key is not None:
