@@ -110,6 +110,18 @@ def test_cli_train_then_eval_model_print_json_last(cli_env: Path) -> None:
     result = _last_json(evaluated.stdout)
     assert {"hr1_mean", "hr1_std", "hit10", "ndcg10", "n_rows"} <= set(result)
     assert result["n_rows"] == 95 and result["split"] == "test"
+    # The run directory: the numbers, a report with the paper's beside them, the interval plot.
+    run = Path(result["run_dir"])
+    assert run.parent == cli_env / "runs" and run.name.startswith("model-movielens-")
+    stored = json.loads((run / "results.json").read_text())
+    assert stored["experiment"] == stored["config"]["experiment"] == "model"  # how /v1/runs lists it
+    assert stored["results"]["caser"]["hr1_expected"] == result["hr1_expected"]
+    report = (run / "report.md").read_text()
+    low, high = result["hr1_expected_ci95"]
+    assert f"| caser | 95 | {result['hr1_expected']:.4f} [{low:.4f}, {high:.4f}] |" in report
+    assert report.count("0.3789") == 1  # the paper's Caser on MovieLens (Table 4, model column)
+    assert "llara 0.4842" in report
+    assert (run / "hr1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_eval_model_without_an_artifact_fails_with_the_fix(cli_env: Path) -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
 import typer
 
+from app.eval.common import EvalError, RunDir, results_envelope
 from app.eval.metrics import Interval, bootstrap_interval, paired_interval
+from app.eval.model_report import model_report
 from app.settings import get_settings
 from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
 from recmodels.coldstart import cold_artifact_path, cold_rows, held_out_items, pool_results
@@ -123,10 +126,14 @@ def eval_model_command(
         help="Cold-start training of --model: config override KEY=VALUE on top of its preset (repeatable; "
         "its artifacts are kept apart, named by the overrides).",
     ),
+    run_dir: Path | None = typer.Option(
+        None, "--run-dir", help="Where results.json, report.md and the plot go (default: new, under runs/)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Also print one JSON object as the last line."),
 ) -> None:
     """HR@1-of-20 (mean/std over 5 candidate seeds), the exact expected HR@1 with its 95 % bootstrap
-    interval over users, full-ranking Hit@10 and NDCG@10; paired differences with --compare."""
+    interval over users, full-ranking Hit@10 and NDCG@10; paired differences with --compare. Writes
+    a run directory: results.json, report.md (the paper's numbers beside ours) and an interval plot."""
     settings = get_settings()
     torch.set_num_threads(settings.torch_threads)
     if split not in ("val", "test"):
@@ -148,15 +155,29 @@ def eval_model_command(
             results = {m: evaluate_model(scorers[m], data, split=split, seeds=DEFAULT_SEEDS) for m in names}
     except (ArtifactError, TextEncoderUnavailable, UnknownModelError) as exc:
         _fail(str(exc))
-    result = _with_intervals(results[model])
+    summaries = {m: _with_intervals(results[m]) for m in names}
+    result = dict(summaries[model])
     if cold:
         result["cold_start"] = cold
     paired = {other: _paired(results[model], results[other]) for other in names[1:]}
     if paired:
         result["compare"] = paired
+    config = {
+        "experiment": "model", "dataset": data.name, "dataset_fingerprint": data.fingerprint,
+        "split": split, "model": model, "compare": names[1:], "cold_items": cold_items,
+        "cold_seeds": cold_seeds, "overrides": config_overrides,
+    }  # fmt: skip
+    try:
+        run = RunDir.create(run_dir, settings.runs_dir, f"model-{data.name}", config)
+    except EvalError as exc:
+        _fail(str(exc))
+    run.write_results(results_envelope("model", config, results=summaries, compare=paired, cold_start=cold))
+    run.write_report(model_report(run.path, summaries, paired, dataset=data.name, split=split, cold=cold))
+    result["run_dir"] = str(run.path)
     typer.echo(_table(result))
     for other, diff in paired.items():
         typer.echo(_paired_line(model, other, diff))
+    typer.echo(f"run directory: {run.path}")
     if as_json:
         typer.echo(json.dumps(result))
 
