@@ -48,6 +48,7 @@ from recmodels.text import (
     embedding_cache_path,
     fit_text_popularity,
     item_texts,
+    standardize,
 )
 
 
@@ -68,7 +69,8 @@ def content_hr1(
     seqs = pad_histories([r.history for r in rows], last, n_items)  # [B, last]
     scores = content_scores(item_text, seqs, last)  # [B, N]
     if popularity is not None and weight:
-        scores = _z(scores) + weight * _z(torch.as_tensor(popularity, dtype=scores.dtype).unsqueeze(0))
+        popularity_row = torch.as_tensor(popularity, dtype=scores.dtype).unsqueeze(0)  # [1, N]
+        scores = standardize(scores) + weight * standardize(popularity_row)
     return expected_hr_at_1_of(ranking_stats_from_scores(scores, rows))
 
 
@@ -92,11 +94,6 @@ def target_counts(rows: Sequence[Row], n_items: int) -> np.ndarray:
     """[N] how often each item is a row's target."""
     counts = Counter(r.next for r in rows)
     return np.array([counts[i] for i in range(n_items)], dtype=np.float64)
-
-
-def _z(scores: torch.Tensor) -> torch.Tensor:
-    """Each row of ``scores`` [B, N] standardised over its items."""
-    return (scores - scores.mean(1, keepdim=True)) / scores.std(1, keepdim=True).clamp(min=1e-12)
 
 
 def _summary(per_row: list[float]) -> dict[str, Any]:

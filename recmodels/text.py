@@ -97,6 +97,13 @@ def content_scores(item_text: torch.Tensor, seqs: torch.Tensor, last: int) -> to
     return profile @ item_text[:N].T  # [B, N]
 
 
+def standardize(scores: torch.Tensor, reference: torch.Tensor | None = None) -> torch.Tensor:
+    """scores [B, N] standardised per row by the mean and spread of its ``reference`` [N] (bool)
+    items, all of them when None: how content and popularity scores are put on one scale."""
+    ref = scores if reference is None else scores[:, reference]  # [B, R]
+    return (scores - ref.mean(1, keepdim=True)) / ref.std(1, keepdim=True).clamp(min=1e-6)
+
+
 def fit_text_popularity(
     item_text: torch.Tensor, counts: torch.Tensor, fit_on: torch.Tensor, ridge: float = 10.0
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -51,7 +51,7 @@ from torch import nn
 
 from recmodels.base import init_weights
 from recmodels.sasrec import SASRec, SASRecConfig
-from recmodels.text import TEXT_DIM, content_scores, fit_text_popularity
+from recmodels.text import TEXT_DIM, content_scores, fit_text_popularity, standardize
 
 COLD_SCORES = ("model", "content")
 
@@ -204,13 +204,14 @@ class TextRec(SASRec):
         cold = self.known[:N] == 0  # [N]
         if not bool(cold.any()) or bool(cold.all()):
             return logits
-        score = _z_over(content_scores(self.item_text, seqs, self.config.content_history), ~cold)  # [B, N]
+        content = content_scores(self.item_text, seqs, self.config.content_history)  # [B, N]
+        score = standardize(content, ~cold)
         if self.config.cold_popularity:
             popularity = self.item_text[:N] @ self.popularity_coef + self.popularity_intercept  # [N]
-            score = score + self.config.cold_popularity * _z_over(popularity.unsqueeze(0), ~cold)
+            score = score + self.config.cold_popularity * standardize(popularity.unsqueeze(0), ~cold)
         warm_logits = logits[:, ~cold]  # [B, W]
         rescored = logits.clone()
-        z = _z_over(score, ~cold)[:, cold]  # [B, K]
+        z = standardize(score, ~cold)[:, cold]  # [B, K]
         rescored[:, cold] = warm_logits.mean(1, keepdim=True) + warm_logits.std(1, keepdim=True) * z
         return rescored
 
@@ -227,9 +228,3 @@ class TextRec(SASRec):
         state["known"] = torch.cat([state["known"][:N], torch.zeros(k + 1)])
         grown.load_state_dict(state)
         return grown.train(self.training)
-
-
-def _z_over(scores: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
-    """scores [B, N] standardised per row by the mean and spread of its ``reference`` [N] items."""
-    ref = scores[:, reference]  # [B, R]
-    return (scores - ref.mean(1, keepdim=True)) / ref.std(1, keepdim=True).clamp(min=1e-6)

@@ -21,17 +21,11 @@ matplotlib.use("Agg")  # headless: plots are files, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 
 from app.eval.common import markdown_table  # noqa: E402
-from app.eval.paper import TABLE4  # noqa: E402
+from app.eval.paper import PAPER_MODEL_HR1  # noqa: E402
 
 CHANCE_HR1 = 1 / 20  # one target among 20 candidates
 PLOT_NAME = "hr1.png"
 REFERENCES = ("llara", "morec")  # the paper's text-aware rows: the LLM-based one and the text-encoder one
-
-
-def paper_model_hr1(dataset: str, model: str) -> float | None:
-    """Table 4's "Model" column for ``model`` on ``dataset`` (None where the paper has no row)."""
-    row = TABLE4.get(dataset, {}).get(model)
-    return row[0] if row else None
 
 
 def model_report(
@@ -52,7 +46,7 @@ def model_report(
     for name, r in results.items():
         members = r.get("members", 1)
         low, high = r["hr1_expected_ci95"]
-        paper = paper_model_hr1(dataset, name) if with_paper else None
+        paper = PAPER_MODEL_HR1.get((dataset, name)) if with_paper else None
         rows.append(
             [
                 name + (f" x{members}" if members > 1 else ""),
@@ -70,7 +64,7 @@ def model_report(
         lines += [_cold_line(cold), ""]
     lines += [markdown_table(header, rows), ""]
     if with_paper:
-        references = {name: paper_model_hr1(dataset, name) for name in REFERENCES}
+        references = {name: PAPER_MODEL_HR1.get((dataset, name)) for name in REFERENCES}
         quoted = ", ".join(f"{name} {value:.4f}" for name, value in references.items() if value is not None)
         lines += [f"Paper (AFL/FLOW Table 4, model column, test): {quoted}.", ""]
     else:
@@ -110,13 +104,13 @@ def interval_plot(
             r["hr1_expected"], y, xerr=[[r["hr1_expected"] - low], [high - r["hr1_expected"]]],
             fmt="o", capsize=4, color="tab:blue", label="ours, 95 % interval" if y == 0 else None,
         )  # fmt: skip
-        paper = paper_model_hr1(dataset, name) if with_paper else None
+        paper = PAPER_MODEL_HR1.get((dataset, name)) if with_paper else None
         if paper is not None:
             ax.plot(paper, y, "x", color="tab:red", markersize=9, label=None if paper_labelled else "paper")
             paper_labelled = True
     if with_paper:
         for name, style in zip(REFERENCES, ("--", ":"), strict=True):
-            value = paper_model_hr1(dataset, name)
+            value = PAPER_MODEL_HR1.get((dataset, name))
             if value is not None:
                 ax.axvline(value, linestyle=style, color="tab:red", alpha=0.6, label=f"paper {name}")
     ax.axvline(CHANCE_HR1, color="grey", alpha=0.6, label="chance")
