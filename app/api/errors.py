@@ -31,6 +31,12 @@ def service_error_response(exc: ServiceError, db_retry_after_s: int) -> JSONResp
     return error_response(exc.status, exc.detail, exc.field)
 
 
+def database_down_response(exc: Exception, db_retry_after_s: int) -> JSONResponse:
+    _log.warning("database unavailable: %s", exc)
+    retry = {"Retry-After": str(db_retry_after_s)}
+    return error_response(503, "the database is unreachable; retry shortly", None, **retry)
+
+
 def too_large_response(max_body_bytes: int) -> JSONResponse:
     """413 for a body over the limit (FastAPI's ``max_body_size``: refused before it is read whole)."""
     detail = f"request body too large: at most {max_body_bytes} bytes are accepted (RECLOOP_MAX_BODY_BYTES)"
@@ -94,11 +100,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, str(exc.detail), None, **headers)
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
-        _log.warning("database unavailable: %s", exc)
-        retry = str(request.app.state.settings.db_retry_after_s)
-        return error_response(
-            503, "the database is unreachable; retry shortly", None, **{"Retry-After": retry}
-        )
+        return database_down_response(exc, request.app.state.settings.db_retry_after_s)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

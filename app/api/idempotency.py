@@ -15,7 +15,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import bearer
-from app.api.errors import error_response, service_error_response
+from app.api.errors import database_down_response, service_error_response
 from app.api.schemas import RecommendationPublic, SessionPublic
 from app.services import idempotency as service
 from app.services import loops as loops_service
@@ -76,6 +76,9 @@ class IdempotencyMiddleware:
         except ServiceError as exc:
             await service_error_response(exc, retry)(scope, receive, send)
             return
+        except DATABASE_DOWN as exc:  # authenticating needed the database
+            await database_down_response(exc, retry)(scope, receive, send)
+            return
         streamed = "text/event-stream" in headers.get("accept", "")
         request = service.fingerprint(scope["method"], scope["path"], body, streamed=streamed)
         answer = _Capture(send)
@@ -98,11 +101,7 @@ class IdempotencyMiddleware:
             raise
         except DATABASE_DOWN as exc:
             if answer.status is None:
-                _log.warning("database unavailable: %s", exc)
-                response = error_response(
-                    503, "the database is unreachable; retry shortly", None, **{"Retry-After": str(retry)}
-                )
-                await response(scope, receive, send)
+                await database_down_response(exc, retry)(scope, receive, send)
                 return
             raise
 
