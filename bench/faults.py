@@ -169,7 +169,7 @@ def _worker_pids(parent: int) -> list[int]:
 
 
 async def _faults(
-    pg: PrivatePostgres, server: subprocess.Popen, plan: FaultPlan, started: float, log: list
+    pg: PrivatePostgres, url: str, server: subprocess.Popen, plan: FaultPlan, started: float, log: list
 ) -> None:
     events: list[tuple[float, str]] = [(t, "kill") for t in plan.kill_worker_at_s]
     if plan.restart_every_s:
@@ -183,9 +183,23 @@ async def _faults(
             down = await asyncio.to_thread(pg.restart, down_s=plan.restart_down_s)
             log.append({"at_s": round(at, 1), "fault": "restart", "unreachable_s": round(down, 2)})
         else:
-            victim = random.Random(int(at)).choice(_worker_pids(server.pid))
+            victim = await asyncio.to_thread(_busy_worker, url, _worker_pids(server.pid))
             os.kill(victim, signal.SIGKILL)
             log.append({"at_s": round(at, 1), "fault": "sigkill", "pid": victim})
+
+
+def _busy_worker(url: str, pids: list[int], wait_s: float = 10.0) -> int:
+    """A worker that runs a loop right now (loops name their worker "pid:..."), so that the kill
+    strikes mid-loop; any worker if none does within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            rows = conn.execute("SELECT worker_id FROM loops WHERE status = 'running'").fetchall()
+        busy = [int(worker.split(":")[0]) for (worker,) in rows if worker and ":" in worker]
+        if candidates := [pid for pid in pids if pid in busy]:
+            return random.choice(candidates)
+        time.sleep(0.05)
+    return random.choice(pids)
 
 
 def _start_server(env: dict[str, str], port: int, workers: int, log_path: Path) -> subprocess.Popen:
@@ -316,7 +330,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
                 async with httpx.AsyncClient(
                     base_url=f"http://127.0.0.1:{port}", headers=headers, limits=limits, timeout=60
                 ) as client:
-                    injector = asyncio.create_task(_faults(pg, server, plan, started, faults))
+                    injector = asyncio.create_task(_faults(pg, url, server, plan, started, faults))
                     await asyncio.gather(
                         *(_client(client, tally, i, n_items, plan, stop_at) for i in range(plan.clients))
                     )
