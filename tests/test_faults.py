@@ -7,6 +7,8 @@ wheel's) and two workers behind a slow LLM stub, so loops are in flight when the
 
 from __future__ import annotations
 
+import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -17,15 +19,22 @@ from bench.slow_disk import postgres_bindir
 pytestmark = pytest.mark.integration
 
 
-def _server_binaries() -> bool:
+def _can_run_a_cluster() -> bool:
     try:
         postgres_bindir()
     except RuntimeError:
         return False
+    if os.geteuid() == 0:  # PostgreSQL refuses root: the cluster runs as the postgres user
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return False
     return True
 
 
-needs_binaries = pytest.mark.skipif(not _server_binaries(), reason="needs PostgreSQL server binaries")
+needs_binaries = pytest.mark.skipif(
+    not _can_run_a_cluster(), reason="needs PostgreSQL server binaries (and, as root, a postgres user)"
+)
 
 
 @pytest.fixture(scope="module")
