@@ -9,10 +9,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api import catalog, health, recommendations, runs, sessions, steering, ui, usage
+from app.api.body_limit import BodyLimitMiddleware
 from app.api.errors import install_error_handlers
 from app.api.idempotency import IdempotencyMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
+from app.services import recovery
 from app.services import steering as steering_service
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
@@ -42,9 +44,12 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
             if settings.steering_warmup:
                 warm_up = asyncio.create_task(steering_service.warm_up(opened))
             app.state.steering_warmup = warm_up
+            # Resolves loops left running by this worker or by dead ones (app/services/recovery.py).
+            watch = asyncio.create_task(recovery.watch(opened))
             try:
                 yield
             finally:
+                watch.cancel()
                 if warm_up is not None:
                     warm_up.cancel()
 
@@ -59,6 +64,8 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 
     app.add_middleware(IdempotencyMiddleware)
+    # Outside the idempotency middleware, which reads whole bodies.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     return app
 

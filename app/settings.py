@@ -135,6 +135,20 @@ class Settings(BaseSettings):
         ge=0,
         description="How long a worker trusts a verified API key before asking the database again.",
     )
+    max_body_bytes: int = Field(
+        1_048_576,
+        ge=1024,
+        description="Largest request body accepted; a larger one is answered 413 before it is read.",
+    )
+    stale_check_s: float = Field(
+        2.0, gt=0, description="How often a worker looks for loops left running (app/services/recovery.py)."
+    )
+    stale_grace_s: float = Field(
+        10.0,
+        gt=0,
+        description="How long a worker's lock must stay free, the database up, before its running loops "
+        "are resolved as abandoned.",
+    )
     idempotency_ttl_s: int = Field(
         86_400,
         ge=60,

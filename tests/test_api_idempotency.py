@@ -6,7 +6,7 @@ import asyncio
 import uuid
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
 from app.db.models import IdempotencyKey, Loop
 from app.db.models import Session as SessionRow
@@ -123,3 +123,118 @@ async def test_malformed_keys_are_refused(api, service_resources, key):
     )
     assert response.status_code == 422 and response.json()["field"] == "Idempotency-Key"
     assert await _count(service_resources, SessionRow) == before
+
+
+# --- exactly once across outages: the key is written with the work it stands for -------------------
+
+
+@pytest.fixture
+def answers_not_stored(monkeypatch):
+    """Storing a keyed request's answer fails, as when the database goes away right after the work
+    committed: only the key's row written with the work is left."""
+    from psycopg import OperationalError
+
+    from app.services import idempotency as service
+
+    async def database_gone(*args, **kwargs):
+        raise OperationalError("the database went away after the commit")
+
+    monkeypatch.setattr(service, "remember", database_gone)
+
+
+async def test_a_retry_whose_answer_was_lost_replays_the_loop_from_the_history(
+    api, service_resources, answers_not_stored
+):
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    headers = _key()
+    first = await api.post(url, json=BODY, headers=headers)
+    assert first.status_code == 200  # the answer went out; storing it failed quietly
+    again = await api.post(url, json=BODY, headers=headers)
+    assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()  # rebuilt from the loop history, field for field
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+
+    streamed = {**_key(), "Accept": "text/event-stream"}
+    live = await api.post(url, json=BODY, headers=streamed)
+    replay = await api.post(url, json=BODY, headers=streamed)
+    result = [line for line in live.text.splitlines() if line.startswith("data: ") and '"loop_index"' in line]
+    assert replay.headers["content-type"].startswith("text/event-stream")
+    assert replay.text.split("\r\n")[:2] == ["event: result", result[-1]]
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 2
+
+
+async def test_a_retried_session_creation_whose_answer_was_lost_creates_one_session(
+    api, service_resources, answers_not_stored
+):
+    headers = _key()
+    body = {"user_id": "lost-answer", "history": HISTORY}
+    first = await api.post("/v1/sessions", json=body, headers=headers)
+    again = await api.post("/v1/sessions", json=body, headers=headers)
+    assert first.status_code == again.status_code == 201 and again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert await _count(service_resources, SessionRow, user_id="lost-answer") == 1
+
+    url = f"/v1/sessions/{first.json()['id']}/consumed"
+    headers = _key()
+    consumed = await api.post(url, json={"items": [7, 8]}, headers=headers)
+    retried = await api.post(url, json={"items": [7, 8]}, headers=headers)
+    assert consumed.status_code == retried.status_code == 200 and retried.json() == consumed.json()
+    assert retried.json()["history"] == [*HISTORY, 7, 8]  # appended once
+
+
+async def _drop_lock_connections(resources) -> int:
+    """Cut the connections holding advisory locks, as a database restart does (their locks go too)."""
+    async with resources.sessionmaker() as db:
+        killed = await db.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+        )
+        return len(killed.all())
+
+
+async def test_a_retry_while_the_loop_runs_is_409_even_when_its_lock_was_lost(
+    api, service_resources, held_rec_agent
+):
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    headers = _key()
+    first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
+    for _ in range(100):
+        if await _count(service_resources, Loop, session_id=uuid.UUID(session_id), status="running"):
+            break
+        await asyncio.sleep(0.05)
+    assert await _drop_lock_connections(service_resources) >= 2  # the key's and the session's
+    try:
+        retry = await api.post(url, json=BODY, headers=headers)
+        assert retry.status_code == 409 and retry.headers["retry-after"] == "2"
+        assert retry.json()["field"] == "Idempotency-Key"
+    finally:
+        held_rec_agent.set()
+    done = await first
+    assert done.status_code == 200  # its lock's release failed with the connection: no error for it
+    replayed = await api.post(url, json=BODY, headers=headers)
+    assert replayed.status_code == 200 and replayed.json() == done.json()
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+
+
+async def test_a_keyed_loop_that_failed_runs_again_on_retry(api, service_resources, monkeypatch):
+    from graph.agents.offline import OfflineRecAgent
+
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    propose = OfflineRecAgent.propose
+
+    async def broken(self, ctx):
+        raise RuntimeError("down for a moment")
+
+    monkeypatch.setattr(OfflineRecAgent, "propose", broken)
+    headers = _key()
+    assert (await api.post(url, json=BODY, headers=headers)).status_code == 500
+    monkeypatch.setattr(OfflineRecAgent, "propose", propose)
+    again = await api.post(url, json=BODY, headers=headers)
+    assert again.status_code == 200 and again.json()["loop_index"] == 2
+    assert "idempotent-replayed" not in again.headers
+    assert (await api.post(url, json=BODY, headers=headers)).json() == again.json()

@@ -11,13 +11,36 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.schemas import NO_NUL, SOME_TEXT
-from app.services.errors import DATABASE_DOWN, RateLimited, ServiceError
+from app.services.errors import DATABASE_DOWN, ServiceError
 
 _log = logging.getLogger(__name__)
 
 
 def error_response(status: int, detail: str, field: str | None = None, **headers: str) -> JSONResponse:
     return JSONResponse({"detail": detail, "field": field}, status_code=status, headers=headers or None)
+
+
+def service_error_response(exc: ServiceError, db_retry_after_s: int) -> JSONResponse:
+    """The answer to a domain error, with the headers its status calls for."""
+    if exc.status == 503:
+        return error_response(exc.status, exc.detail, exc.field, **{"Retry-After": str(db_retry_after_s)})
+    if exc.retry_after_s is not None:
+        return error_response(exc.status, exc.detail, exc.field, **{"Retry-After": str(exc.retry_after_s)})
+    if exc.status == 401:
+        return error_response(exc.status, exc.detail, exc.field, **{"WWW-Authenticate": "Bearer"})
+    return error_response(exc.status, exc.detail, exc.field)
+
+
+def database_down_response(exc: Exception, db_retry_after_s: int) -> JSONResponse:
+    _log.warning("database unavailable: %s", exc)
+    retry = {"Retry-After": str(db_retry_after_s)}
+    return error_response(503, "the database is unreachable; retry shortly", None, **retry)
+
+
+def too_large_response(max_body_bytes: int) -> JSONResponse:
+    """413 for a body over the limit (FastAPI's ``max_body_size``: refused before it is read whole)."""
+    detail = f"request body too large: at most {max_body_bytes} bytes are accepted (RECLOOP_MAX_BODY_BYTES)"
+    return error_response(413, detail, "body")
 
 
 def _field_path(loc: tuple) -> str | None:
@@ -51,16 +74,7 @@ def _allowed_methods(request: Request) -> list[str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        if exc.status == 503:
-            retry = str(request.app.state.settings.db_retry_after_s)
-            return error_response(exc.status, exc.detail, exc.field, **{"Retry-After": retry})
-        if isinstance(exc, RateLimited):
-            return error_response(
-                exc.status, exc.detail, exc.field, **{"Retry-After": str(exc.retry_after_s)}
-            )
-        if exc.status == 401:
-            return error_response(exc.status, exc.detail, exc.field, **{"WWW-Authenticate": "Bearer"})
-        return error_response(exc.status, exc.detail, exc.field)
+        return service_error_response(exc, request.app.state.settings.db_retry_after_s)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -75,6 +89,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 413:
+            return too_large_response(request.app.state.settings.max_body_bytes)
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request)):
             headers["Allow"] = ", ".join(allowed)
@@ -84,11 +100,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, str(exc.detail), None, **headers)
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
-        _log.warning("database unavailable: %s", exc)
-        retry = str(request.app.state.settings.db_retry_after_s)
-        return error_response(
-            503, "the database is unreachable; retry shortly", None, **{"Retry-After": retry}
-        )
+        return database_down_response(exc, request.app.state.settings.db_retry_after_s)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -6,6 +6,7 @@ answer (JSON, or every event of a stream) to replay it.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Annotated
 
@@ -14,11 +15,16 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import bearer
-from app.api.errors import error_response
+from app.api.errors import database_down_response, service_error_response
+from app.api.schemas import RecommendationPublic, SessionPublic
 from app.services import idempotency as service
+from app.services import loops as loops_service
+from app.services import sessions as sessions_service
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
-from app.services.keys import authenticate
+from app.services.keys import Caller, authenticate
+from app.services.runtime import ServiceResources
 
+_log = logging.getLogger(__name__)
 IDEMPOTENT_POSTS = re.compile(r"/v1/sessions(/[^/]+/(recommendations|feedback|consumed|commands))?")
 
 
@@ -29,8 +35,10 @@ async def idempotency_key(
             alias=service.HEADER,
             pattern=service.KEY_PATTERN,
             description="Any unique string (a UUID): a retry with the same key and body gets the first "
-            "answer again without running anything; a retry while the first runs gets 409; the same key "
-            "with another body gets 422. Kept 24 h per API key.",
+            "answer again without running anything, also when that answer was lost (e.g. a 503 after "
+            "the loop was recorded); a retry while the first (or its loop) runs gets 409 with "
+            "Retry-After; a failed loop runs again; the same key with another body gets 422. Kept 24 h "
+            "per API key.",
         ),
     ] = None,
 ) -> None:
@@ -53,6 +61,7 @@ class IdempotencyMiddleware:
             return
         res = scope["app"].state.resources
         key = headers[service.HEADER]
+        retry = res.settings.db_retry_after_s
         try:
             service.check_key(key)
             caller = await authenticate(
@@ -60,38 +69,72 @@ class IdempotencyMiddleware:
                 bearer(headers.get("authorization"), headers.get("x-api-key")),
                 cache=res.verified_keys,
             )
+            body = await _read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
         except Unauthorized:
             await self.app(scope, receive, send)  # the app answers 401 as for any request
             return
         except ServiceError as exc:
-            await error_response(exc.status, exc.detail, exc.field)(scope, receive, send)
+            await service_error_response(exc, retry)(scope, receive, send)
             return
-        body = await _read_body(receive)
+        except DATABASE_DOWN as exc:  # authenticating needed the database
+            await database_down_response(exc, retry)(scope, receive, send)
+            return
         streamed = "text/event-stream" in headers.get("accept", "")
         request = service.fingerprint(scope["method"], scope["path"], body, streamed=streamed)
         answer = _Capture(send)
         try:
-            async with service.claim(res, caller, key, request) as stored:
-                if stored is not None:
+            async with service.claim(res, caller, key, request) as found:
+                if found is not None:
+                    stored = found
+                    if isinstance(found, service.Produced):  # its answer was lost: rebuilt from the work
+                        stored = await _rebuild(res, caller, found, scope["path"], streamed=streamed)
+                        await _remember(res, caller, key, request, stored)
                     await _replay(stored, send)
                     return
                 await self.app(scope, _receive_again(body, receive), answer.send)
                 if answer.status is not None and 200 <= answer.status < 300:
-                    await service.remember(res, caller, key, request, answer.stored())
+                    await _remember(res, caller, key, request, answer.stored())
         except ServiceError as exc:
             if answer.status is None:
-                await error_response(exc.status, exc.detail, exc.field)(scope, receive, send)
+                await service_error_response(exc, retry)(scope, receive, send)
                 return
             raise
-        except DATABASE_DOWN:
+        except DATABASE_DOWN as exc:
             if answer.status is None:
-                retry = str(res.settings.db_retry_after_s)
-                response = error_response(
-                    503, "the database is unreachable; retry shortly", None, **{"Retry-After": retry}
-                )
-                await response(scope, receive, send)
+                await database_down_response(exc, retry)(scope, receive, send)
                 return
             raise
+
+
+async def _remember(
+    res: ServiceResources, caller: Caller, key: str, request: str, answer: service.StoredAnswer
+) -> None:
+    """Store the answer for replay; if the database is gone, the key's row (written with the work,
+    when there was work) still tells a retry what the request produced."""
+    try:
+        await service.remember(res, caller, key, request, answer)
+    except DATABASE_DOWN as exc:
+        _log.warning("the answer to Idempotency-Key %r was sent but could not be stored: %s", key, exc)
+
+
+async def _rebuild(
+    res: ServiceResources, caller: Caller, produced: service.Produced, path: str, *, streamed: bool
+) -> service.StoredAnswer:
+    """The answer of a keyed request from what it stored: its loop, or its session as it is now."""
+    if produced.loop_index is not None:
+        outcome = await loops_service.recorded_outcome(res, produced.session_id, produced.loop_index)
+        body = RecommendationPublic.from_outcome(outcome, res.catalog).model_dump_json().encode()
+        if streamed:  # the stream's result event alone: its update events were not stored
+            return service.StoredAnswer(200, "text/event-stream; charset=utf-8", _result_event(body))
+        return service.StoredAnswer(200, "application/json", body)
+    session = await sessions_service.get_session(res, caller, produced.session_id)
+    created = 201 if path == "/v1/sessions" else 200
+    body = SessionPublic.model_validate(session).model_dump_json().encode()
+    return service.StoredAnswer(created, "application/json", body)
+
+
+def _result_event(data: bytes) -> bytes:
+    return b"event: result\r\ndata: " + data + b"\r\n\r\n"
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -23,7 +23,12 @@ RETRY_AFTER = {
 _ERRORS: dict[int, dict[str, Any]] = {
     401: {"description": "Missing, invalid or revoked API key."},
     404: {"description": "No such resource (other keys' sessions answer 404 too)."},
-    409: {"description": "The session is busy (a loop or update runs on it) or awaits feedback."},
+    409: {
+        "description": "The session is busy (a loop or update runs on it) or awaits feedback, or the first "
+        "request with this Idempotency-Key still runs; Retry-After says when to retry the busy cases.",
+        "headers": RETRY_AFTER,
+    },
+    413: {"description": "The body is larger than RECLOOP_MAX_BODY_BYTES; nothing was read or changed."},
     422: {"description": "Invalid input: `field` names it, `detail` says why. Nothing was changed."},
     429: {"description": "Rate limit or daily LLM-token budget of the key reached.", "headers": RETRY_AFTER},
     500: {"description": "The loop failed; it is recorded in the session's history as failed."},
@@ -36,7 +41,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, **_ERRORS[status]} for status in statuses}
 
 
-V1_ERRORS = error_responses(401, 422, 429, 503)
+V1_ERRORS = error_responses(401, 413, 422, 429, 503)
 """What every /v1 call can answer."""
 IDEMPOTENT = [Depends(idempotency_key)]
 """The POSTs that create or run something take an Idempotency-Key (app/api/idempotency.py)."""

@@ -21,14 +21,11 @@ from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import (
     MAX_OFFSET,
     FeedbackCreate,
-    ItemPublic,
     LoopPublic,
     LoopsPublic,
     LoopStatus,
     RecommendationCreate,
     RecommendationPublic,
-    RoundPublic,
-    UsagePublic,
 )
 from app.services import loops as service
 from app.services.errors import ServiceError
@@ -47,22 +44,7 @@ AcceptHeader = Annotated[str | None, Header(include_in_schema=False)]
 
 
 def _public(res: ServiceResources, outcome: LoopOutcome) -> RecommendationPublic:
-    item = None
-    if outcome.final_item is not None:
-        found = res.catalog.item(outcome.final_item)
-        item = ItemPublic(id=found.id, title=found.title, attributes=found.attributes)
-    return RecommendationPublic(
-        session_id=outcome.session_id,
-        loop_index=outcome.loop_index,
-        status=outcome.status,
-        item=item,
-        reason=outcome.final_reason,
-        stop_reason=outcome.stop_reason,
-        rounds=[RoundPublic.from_record(r) for r in outcome.rounds],
-        pending=outcome.pending,
-        duration_ms=outcome.duration_ms,
-        usage=UsagePublic(**outcome.usage),
-    )
+    return RecommendationPublic.from_outcome(outcome, res.catalog)
 
 
 def _plain(value: Any) -> Any:

@@ -1,17 +1,26 @@
-"""Request and response bodies of the /v1 API (one family per resource)."""
+"""Request and response bodies of the /v1 API (one family per resource).
+
+Every request body refuses fields it does not know (422 naming the field), and every string and
+list in one has a maximum length the OpenAPI schema states (some are completed from the settings
+at start-up, app/api/openapi.py). The whole body is limited too (RECLOOP_MAX_BODY_BYTES, 413).
+"""
 
 from __future__ import annotations
 
 import re
 import uuid
 from datetime import date, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from graph.config import AgentMode
 from graph.state import JudgeMode
+
+if TYPE_CHECKING:
+    from app.services.loops import LoopOutcome
+    from recmodels.dataset import Dataset
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL characters: strings that are stored refuse them."""
@@ -64,6 +73,7 @@ class ErrorBody(BaseModel):
 
 class SessionCreate(BaseModel):
     model_config = ConfigDict(
+        extra="forbid",
         json_schema_extra={"examples": [{"user_id": "user-42", "history": [49, 180, 257, 293]}]}
     )
 
@@ -124,7 +134,7 @@ class SessionStatePublic(SessionPublic):
 
 
 class ConsumptionCreate(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"items": [0, 171]}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"items": [0, 171]}]})
 
     items: list[JsonInt] = Field(min_length=1, max_length=1000, description="Consumed items, oldest first.")
 
@@ -237,6 +247,25 @@ class RecommendationPublic(BaseModel):
     pending: dict[str, Any] | None = Field(description="The proposal to judge (human judge mode).")
     duration_ms: float
     usage: UsagePublic
+
+    @classmethod
+    def from_outcome(cls, outcome: LoopOutcome, catalog: Dataset) -> RecommendationPublic:
+        item = None
+        if outcome.final_item is not None:
+            found = catalog.item(outcome.final_item)
+            item = ItemPublic(id=found.id, title=found.title, attributes=found.attributes)
+        return cls(
+            session_id=outcome.session_id,
+            loop_index=outcome.loop_index,
+            status=outcome.status,
+            item=item,
+            reason=outcome.final_reason,
+            stop_reason=outcome.stop_reason,
+            rounds=[RoundPublic.from_record(r) for r in outcome.rounds],
+            pending=outcome.pending,
+            duration_ms=outcome.duration_ms,
+            usage=UsagePublic(**outcome.usage),
+        )
 
 
 # --- loop history ----------------------------------------------------------------------

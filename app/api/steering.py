@@ -23,6 +23,7 @@ CHANGES = error_responses(409)
 
 class CommandCreate(BaseModel):
     model_config = ConfigDict(
+        extra="forbid",
         json_schema_extra={
             "examples": [{"text": "more like Toy Story but not animated"}, {"text": "no horror"}]
         }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
@@ -20,6 +22,46 @@ async def get_live(db: AsyncSession, *, owner_key_id: int, key: str) -> Idempote
     return (await db.execute(stmt)).scalar_one_or_none()
 
 
+async def _upsert(
+    db: AsyncSession, *, owner_key_id: int, key: str, ttl_s: int, values: dict[str, Any], replace: bool
+) -> None:
+    """Insert the key's row (dropping the owner's expired keys), or update it: ``replace`` starts
+    it afresh (a new request under the key), else only ``values`` change."""
+    await db.execute(
+        delete(IdempotencyKey).where(
+            IdempotencyKey.owner_key_id == owner_key_id, IdempotencyKey.expires_at <= func.now()
+        )
+    )
+    fresh = {
+        "status_code": None,
+        "content_type": None,
+        "body": None,
+        "session_id": None,
+        "loop_index": None,
+        "created_at": func.now(),
+        "expires_at": func.now() + timedelta(seconds=ttl_s),
+    }
+    row = {**fresh, **values}
+    stmt = insert(IdempotencyKey).values(owner_key_id=owner_key_id, key=key, **row)
+    changes = row if replace else values
+    await db.execute(stmt.on_conflict_do_update(index_elements=["owner_key_id", "key"], set_=changes))
+
+
+async def link(
+    db: AsyncSession,
+    *,
+    owner_key_id: int,
+    key: str,
+    fingerprint: str,
+    session_id: uuid.UUID,
+    loop_index: int | None,
+    ttl_s: int,
+) -> None:
+    """Record what the key's request produced, in the transaction that produces it (no answer yet)."""
+    values = {"fingerprint": fingerprint, "session_id": session_id, "loop_index": loop_index}
+    await _upsert(db, owner_key_id=owner_key_id, key=key, ttl_s=ttl_s, values=values, replace=True)
+
+
 async def put(
     db: AsyncSession,
     *,
@@ -31,19 +73,11 @@ async def put(
     body: bytes,
     ttl_s: int,
 ) -> None:
-    """Store an answer (replacing an expired one under the same key); drop the owner's expired keys."""
-    await db.execute(
-        delete(IdempotencyKey).where(
-            IdempotencyKey.owner_key_id == owner_key_id, IdempotencyKey.expires_at <= func.now()
-        )
-    )
+    """Store the answer (beside what the request produced, if it was linked)."""
     values = {
         "fingerprint": fingerprint,
         "status_code": status_code,
         "content_type": content_type,
         "body": body,
-        "created_at": func.now(),
-        "expires_at": func.now() + timedelta(seconds=ttl_s),
     }
-    stmt = insert(IdempotencyKey).values(owner_key_id=owner_key_id, key=key, **values)
-    await db.execute(stmt.on_conflict_do_update(index_elements=["owner_key_id", "key"], set_=values))
+    await _upsert(db, owner_key_id=owner_key_id, key=key, ttl_s=ttl_s, values=values, replace=False)

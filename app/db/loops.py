@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, SteeringCommand, usage_columns
+from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, Session, SteeringCommand, usage_columns
 
 ROUND_FIELDS = (
     "round",
@@ -30,13 +30,21 @@ ROUND_FIELDS = (
 )
 
 
-def new_loop(*, session_id: uuid.UUID, loop_index: int, status: str, params: dict[str, Any]) -> Loop:
+def new_loop(
+    *,
+    session_id: uuid.UUID,
+    loop_index: int,
+    status: str,
+    params: dict[str, Any],
+    worker_id: str | None = None,
+) -> Loop:
     """A loop row to fill in and stage with :func:`stage_loop` (one INSERT with its rounds)."""
     return Loop(
         session_id=session_id,
         loop_index=loop_index,
         status=status,
         params=params,
+        worker_id=worker_id,
         llm_calls=0,
         prompt_tokens=0,
         completion_tokens=0,
@@ -63,6 +71,17 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
             )
         )
     return rows
+
+
+def round_record(row: Round) -> dict[str, Any]:
+    """A stored round as the graph's RoundRecord dict (the inverse of :func:`round_rows`)."""
+    record: dict[str, Any] = {name: getattr(row, name) for name in ROUND_FIELDS}
+    record["llm_usage"] = row.usage
+    if row.llm_detail:
+        record.update(
+            rec_llm_usage=row.rec_usage, user_llm_usage=row.user_usage, llm_attempts=row.llm_attempts
+        )
+    return record
 
 
 def stage_loop(db: AsyncSession, *, loop: Loop, rounds: list[Round]) -> None:
@@ -142,19 +161,49 @@ def _utc_today() -> date:
     return datetime.now(UTC).date()
 
 
-async def fail_running(db: AsyncSession, *, session_id: uuid.UUID, error: str) -> None:
-    """Mark the session's ``running`` loops failed: called under the session's lock, where none can run."""
+async def set_loop_status(
+    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str, worker_id: str | None = None
+) -> None:
+    values: dict[str, Any] = {"status": status}
+    if worker_id is not None:
+        values["worker_id"] = worker_id
     await db.execute(
+        update(Loop).where(Loop.session_id == session_id, Loop.loop_index == loop_index).values(**values)
+    )
+
+
+async def loop_status(db: AsyncSession, *, session_id: uuid.UUID | None, loop_index: int) -> str | None:
+    stmt = select(Loop.status).where(Loop.session_id == session_id, Loop.loop_index == loop_index)
+    return (await db.execute(stmt)).scalar_one_or_none()
+
+
+async def running_loops(
+    db: AsyncSession, *, session_id: uuid.UUID | None = None
+) -> list[tuple[uuid.UUID, int, str | None]]:
+    """(session, loop number, worker) of the ``running`` loops, of one session or all."""
+    stmt = select(Loop.session_id, Loop.loop_index, Loop.worker_id).where(Loop.status == "running")
+    if session_id is not None:
+        stmt = stmt.where(Loop.session_id == session_id)
+    return [(row[0], row[1], row[2]) for row in await db.execute(stmt)]
+
+
+async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str) -> bool:
+    """Mark the loop failed with ``error`` if it is still ``running``, and free its session (if the
+    session shows it running); False when the loop was no longer running (recorded meanwhile)."""
+    done = await db.execute(
         update(Loop)
-        .where(Loop.session_id == session_id, Loop.status == "running")
+        .where(Loop.session_id == session_id, Loop.loop_index == loop_index, Loop.status == "running")
         .values(status="failed", error=error, finished_at=datetime.now(UTC))
+        .returning(Loop.id)
     )
-
-
-async def set_loop_status(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str) -> None:
+    if done.scalar_one_or_none() is None:
+        return False
     await db.execute(
-        update(Loop).where(Loop.session_id == session_id, Loop.loop_index == loop_index).values(status=status)
+        update(Session)
+        .where(Session.id == session_id, Session.status == "running", Session.n_loops == loop_index)
+        .values(status="idle", updated_at=func.now())
     )
+    return True
 
 
 async def without_sync_commit(db: AsyncSession) -> None:

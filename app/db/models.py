@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -103,6 +104,7 @@ class Loop(Base):
     __table_args__ = (
         UniqueConstraint("session_id", "loop_index", name="uq_loops_session_loop_index"),
         CheckConstraint(f"status IN {LOOP_STATUSES}", name="status"),
+        Index("ix_loops_running_worker", "worker_id", postgresql_where=text("status = 'running'")),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -126,6 +128,8 @@ class Loop(Base):
     llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     """Why a ``failed`` loop failed (exception type and message, shortened)."""
+    worker_id: Mapped[str | None] = mapped_column(String(36))
+    """The worker process that runs (ran) the loop: who may say a ``running`` loop is dead."""
 
     session: Mapped[Session] = relationship(back_populates="loops")
 
@@ -237,7 +241,12 @@ def usage_columns(usage: dict[str, Any]) -> dict[str, Any]:
 
 
 class IdempotencyKey(Base):
-    """The answer to a request sent with an Idempotency-Key, replayed to retries until it expires."""
+    """A request sent with an Idempotency-Key: what it produced and its answer, replayed until it expires.
+
+    A loop or session request writes its row in the transaction of its work (``session_id`` and
+    ``loop_index`` name what it produced; no answer yet), so the outcome of a request whose answer
+    was lost is known; the answer is added once it has been sent.
+    """
 
     __tablename__ = "idempotency_keys"
 
@@ -245,9 +254,13 @@ class IdempotencyKey(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(64), nullable=False)
     """SHA-256 of the request (method, path, body, streamed or not): a different request is refused."""
-    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
-    content_type: Mapped[str] = mapped_column(String(200), nullable=False)
-    body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    content_type: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
+    session_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE")
+    )
+    loop_index: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now_column()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 

@@ -18,14 +18,16 @@ DATABASE_DOWN = (
 
 
 class ServiceError(Exception):
-    """Base: ``status`` is the HTTP status, ``field`` names the offending input when there is one."""
+    """Base: ``status`` is the HTTP status, ``field`` names the offending input when there is one,
+    ``retry_after_s`` says when a retry may succeed (sent as ``Retry-After``)."""
 
     status: int = 400
 
-    def __init__(self, detail: str, *, field: str | None = None):
+    def __init__(self, detail: str, *, field: str | None = None, retry_after_s: int | None = None):
         super().__init__(detail)
         self.detail = detail
         self.field = field
+        self.retry_after_s = retry_after_s
 
 
 class InvalidInput(ServiceError):
@@ -46,6 +48,10 @@ class Conflict(ServiceError):
 
 class SessionBusy(Conflict):
     """Another loop runs on the session (in this or another process)."""
+
+
+class KeyInFlight(Conflict):
+    """The first request with this Idempotency-Key is still running (or its loop is)."""
 
 
 class AwaitingFeedback(Conflict):
@@ -74,5 +80,4 @@ class RateLimited(ServiceError):
     status = 429
 
     def __init__(self, detail: str, *, retry_after_s: int, field: str | None = None):
-        super().__init__(detail, field=field)
-        self.retry_after_s = retry_after_s
+        super().__init__(detail, field=field, retry_after_s=retry_after_s)

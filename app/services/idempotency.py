@@ -1,13 +1,26 @@
-"""Idempotent retries: a POST sent with an ``Idempotency-Key`` runs once per key and owner.
+"""Idempotent retries: a POST sent with an ``Idempotency-Key`` does its work at most once per key and owner.
 
-The first request with a key runs while holding an advisory lock named after the key (any
-worker); its 2xx answer is stored in PostgreSQL for ``Settings.idempotency_ttl_s`` (24 h). A
-retry with the same key and the same request gets that answer again without anything running; a
-retry while the first still runs gets 409; the same key with another request (method, path,
-body, or streamed vs JSON) gets 422. Answers other than 2xx are not stored: nothing was created
-or run, and the client may retry with the same key. A worker that dies while running a keyed
-request frees the lock with its connection; the loop it ran is recorded as failed, and a retry
-runs again.
+The guarantee (docs/deploy.md, "Retries"):
+
+- The first request with a key runs while holding an advisory lock named after the key (any
+  worker). A loop, a new session or a consumption writes the key's row *in the transaction of
+  its work*, naming what it produced (session, loop); the answer is added once it has been sent.
+  So the outcome of a keyed request is known even when its answer was lost (a 503 after the
+  commit, a dropped connection, a dead worker).
+- A retry with the same key and request (method, path, body, streamed or not) then gets the
+  stored answer again (``Idempotent-Replayed: true``) and runs nothing. If only the work was
+  stored, the answer is rebuilt from it: the loop from the loop history (an event stream
+  replays as its ``result`` event alone), a session as it is now.
+- A retry while the first still runs gets 409 with ``Retry-After``: while the key's lock is
+  held, and while the loop it started is still ``running`` (its worker may have lost the lock
+  in a database restart and still finish the loop; a dead worker's loop is resolved as failed
+  within seconds, app/services/recovery.py).
+- A loop that failed produced nothing durable: a retry runs it again (a new loop number). A
+  request that answered an error before any work (4xx, 503 before the commit) stored nothing
+  and may be retried with the same key.
+- The same key with another request gets 422. Keys are kept ``Settings.idempotency_ttl_s``.
+Steering commands store their answer after it was sent (not with their work): a 503 after
+their commit may run a retried command again.
 """
 
 from __future__ import annotations
@@ -15,12 +28,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.db import idempotency as repo
-from app.services.errors import Conflict, InvalidInput
+from app.db import loops as loops_repo
+from app.services.errors import InvalidInput, KeyInFlight
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 
@@ -35,6 +53,27 @@ class StoredAnswer:
     status_code: int
     content_type: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What a keyed request durably produced, its answer not stored: a session, or its loop."""
+
+    session_id: uuid.UUID
+    loop_index: int | None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The keyed request being served (a context variable, so that its work can link the key)."""
+
+    owner_key_id: int
+    key: str
+    fingerprint: str
+    ttl_s: int
+
+
+CLAIM: ContextVar[Claim | None] = ContextVar("idempotency_claim", default=None)
 
 
 def check_key(key: str) -> None:
@@ -53,17 +92,28 @@ def fingerprint(method: str, path: str, body: bytes, *, streamed: bool) -> str:
     return digest.hexdigest()
 
 
+def _in_flight(res: ServiceResources) -> KeyInFlight:
+    return KeyInFlight(
+        f"a request with this {HEADER} is still running; retry when it has finished",
+        field=HEADER,
+        retry_after_s=res.settings.db_retry_after_s,
+    )
+
+
 @asynccontextmanager
 async def claim(
     res: ServiceResources, caller: Caller, key: str, request_fingerprint: str
-) -> AsyncIterator[StoredAnswer | None]:
-    """Hold the key; yield its stored answer to replay, or None: run the request, then :func:`remember`."""
-    busy = Conflict(
-        f"a request with this {HEADER} is still running; retry when it has finished", field=HEADER
-    )
-    async with res.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=busy):
+) -> AsyncIterator[StoredAnswer | Produced | None]:
+    """Hold the key; yield its stored answer to replay, what it produced (rebuild the answer from
+    it), or None: run the request (inside, with :data:`CLAIM` set), then :func:`remember`."""
+    async with res.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=_in_flight(res)):
         async with res.sessionmaker() as db:
             stored = await repo.get_live(db, owner_key_id=caller.key_id, key=key)
+            loop = None
+            if stored is not None and stored.body is None and stored.loop_index is not None:
+                loop = await loops_repo.loop_status(
+                    db, session_id=stored.session_id, loop_index=stored.loop_index
+                )
         if stored is not None and stored.fingerprint != request_fingerprint:
             hours = res.settings.idempotency_ttl_s / 3600
             raise InvalidInput(
@@ -71,7 +121,44 @@ async def claim(
                 f"{hours:g} h: use a new key for a new request",
                 field=HEADER,
             )
-        yield None if stored is None else StoredAnswer(stored.status_code, stored.content_type, stored.body)
+        if stored is None or (stored.body is None and stored.session_id is None):
+            found: StoredAnswer | Produced | None = None
+        elif stored.body is not None:
+            found = StoredAnswer(stored.status_code or 200, stored.content_type or "", stored.body)
+        elif stored.loop_index is None:
+            found = Produced(stored.session_id, None)
+        elif loop == "running":
+            raise _in_flight(res)
+        elif loop in ("completed", "awaiting_feedback"):
+            found = Produced(stored.session_id, stored.loop_index)
+        else:
+            found = None  # the loop failed (or its session is gone): nothing was done, run it again
+        if found is not None:
+            yield found
+            return
+        token = CLAIM.set(Claim(caller.key_id, key, request_fingerprint, res.settings.idempotency_ttl_s))
+        try:
+            yield None
+        finally:
+            CLAIM.reset(token)
+
+
+async def link(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | None = None) -> None:
+    """In the transaction of a keyed request's work: the key now stands for this session (and loop).
+
+    Nothing when the request carries no key."""
+    current = CLAIM.get()
+    if current is None:
+        return
+    await repo.link(
+        db,
+        owner_key_id=current.owner_key_id,
+        key=current.key,
+        fingerprint=current.fingerprint,
+        session_id=session_id,
+        loop_index=loop_index,
+        ttl_s=current.ttl_s,
+    )
 
 
 async def remember(

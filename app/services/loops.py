@@ -23,7 +23,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.db.models import Loop, Session, usage_columns
-from app.services import limits, metrics, steering
+from app.services import idempotency, limits, metrics, recovery, steering
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,
@@ -35,7 +35,7 @@ from app.services.errors import (
 )
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
-from app.services.sessions import get_session, locked_session
+from app.services.sessions import get_session, locked_session, thread_state
 from app.services.validation import check_candidates
 from graph.config import AgentMode
 from graph.context import LoopDeps
@@ -45,7 +45,7 @@ from graph.state import JudgeMode, total_usage
 
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
-ABANDONED = "abandoned: the worker running the loop stopped before it finished"
+ABANDONED = recovery.ABANDONED
 _log = logging.getLogger(__name__)
 UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 """Receives (node name, the node's state update) as the graph runs: the SSE stream."""
@@ -107,6 +107,7 @@ class LoopRun:
     async def run(self, on_update: UpdateSink | None = None) -> LoopOutcome:
         """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises."""
         started = time.perf_counter()
+        outcome: LoopOutcome | None = None
         await self._start()
         try:
             pending = await self._stream(on_update)
@@ -114,13 +115,20 @@ class LoopRun:
             outcome = self._outcome(self._values, pending, duration_ms)
             await self._record(outcome)
         except Exception as exc:
-            await self._record_failure(exc, (time.perf_counter() - started) * 1000)
+            recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
+            if recorded and outcome is not None:
+                # The record committed and only its answer was lost (the connection died during
+                # COMMIT): the loop is done, and answering an error would make the client redo it.
+                return outcome
             if isinstance(exc, (ServiceError, *DATABASE_DOWN)):
                 raise
             raise LoopFailed(
                 f"loop {self.loop_index} failed ({type(exc).__name__}); it is in the session's loop "
                 "history as failed, with the error"
             ) from exc
+        finally:
+            # Not run here any more: a loop still ``running`` now is resolved (app/services/recovery.py).
+            self.res.inflight.discard((self.session.id, self.loop_index))
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
 
@@ -162,13 +170,25 @@ class LoopRun:
         Not waited for on disk (synchronous_commit off): losing it in a crash loses nothing the
         run would have kept, and the run's own record commits synchronously after it.
         """
+        # In flight before the row is visible: the recovery watch never takes it for abandoned.
+        self.res.inflight.add((self.session.id, self.loop_index))
+        try:
+            await self._write_start()
+        except BaseException:
+            self.res.inflight.discard((self.session.id, self.loop_index))
+            raise
+
+    async def _write_start(self) -> None:
+        worker = self.res.worker_id
         async with self.res.sessionmaker.begin() as db:
             await loops_repo.without_sync_commit(db)
-            if self.session.status == "running":  # the last run on the session died with its worker
-                await loops_repo.fail_running(db, session_id=self.session.id, error=ABANDONED)
             if self.resumed:
                 await loops_repo.set_loop_status(
-                    db, session_id=self.session.id, loop_index=self.loop_index, status="running"
+                    db,
+                    session_id=self.session.id,
+                    loop_index=self.loop_index,
+                    status="running",
+                    worker_id=worker,
                 )
             else:
                 self._loop = loops_repo.new_loop(
@@ -176,21 +196,32 @@ class LoopRun:
                     loop_index=self.loop_index,
                     status="running",
                     params=self.params,
+                    worker_id=worker,
                 )
                 db.add(self._loop)
+            # A keyed request's key stands for this loop from now on: its retry replays the loop
+            # once it is recorded, waits (409) while it runs, and runs again only if it failed.
+            await idempotency.link(db, session_id=self.session.id, loop_index=self.loop_index)
             await sessions_repo.set_loop_status(
                 db, session_id=self.session.id, status="running", n_loops=self.loop_index
             )
 
-    async def _record_failure(self, exc: Exception, duration_ms: float) -> None:
-        """The loop keeps its number, the rounds it finished and why it failed; the session is free."""
-        if not isinstance(exc, ServiceError):
+    async def _record_failure(self, exc: Exception, duration_ms: float) -> bool:
+        """The loop keeps its number, the rounds it finished and why it failed; the session is free.
+
+        True when the loop was found recorded already (its record committed, the error came after)."""
+        database_down = isinstance(exc, DATABASE_DOWN)
+        if not isinstance(exc, ServiceError) and not database_down:
             _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
-        error = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+        error = (recovery.database_error(exc) if database_down else f"{type(exc).__name__}: {exc}")[
+            :ERROR_CHARS
+        ]
         outcome = self._outcome(self._values, None, duration_ms)
         try:
             async with self.res.sessionmaker.begin() as db:
                 loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
+                if loop is not None and loop.status != "running":
+                    return True  # recorded (or resolved) already: never overwrite a recorded loop
                 if loop is not None:
                     stored = {r.round for r in loop.rounds}
                     new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
@@ -206,11 +237,16 @@ class LoopRun:
                 await sessions_repo.set_loop_status(
                     db, session_id=self.session.id, status="idle", n_loops=self.loop_index
                 )
-        except Exception:  # the database is gone too: the next run on the session marks it failed
-            _log.exception(
-                "could not record the failure of loop %s of session %s", self.loop_index, self.session.id
+        except Exception as again:  # the database is gone too: recorded once it is back (recovery)
+            self.res.unrecorded[(self.session.id, self.loop_index)] = error
+            _log.warning(
+                "could not record the failure of loop %s of session %s yet: %s",
+                self.loop_index,
+                self.session.id,
+                again,
             )
         metrics.LOOPS.labels(stop_reason="failed").inc()
+        return False
 
     def _outcome(self, values: dict[str, Any], pending: dict | None, duration_ms: float) -> LoopOutcome:
         graph_loop = int(values.get("loop_index") or 0)
@@ -314,6 +350,7 @@ async def open_loop(
     if request.candidates is not None:
         check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
     async with locked_session(res, caller, session_id) as session:
+        await recovery.settle(res, session)  # a loop left running on it: resolved, or 409 for now
         if session.status == "awaiting_feedback":
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
@@ -347,6 +384,7 @@ async def open_feedback(
 ) -> AsyncIterator[LoopRun]:
     """Resume a loop paused at the judge with a person's decision (the real user judges)."""
     async with locked_session(res, caller, session_id) as session:
+        await recovery.settle(res, session)
         if session.status != "awaiting_feedback":
             raise NotAwaitingFeedback(
                 "the session has no loop waiting for feedback: request a recommendation with "
@@ -379,3 +417,25 @@ async def loop_history(
         return await loops_repo.list_loops(
             db, session_id=session.id, limit=limit, offset=offset, status=status
         )
+
+
+async def recorded_outcome(res: ServiceResources, session_id: uuid.UUID, loop_index: int) -> LoopOutcome:
+    """A recorded (completed or paused) loop as its run answered it, from the loop history: the
+    answer to a keyed request whose own answer was lost (app/services/idempotency.py)."""
+    async with res.sessionmaker() as db:
+        loop = await loops_repo.get_loop(db, session_id=session_id, loop_index=loop_index)
+    if loop is None or loop.status not in ("completed", "awaiting_feedback"):
+        raise RuntimeError(f"loop {loop_index} of session {session_id} is not recorded")
+    pending = (await thread_state(res, str(session_id)))[1] if loop.status == "awaiting_feedback" else None
+    return LoopOutcome(
+        session_id=session_id,
+        loop_index=loop_index,
+        status=loop.status,  # type: ignore[arg-type]  (checked above)
+        final_item=loop.final_item,
+        final_reason=loop.final_reason,
+        stop_reason=loop.stop_reason,
+        rounds=[loops_repo.round_record(r) for r in loop.rounds],
+        pending=pending,
+        duration_ms=loop.duration_ms or 0.0,
+        usage=loop.usage,
+    )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -67,6 +69,13 @@ class ServiceResources:
     """What this worker's loops computed once (calibrations, text item vectors)."""
     streams: set[asyncio.Future] = field(default_factory=set)
     """Loops of event streams that still run (referenced here so they are not collected)."""
+    worker_id: str = field(default_factory=lambda: f"{os.getpid()}:{uuid.uuid4().hex[:24]}")
+    """This worker process, as its loops name it (app/services/recovery.py): its pid (for people
+    reading the history) and a random part (unique across machines and restarts)."""
+    inflight: set[tuple[uuid.UUID, int]] = field(default_factory=set)
+    """(session, loop number) of the loops this worker runs right now."""
+    unrecorded: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
+    """Loops whose failure could not be written (the database was gone), with the error to record."""
 
     @property
     def models_loaded(self) -> bool:

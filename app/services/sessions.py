@@ -12,6 +12,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Session
 from app.db.sessions import SessionFilter
+from app.services import idempotency
 from app.services.errors import AwaitingFeedback, Conflict, NotFound, SessionBusy
 from app.services.keys import Caller
 from app.services.metrics import BUSY_REJECTIONS
@@ -42,9 +43,11 @@ async def create_session(
 ) -> Session:
     check_history(history, res.catalog, max_items=res.settings.max_history_items)
     async with res.sessionmaker.begin() as db:
-        return await sessions_repo.add_session(
+        session = await sessions_repo.add_session(
             db, owner_key_id=caller.key_id, user_id=user_id, dataset=res.catalog.name, history=history
         )
+        await idempotency.link(db, session_id=session.id)  # a keyed retry finds this session
+        return session
 
 
 async def get_session(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Session:
@@ -66,7 +69,8 @@ async def locked_session(
     """
     try:
         busy = SessionBusy(
-            "another recommendation or update is running on this session; retry when it finishes"
+            "another recommendation or update is running on this session; retry when it finishes",
+            retry_after_s=1,
         )
         async with res.locks.hold(str(session_id), busy=busy, on_busy=BUSY_REJECTIONS.inc):
             async with res.sessionmaker() as db:
@@ -81,15 +85,18 @@ async def locked_session(
         raise
 
 
+async def thread_state(res: ServiceResources, thread_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The thread's state values and the proposal awaiting a human judgement, if any."""
+    if res.graph is None:
+        return {}, None
+    snapshot = await res.graph.aget_state({"configurable": {"thread_id": thread_id}})
+    interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
+    return dict(snapshot.values or {}), interrupts[0] if interrupts else None
+
+
 async def get_session_state(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> SessionState:
     session = await get_session(res, caller, session_id)
-    values: dict[str, Any] = {}
-    pending = None
-    if res.graph is not None:
-        snapshot = await res.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
-        values = dict(snapshot.values or {})
-        interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
-        pending = interrupts[0] if interrupts else None
+    values, pending = await thread_state(res, session.thread_id)
     async with res.sessionmaker() as db:
         usage = await loops_repo.session_usage(db, session_id=session.id)
     return SessionState(
@@ -133,6 +140,7 @@ async def record_consumption(
                 field="items",
             )
         session.history = history
+        await idempotency.link(db, session_id=session.id)  # a keyed retry appends nothing again
         await db.flush()
         await db.refresh(session)
         return session

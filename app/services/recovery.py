@@ -1,0 +1,125 @@
+"""Nothing is left ``running``: a loop whose run ended unrecorded is resolved as failed, with why.
+
+A loop is ``running`` from its start until its run records it. A run can end without that
+record: its worker lost the database (the failure could not be written either), its request was
+cancelled (a shutdown), or its worker died (SIGKILL, out of memory). Every worker watches
+(:func:`watch`, every ``Settings.stale_check_s``) and resolves
+
+- its own loops that it no longer runs, once the database answers, with the cause it knows:
+  "database unavailable: ..." or :data:`ABANDONED`. Only the worker itself knows that it no
+  longer runs a loop, so while it lives no other worker decides that;
+- the loops of workers that are gone, as :data:`ABANDONED`. Each worker holds an advisory lock
+  named after itself for its whole life, taken again about a second after the database is
+  back. A worker whose lock stays free for ``Settings.stale_grace_s`` while the same database
+  server stays up (``pg_postmaster_start_time``) is gone: right after a restart every worker's
+  lock is free for a moment, so one look is never enough.
+
+A request on a session shown ``running`` (:func:`settle`) resolves this worker's abandoned loop
+at once and answers 409 with Retry-After while another worker's loop is still undecided.
+Resolving a loop frees its session (``running`` -> ``idle``) in the same transaction, so a
+session's status always matches its loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+
+from sqlalchemy import func, select
+
+from app.db import loops as loops_repo
+from app.db.models import Session
+from app.services.errors import DATABASE_DOWN, SessionBusy
+from app.services.runtime import ServiceResources
+
+ABANDONED = "abandoned: the worker running the loop stopped before it finished"
+DATABASE_UNAVAILABLE = "database unavailable"
+"""The start of the error of a loop that failed because its worker lost the database."""
+_log = logging.getLogger(__name__)
+
+LoopKey = tuple[uuid.UUID, int]
+
+
+def worker_lock(worker_id: str) -> str:
+    return f"recloop-worker:{worker_id}"
+
+
+def database_error(exc: BaseException) -> str:
+    return f"{DATABASE_UNAVAILABLE}: the loop could not be recorded ({type(exc).__name__}: {exc})".strip()
+
+
+async def _resolve(res: ServiceResources, loop: LoopKey, error: str) -> None:
+    async with res.sessionmaker.begin() as db:
+        if await loops_repo.resolve_running(db, session_id=loop[0], loop_index=loop[1], error=error):
+            _log.warning("loop %s of session %s resolved as failed: %s", loop[1], loop[0], error)
+    res.unrecorded.pop(loop, None)
+
+
+async def settle(res: ServiceResources, session: Session) -> None:
+    """Under the session's lock, before a run on a session shown ``running``: resolve the loop this
+    worker abandoned on it; 409 (Retry-After) while another worker's loop there is undecided."""
+    if session.status != "running":
+        return
+    async with res.sessionmaker() as db:
+        running = await loops_repo.running_loops(db, session_id=session.id)
+    for session_id, loop_index, worker in running:
+        key = (session_id, loop_index)
+        if key in res.inflight or (worker is not None and worker != res.worker_id):
+            raise SessionBusy(
+                f"loop {loop_index} of the session is still running (or its worker lost the database "
+                "and is being checked); retry shortly",
+                retry_after_s=res.settings.db_retry_after_s,
+            )
+        await _resolve(res, key, res.unrecorded.get(key, ABANDONED))  # a worker before 0005: gone too
+
+
+class _Watch:
+    """What one worker's watch has seen of the others (between its sweeps)."""
+
+    def __init__(self) -> None:
+        self.free_since: dict[str, float] = {}
+        self.server_started: object = None
+        self.idle_own: set[LoopKey] = set()
+
+    async def sweep(self, res: ServiceResources) -> None:
+        async with res.sessionmaker() as db:
+            started = (await db.execute(select(func.pg_postmaster_start_time()))).scalar_one()
+            running = await loops_repo.running_loops(db)
+        if started != self.server_started:  # a restart: every lock was free for a moment
+            self.server_started, self.free_since = started, {}
+        # Own loops not run any more, seen so on two sweeps in a row (a run that is just recording
+        # its loop leaves the in-flight set a moment before its commit is visible).
+        idle_own = {(s, k) for s, k, w in running if w == res.worker_id and (s, k) not in res.inflight}
+        decided = [(key, res.unrecorded.get(key, ABANDONED)) for key in idle_own & self.idle_own]
+        self.idle_own = idle_own
+        now = time.monotonic()
+        others = {w for _, _, w in running if w is not None and w != res.worker_id}
+        for worker in others:
+            if await res.locks.is_free(worker_lock(worker)):
+                self.free_since.setdefault(worker, now)
+            else:
+                self.free_since.pop(worker, None)
+        self.free_since = {w: t for w, t in self.free_since.items() if w in others}
+        gone = {w for w, t in self.free_since.items() if now - t >= res.settings.stale_grace_s}
+        decided += [((s, k), ABANDONED) for s, k, w in running if w in gone]
+        for key, error in decided:
+            await _resolve(res, key, error)
+
+
+async def watch(res: ServiceResources) -> None:
+    """For the worker's lifetime: hold its own lock, and resolve what is left ``running``."""
+    keeper = asyncio.create_task(res.locks.keep(worker_lock(res.worker_id), retry_s=1.0))
+    seen = _Watch()
+    try:
+        while True:
+            await asyncio.sleep(res.settings.stale_check_s)
+            try:
+                await seen.sweep(res)
+            except DATABASE_DOWN:
+                seen.free_since = {}  # nothing can be observed while the database is away
+            except Exception:
+                _log.exception("the sweep for loops left running failed")
+    finally:
+        keeper.cancel()

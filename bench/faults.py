@@ -1,0 +1,422 @@
+"""Fault benchmark: keyed clients against real uvicorn workers while PostgreSQL restarts and workers die.
+
+A private PostgreSQL cluster (bench/slow_disk.py) and a slow OpenAI-compatible LLM stub
+(tests/fake_openai.py: every call waits ``--llm-delay-s``, so loops are in flight when a fault
+strikes) back ``--workers`` uvicorn workers. ``--clients`` clients create sessions and ask for
+recommendations (LLM agents), each request with its own ``Idempotency-Key``, retried with the
+same key after a 503 or 409 (as ``Retry-After`` says) or a transport error. Every
+``--restart-every`` seconds the cluster is stopped fast (connections cut) and started again;
+``--kill-worker-at`` SIGKILLs a worker (uvicorn starts a new one). Afterwards the database is
+compared with what the clients were told:
+
+- ``lost``: acknowledged work (a 2xx loop or session) that is not in the database;
+- ``duplicate_loops``: extra completed loops of one keyed request (a retry that ran it again);
+- ``false_errors``: keyed requests answered 5xx although their work was committed (a later
+  retry replayed it);
+- ``stale_running``: loops and sessions still ``running`` once the service had time to recover;
+- ``unhandled_exceptions``: tracebacks in the server log;
+- ``other_5xx``: 5xx answers other than 503 with Retry-After.
+
+    python -m bench.faults                          # 5 min, a restart every 30 s, 2 workers
+    python -m bench.faults --duration 60 --kill-worker-at 20 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from app.db.migrate import migrate_all
+from app.services.bootstrap import new_key
+from app.settings import Settings
+from bench.slow_disk import PrivatePostgres, free_port, private_postgres
+
+COUNTS = ("lost", "duplicate_loops", "false_errors", "stale_running", "unhandled_exceptions", "other_5xx")
+"""The counts a run reports (a contract: every one is 0 when faults never lie)."""
+N_CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    duration_s: float = 300.0
+    restart_every_s: float | None = 30.0
+    restart_down_s: float = 1.0
+    """How long the cluster stays stopped per restart (plus its own stop and start time)."""
+    kill_worker_at_s: tuple[float, ...] = ()
+    workers: int = 2
+    clients: int = 6
+    llm_delay_s: float = 0.3
+    loops_per_session: int = 10
+    settle_s: float = 60.0
+    """Longest wait after the load for nothing to be ``running`` any more."""
+
+
+@dataclass
+class Attempt:
+    status: int | None  # None: a transport error
+    replayed: bool = False
+    retry_after: bool = False
+
+
+@dataclass
+class KeyedRequest:
+    kind: str  # "session" | "loop"
+    key: str
+    session_id: str | None
+    candidates: tuple[int, ...] = ()
+    attempts: list[Attempt] = field(default_factory=list)
+    answer: dict[str, Any] | None = None
+    """The 2xx body, if one came."""
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.requests: list[KeyedRequest] = []
+        self.http_requests = 0
+        self.statuses: Counter[str] = Counter()
+
+
+async def _send(
+    client: httpx.AsyncClient, tally: Tally, request: KeyedRequest, url: str, body: dict, give_up_at: float
+) -> None:
+    """Send until a final answer: retry with the same key after 503/409/429 (their Retry-After) and
+    after transport errors, until ``give_up_at``."""
+    tally.requests.append(request)
+    while True:
+        tally.http_requests += 1
+        try:
+            response = await client.post(url, json=body, headers={"Idempotency-Key": request.key})
+        except httpx.TransportError as exc:
+            request.attempts.append(Attempt(None))
+            tally.statuses[f"transport:{type(exc).__name__}"] += 1
+            if time.monotonic() > give_up_at:
+                return
+            await asyncio.sleep(0.5)
+            continue
+        retry_after = response.headers.get("retry-after")
+        request.attempts.append(
+            Attempt(
+                response.status_code, response.headers.get("idempotent-replayed") == "true", bool(retry_after)
+            )
+        )
+        tally.statuses[str(response.status_code)] += 1
+        if 200 <= response.status_code < 300:
+            request.answer = response.json()
+            return
+        if response.status_code in (409, 429, 503) and retry_after and time.monotonic() < give_up_at:
+            await asyncio.sleep(min(float(retry_after), 5.0))
+            continue
+        return
+
+
+async def _client(
+    client: httpx.AsyncClient, tally: Tally, index: int, n_items: int, plan: FaultPlan, stop_at: float
+) -> None:
+    rng = random.Random(index)
+    give_up_at = stop_at + plan.settle_s / 2  # requests in flight at the end still get their retries
+    while time.monotonic() < stop_at:
+        history = rng.sample(range(n_items), 8)
+        created = KeyedRequest("session", str(uuid.uuid4()), None)
+        await _send(
+            client,
+            tally,
+            created,
+            "/v1/sessions",
+            {"user_id": f"fault-{index}", "history": history},
+            give_up_at,
+        )
+        if created.answer is None:
+            await asyncio.sleep(1.0)
+            continue
+        session_id = created.answer["id"]
+        for _ in range(plan.loops_per_session):
+            if time.monotonic() >= stop_at:
+                return
+            candidates = tuple(rng.sample(range(n_items), N_CANDIDATES))
+            body = {"agents": "llm", "max_rounds": 2, "candidates": list(candidates)}
+            loop = KeyedRequest("loop", str(uuid.uuid4()), session_id, candidates)
+            await _send(client, tally, loop, f"/v1/sessions/{session_id}/recommendations", body, give_up_at)
+
+
+def _worker_pids(parent: int) -> list[int]:
+    """uvicorn's worker processes (spawned children of its supervisor; not the resource tracker)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    pids = []
+    for pid in children:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except FileNotFoundError:
+            continue
+        if "resource_tracker" not in cmdline:
+            pids.append(int(pid))
+    return pids
+
+
+async def _faults(
+    pg: PrivatePostgres, url: str, server: subprocess.Popen, plan: FaultPlan, started: float, log: list
+) -> None:
+    events: list[tuple[float, str]] = [(t, "kill") for t in plan.kill_worker_at_s]
+    if plan.restart_every_s:
+        t = plan.restart_every_s
+        while t < plan.duration_s:
+            events.append((t, "restart"))
+            t += plan.restart_every_s
+    for at, kind in sorted(events):
+        await asyncio.sleep(max(0.0, started + at - time.monotonic()))
+        if kind == "restart":
+            down = await asyncio.to_thread(pg.restart, down_s=plan.restart_down_s)
+            log.append({"at_s": round(at, 1), "fault": "restart", "unreachable_s": round(down, 2)})
+        else:
+            victim = await asyncio.to_thread(_busy_worker, url, _worker_pids(server.pid))
+            os.kill(victim, signal.SIGKILL)
+            log.append({"at_s": round(at, 1), "fault": "sigkill", "pid": victim})
+
+
+def _busy_worker(url: str, pids: list[int], wait_s: float = 10.0) -> int:
+    """A worker that runs a loop right now (loops name their worker "pid:..."), so that the kill
+    strikes mid-loop; any worker if none does within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            rows = conn.execute("SELECT worker_id FROM loops WHERE status = 'running'").fetchall()
+        busy = [int(worker.split(":")[0]) for (worker,) in rows if worker and ":" in worker]
+        if candidates := [pid for pid in pids if pid in busy]:
+            return random.choice(candidates)
+        time.sleep(0.05)
+    return random.choice(pids)
+
+
+def _start_server(env: dict[str, str], port: int, workers: int, log_path: Path) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "uvicorn", "app.main:create_app_from_env", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None:
+            raise RuntimeError(f"server exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.3)
+    server.terminate()
+    raise RuntimeError("server not ready after 180 s")
+
+
+def _stale(url: str) -> int:
+    with psycopg.connect(url, connect_timeout=3) as conn:
+        loops = conn.execute("SELECT count(*) FROM loops WHERE status = 'running'").fetchone()[0]
+        sessions = conn.execute("SELECT count(*) FROM sessions WHERE status = 'running'").fetchone()[0]
+    return int(loops) + int(sessions)
+
+
+def _wait_for_recovery(url: str, settle_s: float) -> tuple[int, float]:
+    """Wait until nothing is ``running`` (at most ``settle_s``); (what still is, seconds waited)."""
+    started = time.monotonic()
+    while True:
+        try:
+            stale = _stale(url)
+        except psycopg.OperationalError:
+            stale = -1
+        waited = time.monotonic() - started
+        if stale == 0 or waited > settle_s:
+            return stale, waited
+        time.sleep(0.5)
+
+
+def judge(url: str, tally: Tally) -> dict[str, Any]:
+    """The counts of COUNTS but the log's (and context) from the database and the clients' answers."""
+    with psycopg.connect(url) as conn:
+        loops = conn.execute(
+            "SELECT session_id::text, loop_index, status, final_item, params, error FROM loops"
+        ).fetchall()
+        sessions = {row[0] for row in conn.execute("SELECT id::text FROM sessions").fetchall()}
+        stale = _stale(url)
+    by_index = {(s, k): (status, item) for s, k, status, item, _, _ in loops}
+    completed = Counter(
+        (s, tuple(params["candidates"])) for s, _, status, _, params, _ in loops if status == "completed"
+    )
+    lost = duplicates = false_errors = other_5xx = 0
+    for request in tally.requests:
+        answered = request.answer is not None
+        if request.kind == "session" and answered and request.answer["id"] not in sessions:
+            lost += 1
+        if request.kind == "loop":
+            if answered:
+                stored = by_index.get((request.session_id, request.answer["loop_index"]))
+                item = (request.answer.get("item") or {}).get("id")
+                if stored is None or stored[0] != "completed" or stored[1] != item:
+                    lost += 1
+            duplicates += max(0, completed[(request.session_id, request.candidates)] - 1)
+        errors = [a for a in request.attempts if a.status is not None and a.status >= 500]
+        other_5xx += sum(1 for a in errors if not (a.status == 503 and a.retry_after))
+        ran_twice = request.kind == "loop" and completed[(request.session_id, request.candidates)] > 1
+        if errors and ((answered and request.attempts[-1].replayed) or ran_twice):
+            false_errors += 1  # its work was committed (replayed, or redone), yet an answer said error
+    failed = [error or "" for _, _, status, _, _, error in loops if status == "failed"]
+    return {
+        "lost": lost,
+        "duplicate_loops": duplicates,
+        "false_errors": false_errors,
+        "stale_running": stale,
+        "other_5xx": other_5xx,
+        "loops_completed": sum(completed.values()),
+        "loops_failed_database_unavailable": sum(e.startswith("database unavailable") for e in failed),
+        "loops_failed_abandoned": sum(e.startswith("abandoned") for e in failed),
+        "loops_failed_other": sum(not e.startswith(("database unavailable", "abandoned")) for e in failed),
+    }
+
+
+def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str, Any]:
+    """One fault run on a private cluster; the result dict (COUNTS and what was done)."""
+    from tests.fake_openai import FakeOpenAI, loop_autoresponder
+
+    def slow(request):
+        return loop_autoresponder(request).delayed(plan.llm_delay_s)
+
+    settings = Settings(data_dir=data_dir, _env_file=None)
+    from recmodels.dataset import Dataset
+
+    n_items = Dataset.open(settings.datasets_dir, settings.dataset).n_items
+    with private_postgres(prefix="recloop-faults-") as pg, FakeOpenAI(default=slow, keep_alive=True) as llm:
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE recloop_faults")
+        url = pg.url.rsplit("/", 1)[0] + "/recloop_faults"
+        migrate_all(url, settings.checkpoint_schema)
+        key = new_key(url, settings, owner="faults").secret
+        port = free_port()
+        env = {
+            "RECLOOP_DATA_DIR": str(data_dir),
+            "RECLOOP_DATABASE_URL": url,
+            "RECLOOP_LLM_BASE_URL": llm.base_url,
+            "RECLOOP_LLM_MAX_RETRIES": "0",
+            "RECLOOP_LLM_TOKEN_BUDGET_PER_DAY": "0",
+            "RECLOOP_RATE_LIMIT_PER_MINUTE": "0",
+            "RECLOOP_STEERING_WARMUP": "false",
+            "RECLOOP_TORCH_THREADS": "1",
+        }
+        log_path = Path(tempfile.mkdtemp(prefix="recloop-faults-log-")) / "server.log"
+        echo(f"starting {plan.workers} workers ...")
+        server = _start_server(env, port, plan.workers, log_path)
+        tally = Tally()
+        faults: list[dict] = []
+        try:
+            started = time.monotonic()
+            stop_at = started + plan.duration_s
+
+            async def load() -> None:
+                limits = httpx.Limits(max_connections=plan.clients, max_keepalive_connections=plan.clients)
+                headers = {"Authorization": f"Bearer {key}"}
+                async with httpx.AsyncClient(
+                    base_url=f"http://127.0.0.1:{port}", headers=headers, limits=limits, timeout=60
+                ) as client:
+                    injector = asyncio.create_task(_faults(pg, url, server, plan, started, faults))
+                    await asyncio.gather(
+                        *(_client(client, tally, i, n_items, plan, stop_at) for i in range(plan.clients))
+                    )
+                    injector.cancel()
+
+            echo(f"load for {plan.duration_s:.0f} s: {plan.clients} clients, faults {plan}")
+            asyncio.run(load())
+            load_s = time.monotonic() - started
+            stale, recovery_s = _wait_for_recovery(url, plan.settle_s)
+            echo(f"after the load: {stale} running, {recovery_s:.1f} s waited")
+            result = judge(url, tally)
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        server_log = log_path.read_text(errors="replace")
+        result["unhandled_exceptions"] = judge_log(server_log)
+    return {
+        **{name: result[name] for name in COUNTS},  # the contract's keys first
+        "requests": tally.http_requests,
+        "keyed_requests": len(tally.requests),
+        "acknowledged": sum(r.answer is not None for r in tally.requests),
+        "unanswered": sum(r.answer is None for r in tally.requests),
+        "statuses": dict(sorted(tally.statuses.items())),
+        "faults": faults,
+        "load_s": round(load_s, 1),
+        "recovery_s": round(recovery_s, 1),
+        **{k: v for k, v in result.items() if k not in COUNTS},
+        "server_log_tail": server_log[-2000:] if result["unhandled_exceptions"] else "",
+    }
+
+
+def judge_log(server_log: str) -> int:
+    """Unhandled exceptions in the server log: its tracebacks, a chain of them counted once."""
+    tracebacks = server_log.count("Traceback (most recent call last)")
+    chained = server_log.count("The above exception was the direct cause of the following exception")
+    chained += server_log.count("During handling of the above exception, another exception occurred")
+    return max(tracebacks - chained, server_log.count("Exception in ASGI application"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=300.0, help="Seconds of load.")
+    parser.add_argument(
+        "--restart-every", type=float, default=30.0, help="Seconds between restarts; 0: none."
+    )
+    parser.add_argument("--restart-down-s", type=float, default=1.0)
+    parser.add_argument(
+        "--kill-worker-at", type=float, nargs="*", default=[], help="SIGKILL a worker at these s."
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=6)
+    parser.add_argument(
+        "--llm-delay-s", type=float, default=0.3, help="Each LLM call of the stub takes this."
+    )
+    parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line.")
+    args = parser.parse_args()
+    plan = FaultPlan(
+        duration_s=args.duration,
+        restart_every_s=args.restart_every or None,
+        restart_down_s=args.restart_down_s,
+        kill_worker_at_s=tuple(args.kill_worker_at),
+        workers=args.workers,
+        clients=args.clients,
+        llm_delay_s=args.llm_delay_s,
+    )
+
+    def echo(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    from bench.service import _bench_data_dir
+
+    settings = Settings()
+    result = run(plan, _bench_data_dir(settings, (settings.rec_model, settings.reward_model), echo), echo)
+    if args.json:
+        print(json.dumps(result))
+        return
+    for name in COUNTS:
+        print(f"{name:>22}: {result[name]}")
+    for name in ("requests", "keyed_requests", "acknowledged", "unanswered", "load_s", "recovery_s"):
+        print(f"{name:>22}: {result[name]}")
+    print(f"{'statuses':>22}: {result['statuses']}")
+    print(f"{'faults':>22}: {result['faults']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Nothing is left running: loops whose run ended unrecorded are resolved with their cause, and the
+session is freed with them (app/services/recovery.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+
+import pytest
+from psycopg import OperationalError
+from sqlalchemy import select, update
+
+from app.db.models import Loop
+from app.db.models import Session as SessionRow
+from app.services import recovery
+from graph.agents.offline import OfflineRecAgent
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [49, 180, 257, 293, 0, 171]
+BODY = {"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 2}
+
+
+async def _abandoned_loop(api, monkeypatch) -> str:
+    """A session whose loop 1 stays ``running`` because its request was cancelled mid-run."""
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    started = asyncio.Event()
+    propose = OfflineRecAgent.propose
+
+    async def hang(self, ctx):
+        started.set()
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(OfflineRecAgent, "propose", hang)
+    request = asyncio.create_task(api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY))
+    await asyncio.wait_for(started.wait(), 30)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    monkeypatch.setattr(OfflineRecAgent, "propose", propose)
+    return session_id
+
+
+async def _state(resources, session_id: str) -> tuple[str, list[tuple[int, str, str | None]]]:
+    async with resources.sessionmaker() as db:
+        session = await db.get(SessionRow, uuid.UUID(session_id))
+        loops = (await db.execute(select(Loop).where(Loop.session_id == session.id))).scalars()
+        return session.status, sorted((loop.loop_index, loop.status, loop.error) for loop in loops)
+
+
+async def test_the_watch_records_a_loop_its_worker_could_not_record_as_database_unavailable(
+    api, service_resources, monkeypatch
+):
+    session_id = await _abandoned_loop(api, monkeypatch)
+    error = recovery.database_error(OperationalError("server closed the connection unexpectedly"))
+    service_resources.unrecorded[(uuid.UUID(session_id), 1)] = error  # its failure could not be written
+    watch = recovery._Watch()
+    await watch.sweep(service_resources)
+    assert (await _state(service_resources, session_id))[0] == "running"  # one look is not enough
+    await watch.sweep(service_resources)
+    assert await _state(service_resources, session_id) == ("idle", [(1, "failed", error)])
+    assert error.startswith("database unavailable: the loop could not be recorded (OperationalError")
+    assert (uuid.UUID(session_id), 1) not in service_resources.unrecorded
+
+
+async def test_the_watch_leaves_a_live_worker_alone_and_resolves_a_dead_one(
+    api, service_resources, monkeypatch
+):
+    session_id = await _abandoned_loop(api, monkeypatch)
+    other = str(uuid.uuid4())  # another worker's loop, as far as this one can tell
+    async with service_resources.sessionmaker.begin() as db:
+        await db.execute(update(Loop).where(Loop.session_id == uuid.UUID(session_id)).values(worker_id=other))
+    settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
+    resources = dataclasses.replace(service_resources, settings=settings)
+    alive = asyncio.create_task(resources.locks.keep(recovery.worker_lock(other), retry_s=0.1))
+    watch = recovery._Watch()
+    try:
+        await asyncio.sleep(0.5)  # it holds its lock
+        for _ in range(3):
+            await watch.sweep(resources)
+            await asyncio.sleep(0.2)
+        assert (await _state(resources, session_id))[1] == [(1, "running", None)]
+        busy = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
+        assert busy.status_code == 409 and busy.headers["retry-after"] == "2"
+        assert busy.json()["detail"].startswith("loop 1 of the session is still running")
+    finally:
+        alive.cancel()
+    await asyncio.sleep(0.3)  # the worker is gone: its lock stays free
+    for _ in range(3):
+        await watch.sweep(resources)
+        await asyncio.sleep(0.2)
+    assert await _state(resources, session_id) == ("idle", [(1, "failed", recovery.ABANDONED)])
+    again = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
+    assert again.status_code == 200 and again.json()["loop_index"] == 2

