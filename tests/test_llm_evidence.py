@@ -48,7 +48,7 @@ async def deps_for(
     )
 
 
-def test_rows(ml_dataset, n: int = N_TEST) -> list[tuple[list[int], list[int], int]]:
+def sampled_test_rows(ml_dataset, n: int = N_TEST) -> list[tuple[list[int], list[int], int]]:
     rows, _ = ml_dataset.eval_rows("test")
     out = []
     for index, row in enumerate(rows[:n]):
@@ -91,7 +91,7 @@ async def test_weight_zero_is_exactly_the_offline_loop_without_calls(
     ml_dataset, ml_scorers, session_data_dir
 ):
     skill = KnownSkill(p=1.0)
-    rows = test_rows(ml_dataset, 12)
+    rows = sampled_test_rows(ml_dataset, 12)
     with known_skill_server(skill) as server:
         settings = settings_for(session_data_dir, server.base_url)
         offline = await deps_for(ml_dataset, ml_scorers, settings, "offline", None)
@@ -108,7 +108,7 @@ async def test_weight_zero_is_exactly_the_offline_loop_without_calls(
 async def test_overridden_llm_pick_keeps_the_offline_reason_and_names_the_evidence(
     ml_dataset, ml_scorers, session_data_dir, fake_openai
 ):
-    history, candidates, _ = test_rows(ml_dataset, 1)[0]
+    history, candidates, _ = sampled_test_rows(ml_dataset, 1)[0]
     settings = settings_for(session_data_dir, fake_openai.base_url)
     offline = await deps_for(ml_dataset, ml_scorers, settings, "offline", None)
     small = LLMWeights(rec_weight=1e-6, user_weight=1e-6, items_weight=1e-6, provenance={"n_rows": 1})
@@ -141,7 +141,7 @@ async def test_default_weights_when_none_fitted_are_reported(
     assert deps.llm_weights == LLMWeights() and not deps.llm_weights.learned
     assert "not fitted for this endpoint" in deps.llm_weights.status
     assert any("not fitted for this endpoint" in r.getMessage() for r in caplog.records)
-    history, candidates, _ = test_rows(ml_dataset, 1)[0]
+    history, candidates, _ = sampled_test_rows(ml_dataset, 1)[0]
     result = await LoopRunner().run(deps, history, candidates, 1)
     assert "conservative default" in result.rounds[0]["llm_evidence"]["rec"]["weights"]
 
@@ -166,7 +166,7 @@ async def fit_and_run(ml_dataset, ml_scorers, data_dir: Path, p: float, *, items
             )
         asking = await deps_for(ml_dataset, ml_scorers, settings, "llm", LLMWeights())
         weights = await fit_llm_weights(asking, validation, AnswerLog.open(None), items=items)
-        rows = test_rows(ml_dataset)
+        rows = sampled_test_rows(ml_dataset)
         for history, _, target in rows:
             tell_next(skill, ml_dataset, history, target)
         deps = await deps_for(ml_dataset, ml_scorers, settings, "llm", weights)
@@ -182,7 +182,7 @@ def offline_hr1(ml_dataset, ml_scorers, session_data_dir):
     async def run() -> float:
         settings = Settings(_env_file=None, data_dir=session_data_dir, max_rounds=MAX_ROUNDS)
         deps = await deps_for(ml_dataset, ml_scorers, settings, "offline", None)
-        rows = test_rows(ml_dataset)
+        rows = sampled_test_rows(ml_dataset)
         return hr1(await loops(deps, rows), rows)
 
     return asyncio.run(run())

@@ -57,6 +57,8 @@ class LLMWeights:
     def status(self) -> str:
         """One line for the loop's record, /readyz and the log."""
         values = f"rec {self.rec_weight:g}, user {self.user_weight:g}, items {self.items_weight:g}"
+        if self.provenance.get("obey") or self.provenance.get("ignore"):
+            return f"set by the caller ({values})"
         if self.learned:
             rows = self.provenance.get("n_rows", "?")
             return f"fitted on {rows} validation rows ({values}; prompt form {self.prompt_form})"
