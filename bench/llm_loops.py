@@ -7,7 +7,10 @@ through the same graph and client as the service, and reports what the issue ask
 - calls, prompt, completion and cached tokens per loop and per accepted item;
 - first-attempt valid-answer rate and fallback rate per agent, with the fallbacks' causes;
 - the largest completion of any attempt against its cap;
-- HR@1 of the loop and of the rec model alone, with 95 % bootstrap intervals over users;
+- HR@1 of the LLM loop, of the offline loop and of the rec model alone on the same rows, with 95 %
+  bootstrap intervals over users and the paired intervals of the differences;
+- the LLM weights used (fitted on validation by ``recloop calibrate --agents llm``, which this runs
+  first when the endpoint has none) and the chosen prompt form;
 - our token totals against the server's own counters (llama.cpp ``--metrics``), when it has them.
 
     bench/llm_local.sh start && eval "$(bench/llm_local.sh env)"
@@ -32,7 +35,8 @@ import httpx
 import torch
 
 from app.eval.common import sampled_candidate_rows
-from app.eval.metrics import bootstrap_interval
+from app.eval.llm_calibrate import calibrate_llm
+from app.eval.metrics import bootstrap_interval, paired_interval
 from app.settings import Settings, get_settings
 from graph.deps import make_deps
 from graph.llm_client import server_root
@@ -67,7 +71,15 @@ def server_counters(base_url: str) -> dict[str, float] | None:
     return {name: float(match.group(1)) if match else 0.0 for name, match in found.items()}
 
 
-def run_loops(settings: Settings, dataset_name: str, rows: int, max_rounds: int, concurrency: int):
+def run_loops(
+    settings: Settings,
+    dataset_name: str,
+    rows: int,
+    max_rounds: int,
+    concurrency: int,
+    calibrate_rows: int = 60,
+    budget_calls: int | None = None,
+):
     dataset = Dataset.open(settings.datasets_dir, dataset_name)
     rec = load_latest_scorer(settings.models_dir, dataset, settings.rec_model)
     reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
@@ -86,18 +98,32 @@ def run_loops(settings: Settings, dataset_name: str, rows: int, max_rounds: int,
             return case, result, time.perf_counter() - started
 
     async def all_loops():
-        deps = await make_deps(settings.loop_config(), dataset, rec, reward, "llm")
+        config = settings.loop_config()
+        fit = await calibrate_llm(
+            config, dataset, rec, reward, n_rows=calibrate_rows, budget_calls=budget_calls, progress=False,
+            echo=lambda line: print(line, file=sys.stderr),
+        )  # fmt: skip
+        deps = await make_deps(config, dataset, rec, reward, "llm", llm_weights=fit.weights)
+        offline = await make_deps(config, dataset, rec, reward, "offline")
+        offline_done = [await one(offline, case) for case in cases]
         before = server_counters(settings.llm_base_url or "")
         started = time.perf_counter()
         done = list(await asyncio.gather(*(one(deps, case) for case in cases)))
         wall = time.perf_counter() - started
-        return done, wall, before, server_counters(settings.llm_base_url or "")
+        extra = {"offline": offline_done, "weights": deps.llm_weights, "calibration": fit.summary()}
+        return done, wall, before, server_counters(settings.llm_base_url or ""), extra
 
     return asyncio.run(all_loops())
 
 
 def summarise(
-    dataset: str, settings: Settings, done: list, wall: float, before: dict | None, after: dict | None
+    dataset: str,
+    settings: Settings,
+    done: list,
+    wall: float,
+    before: dict | None,
+    after: dict | None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     results = [result for _, result, _ in done]
     rounds = [r for result in results for r in result.rounds]
@@ -133,6 +159,17 @@ def summarise(
     for agent in ("rec", "user"):
         out[agent] = agent_summary(agent, rounds, attempts, caps[agent])
     out["counted_locally"] = usage["counted_calls"]
+    if extra:
+        offline_hits = [float(result.final_item == case.target) for case, result, _ in extra["offline"]]
+        weights = extra["weights"]
+        out["offline_hr1"] = statistics.fmean(offline_hits) if offline_hits else 0.0
+        out["offline_hr1_ci95"] = bootstrap_interval(offline_hits)
+        for name, other in (("model", prior_hits), ("offline", offline_hits)):
+            diff = paired_interval([a - b for a, b in zip(hits, other, strict=True)])
+            out[f"hr1_minus_{name}"] = {"mean": diff.mean, "low": diff.low, "high": diff.high}
+        out["llm_weights"] = weights.summary() if weights else None
+        out["llm_weights_status"] = weights.status if weights else None
+        out["calibration"] = extra["calibration"]
     if before is not None and after is not None:
         served = {name: after[name] - before[name] for name in SERVER_COUNTERS}
         server_prompt = served["prompt_tokens_total"] + served["prompt_tokens_cached_total"]
@@ -160,8 +197,20 @@ COLUMNS = (
     "dataset", "loops", "rounds (mean)", "loop p50 / p95 s", "rec call p50 / p95 s",
     "user call p50 / p95 s", "calls / loop", "prompt / loop (cached)", "completion / loop",
     "first valid rec / user", "fallback rec / user", "HR@1 loop [95 % CI]", "HR@1 model [95 % CI]",
-    "tokens vs server (prompt / completion)",
+    "tokens vs server (prompt / completion)", "HR@1 offline loop [95 % CI]",
+    "LLM loop - model [paired]", "LLM loop - offline [paired]", "weights rec / user (form)",
 )  # fmt: skip
+
+
+def _diff(d: dict[str, float] | None) -> str:
+    return f"{d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" if d else "n/a"
+
+
+def _weights(w: dict[str, Any] | None) -> str:
+    if not w:
+        return "n/a"
+    fitted = "" if w["learned"] else ", default"
+    return f"{w['rec_weight']:g} / {w['user_weight']:g} ({w['prompt_form']}{fitted})"
 
 
 def agent_summary(agent: str, rounds: list[dict], attempts: list[dict], cap: int) -> dict[str, Any]:
@@ -208,6 +257,10 @@ def table(rows: list[dict[str, Any]]) -> str:
             _ci(r["hr1"], r["hr1_ci95"]),
             _ci(r["model_hr1"], r["model_hr1_ci95"]),
             _pair(server["prompt_ratio"], server["completion_ratio"]) if server else "n/a",
+            _ci(r["offline_hr1"], r["offline_hr1_ci95"]) if "offline_hr1" in r else "n/a",
+            _diff(r.get("hr1_minus_model")),
+            _diff(r.get("hr1_minus_offline")),
+            _weights(r.get("llm_weights")),
         ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -219,6 +272,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=20, help="First N test rows (len_seq >= 3) per dataset.")
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=1, help="Loops at once (1: pure latency).")
+    parser.add_argument("--calibrate-rows", type=int, default=60, help="Validation rows of the LLM fit.")
+    parser.add_argument("--budget-calls", type=int, default=None, help="Call budget of the LLM fit.")
     parser.add_argument("--out", default=None, help="Also write the results as JSON to this file.")
     parser.add_argument("--json", action="store_true", help="Print one JSON object as the last line.")
     args = parser.parse_args(argv)
@@ -228,8 +283,16 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(settings.torch_threads)
     rows = []
     for name in args.datasets:
-        done, wall, before, after = run_loops(settings, name, args.rows, args.max_rounds, args.concurrency)
-        rows.append(summarise(name, settings, done, wall, before, after))
+        done, wall, before, after, extra = run_loops(
+            settings,
+            name,
+            args.rows,
+            args.max_rounds,
+            args.concurrency,
+            args.calibrate_rows,
+            args.budget_calls,
+        )
+        rows.append(summarise(name, settings, done, wall, before, after, extra))
         print(f"{name}: {len(done)} loops in {wall:.0f} s", file=sys.stderr)
     result = {
         "model": settings.llm_model,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
+from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.caches import LoopCaches
 from graph.config import AgentMode, LoopConfig
@@ -38,6 +39,8 @@ class LoopDeps:
     """What the offline agents (and the LLM agents' offline fallbacks) learned on validation."""
     rec_vectors: ItemVectors | None = None
     """Item vectors of the offline recommendation agent's history evidence (None: it reads none)."""
+    llm_weights: LLMWeights | None = None
+    """LLM agents: how much the LLM's answers count (None: offline agents)."""
 
 
 def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) -> None:
@@ -60,9 +63,11 @@ def build_deps(
     user_reward: bool = True,
     calibration: LoopCalibration,
     caches: LoopCaches | None = None,
+    llm_weights: LLMWeights | None = None,
 ) -> LoopDeps:
     """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``);
-    ``caches``: the caller's, for the text item vectors."""
+    ``caches``: the caller's, for the text item vectors; ``llm_weights``: the LLM agents' (None:
+    the conservative default)."""
     check_models(catalog, rec_scorer, reward_scorer)
     accept_top_k = config.accept_top_k or 1
     offline_user = OfflineUserAgent(
@@ -84,10 +89,23 @@ def build_deps(
         from graph.llm_client import LLMClient  # LLM stack only when used
 
         client = LLMClient.from_config(config.llm)
-        rec_agent = LLMRecAgent(catalog, config, client, use_prior=rec_prior, fallback=offline_rec)
-        user_agent = LLMUserAgent(catalog, config, client, offline_user, use_reward=user_reward)
+        llm_weights = llm_weights or LLMWeights()
+        rec_agent = LLMRecAgent(
+            catalog, config, client, use_prior=rec_prior, fallback=offline_rec, weights=llm_weights
+        )
+        user_agent = LLMUserAgent(
+            catalog, config, client, offline_user, use_reward=user_reward, weights=llm_weights
+        )
     else:
         raise ValueError(f"agents: must be 'offline' or 'llm', got {agents!r}")
     return LoopDeps(
-        rec_scorer, reward_scorer, catalog, rec_agent, user_agent, config, calibration, rec_vectors
+        rec_scorer,
+        reward_scorer,
+        catalog,
+        rec_agent,
+        user_agent,
+        config,
+        calibration,
+        rec_vectors,
+        llm_weights if agents == "llm" else None,
     )

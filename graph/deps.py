@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import logging
+
 from graph.agents.evidence import LoopCalibration
+from graph.agents.llm_evidence import LLMWeights
 from graph.caches import LoopCaches
 from graph.calibration import loop_calibration
 from graph.config import AgentMode, LoopConfig
@@ -11,6 +14,8 @@ from graph.context import LoopDeps, build_deps, check_models
 from graph.similarity import available_backends
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
+
+log = logging.getLogger(__name__)
 
 
 async def make_deps(
@@ -24,6 +29,7 @@ async def make_deps(
     user_reward: bool = True,
     calibration: LoopCalibration | None = None,
     caches: LoopCaches | None = None,
+    llm_weights: LLMWeights | None = None,
 ) -> LoopDeps:
     """Wire agents of the requested kind.
 
@@ -32,13 +38,27 @@ async def make_deps(
     ``calibration`` defaults to the one learned on validation for these two models
     (:func:`graph.calibration.loop_calibration`: cached next to the models, fitted on first use).
     ``caches``: what the caller's loops share (calibrations, text item vectors); None computes or
-    reads them afresh.
+    reads them afresh. ``llm_weights`` (LLM agents) default to those ``recloop calibrate --agents
+    llm`` fitted for the configured endpoint, else the conservative default (logged as such).
     """
     check_models(catalog, rec_scorer, reward_scorer)
     if calibration is None:
         calibration = await loop_calibration(
             config, catalog, rec_scorer, reward_scorer, available_backends(), caches
         )
+    if agents == "llm" and llm_weights is None:
+        from graph.llm_calibration import stored_llm_weights
+
+        llm_weights, key = stored_llm_weights(config, catalog, rec_scorer, reward_scorer, caches)
+        if llm_weights is None:
+            llm_weights = LLMWeights()
+            log.warning(
+                "LLM weights for %s (%s on %s): %s",
+                key["endpoint_model"],
+                catalog.name,
+                config.llm.base_url,
+                llm_weights.status,
+            )
     return build_deps(
         config,
         catalog,
@@ -49,4 +69,5 @@ async def make_deps(
         user_reward=user_reward,
         calibration=calibration,
         caches=caches,
+        llm_weights=llm_weights,
     )

@@ -473,3 +473,22 @@ class LLMClient:
             agent=agent,
             counter=self.counter,
         )
+
+
+def endpoint_model(llm: LLMConfig, timeout_s: float = 3.0) -> str:
+    """The model name the endpoint reports (``GET /models``): the configured one when it is listed,
+    else the first listed; the configured name when the endpoint lists none or cannot be asked.
+    llama.cpp serves any configured name with the one model it loaded, so its own name is what
+    the LLM weights are keyed by."""
+    try:
+        response = httpx.get(
+            f"{str(llm.base_url).rstrip('/')}/models",
+            headers={"Authorization": f"Bearer {llm.api_key}"},
+            timeout=timeout_s,
+        )
+        response.raise_for_status()
+        ids = [str(m.get("id")) for m in response.json().get("data", []) if m.get("id")]
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        _log.info("the LLM endpoint does not list its models (%s); keyed by the configured name", _short(exc))
+        return llm.model
+    return llm.model if llm.model in ids or not ids else ids[0]

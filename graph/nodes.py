@@ -269,6 +269,8 @@ async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[st
         "user_llm_usage": add_usage(judgement["usage"], {}),
         "llm_attempts": [*proposal.get("attempts", []), *judgement.get("attempts", [])],
     }
+    if proposal.get("evidence") or judgement.get("evidence"):
+        record["llm_evidence"] = {"rec": proposal.get("evidence"), "user": judgement.get("evidence")}
     spent = float(state.get("llm_seconds") or 0.0) + record["llm_usage"].get("seconds", 0.0)
     update: dict[str, Any] = {
         "rounds": [record],

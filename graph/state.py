@@ -150,6 +150,10 @@ class RoundRecord(TypedDict):
     """The user agent's share of ``llm_usage``."""
     llm_attempts: NotRequired[list[LLMAttempt]]
     """Every LLM attempt of the round, in order."""
+    llm_evidence: NotRequired[dict[str, Any] | None]
+    """LLM agents: how each agent's LLM answer was weighed against the offline evidence
+    (``rec`` / ``user``: the offline and the LLM answer, the weight, the margin, ``decided_by``;
+    ``weights``: whether the weights were fitted for this endpoint or are the default)."""
 
 
 class MemoryEntry(TypedDict):
@@ -175,6 +179,8 @@ class Proposal(TypedDict):
     """Why the offline policy answered (``kind: detail``, see graph.llm_client.FailureKind)."""
     attempts: NotRequired[list[LLMAttempt]]
     """Every LLM attempt behind this answer."""
+    evidence: NotRequired[dict[str, Any] | None]
+    """LLM agents: how the LLM's pick was weighed (graph.agents.llm_evidence.Combined.record)."""
 
 
 def make_proposal(
@@ -185,6 +191,7 @@ def make_proposal(
     usage: LLMUsage | None = None,
     fallback_cause: str | None = None,
     attempts: Sequence[LLMAttempt] = (),
+    evidence: dict[str, Any] | None = None,
 ) -> Proposal:
     """A :class:`Proposal` with every key spelled out (an offline answer costs nothing)."""
     return {
@@ -194,6 +201,7 @@ def make_proposal(
         "usage": usage if usage is not None else empty_usage(),
         "fallback_cause": fallback_cause,
         "attempts": list(attempts),
+        "evidence": evidence,
     }
 
 
@@ -216,6 +224,8 @@ class Judgement(TypedDict):
     usage: LLMUsage
     fallback_cause: NotRequired[str | None]
     attempts: NotRequired[list[LLMAttempt]]
+    evidence: NotRequired[dict[str, Any] | None]
+    """LLM agents: how the LLM's verdict was weighed (graph.agents.llm_evidence.Combined.record)."""
 
 
 def make_judgement(
@@ -227,6 +237,7 @@ def make_judgement(
     usage: LLMUsage | None = None,
     fallback_cause: str | None = None,
     attempts: Sequence[LLMAttempt] = (),
+    evidence: dict[str, Any] | None = None,
 ) -> Judgement:
     """An agent's :class:`Judgement` with every key spelled out (an offline one costs nothing)."""
     return {
@@ -237,6 +248,7 @@ def make_judgement(
         "usage": usage if usage is not None else empty_usage(),
         "fallback_cause": fallback_cause,
         "attempts": list(attempts),
+        "evidence": evidence,
     }
 
 

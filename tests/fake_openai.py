@@ -110,8 +110,15 @@ class FakeOpenAI:
     """POST /v1/chat/completions with scripted replies; everything else is 404."""
 
     def __init__(
-        self, default: Responder | None = None, *, tokenizer: bool = False, keep_alive: bool = False
+        self,
+        default: Responder | None = None,
+        *,
+        tokenizer: bool = False,
+        keep_alive: bool = False,
+        model_name: str | None = None,
     ):
+        self.model_name = model_name
+        """The model GET /v1/models lists (None: that route is 404, as on some servers)."""
         self.tokenizer = tokenizer
         """Serve llama.cpp's /apply-template and /tokenize (one token per word)."""
         self.keep_alive = keep_alive
@@ -181,6 +188,14 @@ class FakeOpenAI:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                if server.model_name and self.path.rstrip("/").endswith("/models"):
+                    self._send(
+                        200, {"object": "list", "data": [{"id": server.model_name, "object": "model"}]}
+                    )
+                    return
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length") or 0)

@@ -13,9 +13,15 @@ from app.db.models import Loop
 from app.main import create_app
 from app.services.keys import create_key
 from app.services.runtime import open_resources
+from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
 
 pytestmark = pytest.mark.integration
+
+
+def obeyed(mode: str) -> LLMWeights | None:
+    """LLM agents whose valid answers decide: these tests are about the calls and their records."""
+    return LLMWeights.obey() if mode == "llm" else None
 
 
 async def test_the_request_rate_is_counted_across_workers(
@@ -59,7 +65,9 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             update={"llm_base_url": server.base_url, "llm_max_retries": 0, "llm_token_budget_per_day": 1}
         )
         deps = {
-            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(
+                settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
+            )
             for mode in ("offline", "llm")
         }
         server.enqueue(

@@ -9,11 +9,17 @@ from fake_openai import FakeOpenAI, Reply
 from app.main import create_app
 from app.services.keys import create_key
 from app.services.runtime import open_resources
+from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
 
 pytestmark = pytest.mark.integration
 
 CANDIDATES = [5, 10, 15, 20, 25, 30]
+
+
+def obeyed(mode: str) -> LLMWeights | None:
+    """LLM agents whose valid answers decide: these tests are about the calls and their records."""
+    return LLMWeights.obey() if mode == "llm" else None
 
 
 async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
@@ -25,7 +31,9 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0, "llm_max_retries": 1}
         )
         deps = {
-            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(
+                settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
+            )
             for mode in ("offline", "llm")
         }
         # Round 1: the user agent rejects; round 2: the autoresponder accepts.
@@ -49,6 +57,7 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
                 assert response.status_code == 200, response.text
                 body = response.json()
                 stored = (await api.get(f"{url}/loops")).json()["data"][0]
+                ready = (await api.get("/readyz")).json()
 
     assert [(r["item"], r["decision"]) for r in body["rounds"]][0] == (10, "reject")
     assert body["rounds"][0]["user_reason"] == "Seen it twice." and body["rounds"][-1]["decision"] == "accept"
@@ -56,6 +65,10 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
     assert body["usage"]["calls"] == len(server.requests) >= 4
     assert body["usage"]["prompt_tokens"] > 0 and body["usage"]["completion_tokens"] > 0
     assert stored["params"]["agents"] == "llm"
+    assert (
+        ready["details"]["llm_weights"].startswith("set by the caller")
+        and ready["checks"]["database"] == "ok"
+    )
     assert (stored["llm_calls"], stored["prompt_tokens"], stored["completion_tokens"]) == (
         body["usage"]["calls"],
         body["usage"]["prompt_tokens"],
@@ -84,7 +97,9 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
             update={"llm_base_url": server.base_url, "llm_timeout_s": 0.5, "llm_max_retries": 1}
         )
         deps = {
-            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(
+                settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
+            )
             for mode in ("offline", "llm")
         }
         async with open_resources(
@@ -136,7 +151,9 @@ async def test_usage_of_a_key_survives_deleting_its_sessions_and_a_reversed_rang
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0}
         )
         deps = {
-            mode: await make_deps(settings.loop_config(), ml_dataset, scorer, scorer, mode)
+            mode: await make_deps(
+                settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
+            )
             for mode in ("offline", "llm")
         }
         async with open_resources(

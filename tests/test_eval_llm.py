@@ -12,6 +12,19 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.settings import get_settings
+from graph.agents.llm_evidence import LLMWeights
+from graph.llm_calibration import llm_weights_key, llm_weights_path, write_llm_weights
+from graph.llm_client import endpoint_model
+from recmodels.artifacts import load_latest_scorer
+
+
+def _store_obeyed_weights(dataset, rec_model: str) -> None:
+    settings = get_settings()
+    rec = load_latest_scorer(settings.models_dir, dataset, rec_model)
+    reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
+    config = settings.loop_config()
+    key = llm_weights_key(config, dataset, rec, reward, endpoint_model(config.llm))
+    write_llm_weights(llm_weights_path(rec, reward, key), key, LLMWeights.obey())
 
 
 def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
@@ -22,10 +35,13 @@ def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
     (data_dir / "datasets").symlink_to(datasets_dir)
     (data_dir / "models").symlink_to(ml_models_dir)
     run_dir = data_dir / "runs" / "llm"
-    with FakeOpenAI(default=loop_autoresponder) as server:
+    with FakeOpenAI(default=loop_autoresponder, model_name="fake-table4-obeyed") as server:
         monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
         monkeypatch.setenv("RECLOOP_LLM_BASE_URL", server.base_url)
         get_settings.cache_clear()
+        # weights stored for this endpoint (so the evaluation does not fit them first): the LLM's
+        # answers decide, which is what the counts below are about
+        _store_obeyed_weights(ml_dataset, "sasrec")
         try:
             result = CliRunner().invoke(
                 cli,

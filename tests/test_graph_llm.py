@@ -8,6 +8,7 @@ import pytest
 from fake_openai import Reply
 
 from app.settings import Settings
+from graph.agents.llm_evidence import LLMWeights
 from graph.context import LoopDeps
 from graph.deps import make_deps
 from graph.runner import LoopRunner, assess_items, judge_items, run_loop
@@ -30,6 +31,9 @@ async def offline_twin(deps: LoopDeps) -> LoopDeps:
 
 
 async def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
+    """LLM agents whose valid answers always decide (these tests are about the calls; how the
+    answers are weighed is tests/test_llm_evidence.py)."""
+    weights = fields.pop("llm_weights", LLMWeights.obey())
     settings = Settings(
         _env_file=None,
         data_dir=DATA_DIR[0],
@@ -39,7 +43,12 @@ async def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
         **fields,
     )
     return await make_deps(
-        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm"
+        settings.loop_config(),
+        ml_dataset,
+        ml_scorers["gru4rec"],
+        ml_scorers["sasrec"],
+        "llm",
+        llm_weights=weights,
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from app.settings import Settings
 from app.steering.llm_parser import LLMParser
+from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
 from graph.llm_client import server_root
 from graph.runner import assess_items, run_loop
@@ -118,8 +119,13 @@ def _capped(attempts: list[dict], cap_by_agent: dict[str, int]) -> None:
 
 async def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = await make_deps(
-        settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "llm"
+    deps = await make_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
+        settings.loop_config(),
+        ml_dataset,
+        ml_scorers["gru4rec"],
+        ml_scorers["sasrec"],
+        "llm",
+        llm_weights=LLMWeights.obey(),
     )
     counters = ServerCounters()
     before = counters.read()
@@ -145,8 +151,13 @@ async def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml
 
 async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = await make_deps(
-        settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["sasrec"], "llm"
+    deps = await make_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
+        settings.loop_config(),
+        ml_dataset,
+        ml_scorers["sasrec"],
+        ml_scorers["sasrec"],
+        "llm",
+        llm_weights=LLMWeights.obey(),
     )
     row = ml_dataset.eval_rows("test")[0][0]
     items = [row.next, *[i for i in range(200, 260) if i not in row.history][:7]]

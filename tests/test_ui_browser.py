@@ -32,6 +32,7 @@ from app.services.errors import Unavailable
 from app.services.keys import create_key
 from app.services.runtime import open_resources
 from app.settings import Settings
+from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineUserAgent
 from graph.deps import make_deps
 
@@ -77,7 +78,11 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
     scorer = ml_scorers["sasrec"]
     loop_deps = {
         **service_loop_deps,
-        "llm": asyncio.run(make_deps(with_llm.loop_config(), ml_dataset, scorer, scorer, "llm")),
+        "llm": asyncio.run(
+            make_deps(
+                with_llm.loop_config(), ml_dataset, scorer, scorer, "llm", llm_weights=LLMWeights.obey()
+            )
+        ),
     }
     ready = threading.Event()
     state: dict = {}

@@ -30,7 +30,13 @@ async def readyz(res: ResourcesDep) -> JSONResponse:
         checks["database"] = f"unreachable ({type(exc).__name__})"
     ready = all(v == "ok" for v in checks.values())
     headers = None if ready else {"Retry-After": str(res.settings.db_retry_after_s)}
-    body = {"status": "ready" if ready else "not ready", "checks": checks}
+    body: dict[str, object] = {"status": "ready" if ready else "not ready", "checks": checks}
+    llm = res.loop_deps.get("llm")
+    if llm is not None and llm.llm_weights is not None:  # fitted for this endpoint, or the default
+        body["details"] = {
+            "llm_weights": llm.llm_weights.status,
+            "llm_weights_fitted": llm.llm_weights.learned,
+        }
     return JSONResponse(body, status_code=200 if ready else 503, headers=headers)
 
 

@@ -65,8 +65,12 @@ def simulate_command(
     row = rows[user_row]
     history = list(row.history)
 
+    weights: list[str] = []
+
     async def simulate() -> tuple[list[int], LoopResult]:
         deps = await make_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
+        if deps.llm_weights is not None:
+            weights.append(deps.llm_weights.status)
         if candidates_from == "sampled":
             rng = random.Random(seed)
             candidates = sample_candidates(history, row.next, catalog.n_items, rng, n=settings.n_candidates)
@@ -76,9 +80,14 @@ def simulate_command(
 
     candidates, result = asyncio.run(simulate())
     typer.echo(f"{dataset} {split} row {user_row}: {agents} agents, rec model {rec.info.model_name}")
+    if weights:
+        typer.echo(f"LLM weights: {weights[0]}")
     typer.echo(format_transcript(catalog, result, history, candidates, target=row.next))
     if as_json:
-        typer.echo(json.dumps({"candidates": candidates, "target": row.next, **dataclasses.asdict(result)}))
+        extra = {"llm_weights": weights[0]} if weights else {}
+        typer.echo(
+            json.dumps({"candidates": candidates, "target": row.next, **extra, **dataclasses.asdict(result)})
+        )
 
 
 def _fail(message: str) -> NoReturn:

@@ -57,11 +57,12 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
     rows = []
     for record in rounds:
         detail = None
-        if record.get("llm_attempts"):
+        if record.get("llm_attempts") or record.get("llm_evidence"):
             detail = {
                 "rec": record.get("rec_llm_usage"),
                 "user": record.get("user_llm_usage"),
-                "attempts": record["llm_attempts"],
+                "attempts": record.get("llm_attempts") or [],
+                "evidence": record.get("llm_evidence"),
             }
         rows.append(
             Round(

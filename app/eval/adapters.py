@@ -137,9 +137,26 @@ async def make_loop_deps(
     caches: LoopCaches | None = None,
     **knobs: Any,
 ) -> Any:
-    """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword)."""
+    """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword). LLM
+    agents get the weights fitted for the endpoint, fitted first (``recloop calibrate --agents
+    llm``, on validation) when it has none."""
     from graph.deps import make_deps
 
+    if agents == "llm" and "llm_weights" not in knobs:
+        import sys
+
+        from app.eval.llm_calibrate import calibrate_llm
+
+        fit = await calibrate_llm(
+            settings.loop_config(),
+            catalog,
+            rec_scorer,
+            reward_scorer,
+            progress=False,
+            echo=lambda line: print(line, file=sys.stderr),
+            caches=caches,
+        )
+        knobs = {**knobs, "llm_weights": fit.weights}
     return await make_deps(
         settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, caches=caches, **knobs
     )

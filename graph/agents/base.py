@@ -98,6 +98,8 @@ class ItemsVerdict:
     fallback: bool = False
     fallback_cause: str | None = None
     attempts: list[LLMAttempt] = field(default_factory=list)
+    evidence: dict[str, Any] | None = None
+    """LLM agents: the weight of the LLM's verdicts and how many offline verdicts they overturned."""
 
 
 class RecAgent(ABC):

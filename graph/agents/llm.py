@@ -10,6 +10,7 @@ last retry the offline agent answers that step, and the round records the fallba
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -25,6 +26,15 @@ from graph.agents.base import (
     RecContext,
     UserAgent,
     UserContext,
+)
+from graph.agents.evidence import percent
+from graph.agents.llm_evidence import (
+    Combined,
+    LLMWeights,
+    combine,
+    pick_margin,
+    shortlist,
+    verdict_margin,
 )
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.config import LLMConfig, LoopConfig
@@ -120,6 +130,12 @@ def _chunks(ctx: JudgeItemsContext) -> list[JudgeItemsContext]:
     ] or [ctx]
 
 
+def _weight_phrase(weights: LLMWeights, weight: float) -> str:
+    if weights.learned:
+        return f"at the weight learned on validation for this LLM ({weight:.2f})"
+    return f"at the default weight ({weight:.2f}; none fitted for this LLM)"
+
+
 def _joined(verdicts: list[ItemsVerdict]) -> ItemsVerdict:
     causes = [v.fallback_cause for v in verdicts if v.fallback_cause]
     return ItemsVerdict(
@@ -172,6 +188,10 @@ class PromptBook:
 
 
 class LLMRecAgent(RecAgent):
+    """Asks the LLM for a pick and weighs it against the offline agent's evidence
+    (:mod:`graph.agents.llm_evidence`); the offline agent's answer stands unless the pick's weight
+    outweighs the offline margin."""
+
     def __init__(
         self,
         catalog: Dataset,
@@ -180,15 +200,23 @@ class LLMRecAgent(RecAgent):
         *,
         use_prior: bool = True,
         fallback: OfflineRecAgent | None = None,
+        weights: LLMWeights | None = None,
     ):
         self.book = PromptBook(catalog)
         self.shapes = AnswerShapes.from_config(config.llm)
         self.use_prior = use_prior
         self.fallback = fallback or OfflineRecAgent(catalog, use_prior=use_prior)
+        self.weights = weights or LLMWeights()
         self.caller = client.caller(self.shapes.rec, config.llm.max_tokens_rec, "rec")
         self._system = self.book.system(prompts.REC_SYSTEM, self.shapes.answer_format(prompts.REC_FIELDS))
 
-    def messages(self, ctx: RecContext) -> list[BaseMessage]:
+    def shown(self, ctx: RecContext) -> list[int]:
+        """The candidates the LLM chooses from under the prompt form."""
+        if self.weights.prompt_form == "shortlist":
+            return shortlist(self.fallback.evidence(ctx), ctx.candidates)
+        return list(ctx.candidates)
+
+    def messages(self, ctx: RecContext, shown: Sequence[int] | None = None) -> list[BaseMessage]:
         catalog = self.book.catalog
         prior = (
             prompts.REC_PRIOR.format(prior=describe.label(catalog, ctx.prior_item))
@@ -197,7 +225,7 @@ class LLMRecAgent(RecAgent):
         )
         context = prompts.REC_CONTEXT.format(
             history=self.book.history(ctx.history),
-            candidates=describe.listing(catalog, ctx.candidates),
+            candidates=describe.listing(catalog, list(ctx.candidates if shown is None else shown)),
             prior=prior,
             preferences=self.book.preferences(ctx.preferences),
         )
@@ -205,8 +233,8 @@ class LLMRecAgent(RecAgent):
         return [self._system, HumanMessage(context), HumanMessage(now)]
 
     @staticmethod
-    def _validator(ctx: RecContext) -> Validator[Any]:
-        allowed = set(ctx.candidates)
+    def _validator(shown: Sequence[int]) -> Validator[Any]:
+        allowed = set(shown)
 
         def validate(answer: Any) -> str | None:
             if answer.item_id not in allowed:
@@ -217,23 +245,70 @@ class LLMRecAgent(RecAgent):
 
         return validate
 
+    async def ask(self, ctx: RecContext) -> CallOutcome[Any]:
+        """The LLM's own pick for this round (also what the calibration records)."""
+        shown = self.shown(ctx)
+        return await self.caller.acall(
+            self.messages(ctx, shown), self._validator(shown), budget_s=ctx.llm_budget_s
+        )
+
     async def propose(self, ctx: RecContext) -> Proposal:
-        outcome = await self.caller.acall(self.messages(ctx), self._validator(ctx), budget_s=ctx.llm_budget_s)
-        if outcome.answer is not None:
+        offline = await self.fallback.propose(ctx)
+        weight = self.weights.rec_weight
+        if weight <= 0:  # its word would count for nothing: the offline loop, without the call
+            return offline
+        outcome = await self.ask(ctx)
+        if outcome.answer is None:
             return make_proposal(
-                outcome.answer.item_id,
-                self.shapes.reason(outcome.answer),
+                offline["item"],
+                offline["reason"],
+                fallback=True,
                 usage=outcome.usage,
+                fallback_cause=outcome.cause,
                 attempts=outcome.attempts,
             )
-        offline = await self.fallback.propose(ctx)
-        return make_proposal(
-            offline["item"],
-            offline["reason"],
-            fallback=True,
-            usage=outcome.usage,
-            fallback_cause=outcome.cause,
-            attempts=outcome.attempts,
+        evidence = self.fallback.evidence(ctx)
+        mine, pick = offline["item"], int(outcome.answer.item_id)
+        combined = combine(pick_margin(evidence, mine, pick), weight, pick == mine)
+        record = combined.record(mine, pick) | {
+            "weights": self.weights.status,
+            "form": self.weights.prompt_form,
+        }
+        item = pick if combined.llm_wins else mine
+        reason = self._reason(outcome.answer, offline["reason"], evidence, combined, mine, pick)
+        return make_proposal(item, reason, usage=outcome.usage, attempts=outcome.attempts, evidence=record)
+
+    def _reason(
+        self,
+        answer: Any,
+        offline_reason: str,
+        evidence: dict[int, float],
+        combined: Combined,
+        mine: int,
+        pick: int,
+    ) -> str:
+        """About the item recommended: the LLM's reason when its pick is the one, else the offline
+        agent's with the LLM's suggestion and the evidence that outweighed it."""
+        catalog, weight = self.book.catalog, combined.weight
+        if pick == mine:
+            return self.shapes.reason(answer)
+        if combined.llm_wins:
+            if math.isinf(weight):
+                return self.shapes.reason(answer)
+            return (
+                f"{self.shapes.reason(answer)} (The LLM's pick: {_weight_phrase(self.weights, weight)} "
+                f"it outweighs my model's preference for {describe.quoted(catalog, mine)}, "
+                f"{percent(evidence[mine])} against {percent(evidence[pick])}.)"
+            )
+        numbers = (
+            f"{percent(evidence[mine])} against {percent(evidence[pick])}"
+            if mine in evidence and pick in evidence
+            else ""
+        )
+        return (
+            f"{offline_reason} The LLM suggested {describe.quoted(catalog, pick)}, but "
+            f"{_weight_phrase(self.weights, weight)} that does not outweigh my evidence for "
+            f"{describe.quoted(catalog, mine)}{f' ({numbers})' if numbers else ''}."
         )
 
 
@@ -246,10 +321,12 @@ class LLMUserAgent(UserAgent):
         fallback: OfflineUserAgent,
         *,
         use_reward: bool = True,
+        weights: LLMWeights | None = None,
     ):
         self.book = PromptBook(catalog)
         self.shapes = AnswerShapes.from_config(config.llm)
         self.use_reward = use_reward
+        self.weights = weights or LLMWeights()
         self.reward_display = config.reward_display
         self.fallback = fallback
         self.judge_caller = client.caller(self.shapes.user, config.llm.max_tokens_user, "user")
@@ -294,25 +371,53 @@ class LLMUserAgent(UserAgent):
     def _validate(answer: Any) -> str | None:
         return "reason is empty" if not answer.reason.strip() else None
 
+    async def ask(self, ctx: UserContext) -> CallOutcome[Any]:
+        """The LLM's own verdict on this proposal (also what the calibration records)."""
+        return await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
+
+    def verdict_margin(self, ctx: UserContext) -> float:
+        """How firmly the reward model decides the offline verdict (nats from its accept boundary)."""
+        log_probs = self.fallback.verdict_log_probs(ctx)
+        index = ctx.candidates.index(ctx.item) if ctx.item in ctx.candidates else 0
+        return verdict_margin(log_probs, index, self.fallback.accept_top_k)
+
     async def judge(self, ctx: UserContext) -> Judgement:
-        outcome = await self.judge_caller.acall(self.messages(ctx), self._validate, budget_s=ctx.llm_budget_s)
-        if outcome.answer is not None:
+        offline = await self.fallback.judge(ctx)
+        weight = self.weights.user_weight
+        if weight <= 0:  # its word would count for nothing: the offline verdict, without the call
+            return offline
+        outcome = await self.ask(ctx)
+        if outcome.answer is None:
             return make_judgement(
-                outcome.answer.decision,
-                self.shapes.reason(outcome.answer),
+                offline["decision"],
+                offline["reason"],
+                offline["preferred_items"],
+                fallback=True,
                 usage=outcome.usage,
+                fallback_cause=outcome.cause,
                 attempts=outcome.attempts,
             )
-        offline = await self.fallback.judge(ctx)
-        return make_judgement(
-            offline["decision"],
-            offline["reason"],
-            offline["preferred_items"],
-            fallback=True,
-            usage=outcome.usage,
-            fallback_cause=outcome.cause,
-            attempts=outcome.attempts,
+        said = outcome.answer.decision
+        combined = combine(self.verdict_margin(ctx), weight, said == offline["decision"])
+        record = combined.record(offline["decision"], said) | {"weights": self.weights.status}
+        common = {"usage": outcome.usage, "attempts": outcome.attempts, "evidence": record}
+        if said == offline["decision"]:
+            return make_judgement(
+                said, self.shapes.reason(outcome.answer), offline["preferred_items"], **common
+            )
+        if combined.llm_wins:
+            reason = self.shapes.reason(outcome.answer)
+            if not math.isinf(weight):
+                reason += (
+                    f" (The LLM's verdict: {_weight_phrase(self.weights, weight)} it outweighs the reward "
+                    f"model, which is only {combined.margin:.2f} nats from its accept boundary here.)"
+                )
+            return make_judgement(said, reason, **common)
+        reason = (
+            f"{offline['reason']} The LLM would {said} it, but {_weight_phrase(self.weights, weight)} that "
+            f"does not outweigh the reward model ({combined.margin:.2f} nats from its accept boundary)."
         )
+        return make_judgement(offline["decision"], reason, offline["preferred_items"], **common)
 
     def items_messages(self, ctx: JudgeItemsContext) -> list[BaseMessage]:
         text = prompts.USER_JUDGE_ITEMS.format(
@@ -340,9 +445,35 @@ class LLMUserAgent(UserAgent):
         like = {d.item_id: d.like for d in outcome.answer.decisions}
         return ItemsVerdict([like[i] for i in ctx.items], outcome.usage, attempts=outcome.attempts)
 
-    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+    async def ask_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        """The LLM's own like/dislike per item (the offline one where a chunk fell back)."""
         verdicts = []
         for chunk in _chunks(ctx):
             outcome = await self.items_caller.acall(self.items_messages(chunk), self._items_validator(chunk))
             verdicts.append(self._items_finish(chunk, outcome))
         return _joined(verdicts)
+
+    async def assess_items(self, ctx: JudgeItemsContext) -> ItemsVerdict:
+        offline = self.fallback.judge_items(ctx)
+        weight = self.weights.items_weight
+        if weight <= 0:
+            return ItemsVerdict(offline)
+        llm = await self.ask_items(ctx)
+        likes = combine_likes(offline, llm.likes, *self.fallback.items_evidence(ctx), weight)
+        overridden = sum(a != b for a, b in zip(likes, offline, strict=True))
+        shown_weight = None if math.isinf(weight) else weight
+        evidence = {"weight": shown_weight, "llm_overrides": overridden, "weights": self.weights.status}
+        return replace(llm, likes=likes, evidence=evidence)
+
+
+def combine_likes(
+    offline: Sequence[bool], llm: Sequence[bool], evidence: Sequence[float], threshold: float, weight: float
+) -> list[bool]:
+    """Per item: the offline evidence plus ``weight`` for the LLM's like (minus for its dislike)
+    against the offline threshold; without learned evidence the LLM decides at any weight > 0.
+    Where the LLM fell back its likes are the offline ones, so nothing changes there."""
+    if weight <= 0:
+        return list(offline)
+    if not evidence:
+        return list(llm)
+    return [e + (weight if liked else -weight) >= threshold for e, liked in zip(evidence, llm, strict=True)]

@@ -94,6 +94,16 @@ class OfflineRecAgent(RecAgent):
             return make_proposal(item, self._followed(ctx, evidence, item, preferred))
         return make_proposal(item, self._own_pick(ctx, evidence, item))
 
+    def evidence(self, ctx: RecContext) -> dict[int, float]:
+        """Per candidate, the evidence :meth:`propose` decides on: its belief, or after a rejection
+        the trust-weighted mix with the feedback (empty without the rec model)."""
+        if not self.use_prior or not ctx.candidates:
+            return {}
+        evidence = _RecEvidence.of(self, ctx)
+        if ctx.rejected_this_loop and evidence.user:
+            return {c: evidence.combined(c) for c in evidence.candidates}
+        return dict(evidence.belief)
+
     # --- weighing the user agent's feedback ----------------------------------------------------
 
     def _weigh_feedback(self, ctx: RecContext, evidence: _RecEvidence) -> Proposal | None:
@@ -332,6 +342,12 @@ class OfflineUserAgent(UserAgent):
             "reject", f"Not for me: the reward model ranks {name} only {where}{wish}.", preferred
         )
 
+    def verdict_log_probs(self, ctx: UserContext) -> list[float]:
+        """The reward model's calibrated log-probabilities over the candidates (empty: not shown)."""
+        if not self.use_reward or len(ctx.reward_scores) != len(ctx.candidates):
+            return []
+        return calibrated_log_probs(ctx.reward_scores, self.calibration.reward_temperature)
+
     def _preferred_over(self, ctx: UserContext) -> list[int]:
         """The shown top picks the reward model ranks above the proposal (all of them without scores)."""
         if len(ctx.reward_scores) != len(ctx.candidates):
@@ -385,7 +401,21 @@ class OfflineUserAgent(UserAgent):
         """Each item on its own: evidence >= the one validation-chosen threshold. The memory counts
         through its learned weights only (an item turned down as the *next* one may still be a
         later favourite)."""
+        evidence, threshold = self.items_evidence(ctx, memory)
+        return [e >= threshold for e in evidence]
+
+    def items_evidence(
+        self, ctx: JudgeItemsContext, memory: MemoryView | None = None
+    ) -> tuple[list[float], float]:
+        """Per item, the evidence of the learned verdict and its threshold (like iff evidence >= it);
+        empty evidence when the verdict is not the learned one (uncalibrated, no reward model)."""
         cal = self.calibration
+        if (
+            not self.use_reward
+            or cal.verdict_threshold is None
+            or len(ctx.reward_log_probs) != len(ctx.items)
+        ):
+            return [], 0.0
+        memory = memory if memory is not None else MemoryView.of(ctx.memory, ctx.accepted)
         features = VerdictFeatures.of(ctx.reward_log_probs, ctx.items, ctx.history, memory, self.vectors)
-        assert cal.verdict_threshold is not None
-        return [e >= cal.verdict_threshold for e in features.evidence(*cal.verdict_weights())]
+        return features.evidence(*cal.verdict_weights()), cal.verdict_threshold

@@ -1,0 +1,507 @@
+"""How much an LLM endpoint's answers count, learned on the validation split only.
+
+The LLM agents weigh the LLM's answers against the offline evidence (:mod:`graph.agents.llm_evidence`);
+this module fits those weights for one endpoint, on validation rows:
+
+- every row gets the LLaRA candidates (the target plus 19 uniform negatives, fixed seed), the
+  offline recommendation agent's first-round pick and evidence, and the LLM's own pick under each
+  prompt form (:data:`graph.agents.llm_evidence.PROMPT_FORMS`);
+- the user agent is asked about the offline pick and, when that is not the target, the target;
+  the truth of a verdict is whether the proposal is the held-out next item;
+- user simulation: the LLM judges the validation users' Table 5 lists (ratios 1:1, 1:3, 1:9).
+
+Each weight is the value of a small grid with the best validation score (round-1 HR@1 of the
+combined pick; balanced accuracy of the combined verdict; mean micro F1 of the combined likes),
+kept only if its paired 95 % bootstrap interval of the gain over weight 0 lies above zero
+(otherwise 0: the LLM has not earned a say). The prompt form with the best combined HR@1 wins
+(ties: the first form). Per form the fit also reports the first-attempt valid rate and the LLM's
+own hit rate.
+
+Every answer is appended to a JSONL file as it arrives, so an interrupted fit resumes where it
+stopped and a budget (calls) stops it cleanly; the result is a JSON file beside the offline
+calibration (``calibration/<rec>+<reward>.llm-<digest>.json``), keyed by the dataset, both
+models, the model name the endpoint reports, the prompt version and the structured-output method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from graph import prompts
+from graph.agents.base import JudgeItemsContext, RecContext, UserContext
+from graph.agents.llm_evidence import PROMPT_FORMS, LLMWeights, PromptForm, combine, pick_margin
+from graph.caches import LoopCaches
+from graph.calibration import FIT_SEED, N_EVAL, calibration_path
+from graph.config import LoopConfig
+from graph.context import LoopDeps
+from recmodels.dataset import Dataset, Row
+from recmodels.scorer import Scorer
+
+log = logging.getLogger(__name__)
+
+LLM_CALIBRATION_VERSION = 1
+WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+DEFAULT_ROWS = 60
+RESAMPLES = 1000
+USERSIM_SEED = 0
+
+
+def prompt_version() -> str:
+    """A digest of every prompt template and answer shape: a changed prompt is a new endpoint fit."""
+    from graph.agents import llm
+
+    text = inspect.getsource(prompts) + inspect.getsource(llm.AnswerShapes)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def llm_weights_key(
+    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, endpoint_model: str
+) -> dict[str, Any]:
+    return {
+        "version": LLM_CALIBRATION_VERSION,
+        "dataset": catalog.name,
+        "dataset_fingerprint": catalog.fingerprint,
+        "rec_model": rec.info.model_name,
+        "rec_sha256": rec.info.artifact_sha256,
+        "reward_model": reward.info.model_name,
+        "reward_sha256": reward.info.artifact_sha256,
+        "endpoint_model": endpoint_model,
+        "prompt_version": prompt_version(),
+        "structured_method": config.llm.structured_method,
+        "n_candidates": config.n_candidates,
+    }
+
+
+def _digest(key: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def llm_weights_path(rec: Scorer, reward: Scorer, key: dict[str, Any]) -> Path | None:
+    """Beside the offline calibration; None for models built in memory (kept per process)."""
+    offline = calibration_path(rec, reward)
+    return offline.with_name(f"{offline.stem}.llm-{_digest(key)}.json") if offline else None
+
+
+def read_llm_weights(
+    path: Path | None, key: dict[str, Any], caches: LoopCaches | None = None
+) -> LLMWeights | None:
+    memo = f"llm:{_digest(key)}"
+    if caches is not None:
+        with caches.lock:
+            found = caches.calibrations.get(memo)
+        if found is not None:
+            return found  # type: ignore[return-value]
+    if path is None or not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        if raw.get("key") != json.loads(json.dumps(key)):
+            return None
+        return LLMWeights.from_json(raw["weights"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable LLM weights %s (%s)", path, exc)
+        return None
+
+
+def write_llm_weights(
+    path: Path | None, key: dict[str, Any], weights: LLMWeights, caches: LoopCaches | None = None
+) -> None:
+    if caches is not None:
+        with caches.lock:
+            caches.calibrations[f"llm:{_digest(key)}"] = weights  # type: ignore[assignment]
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(
+        json.dumps({"key": key, "weights": weights.to_json()}, indent=2, sort_keys=True) + "\n"
+    )
+    partial.replace(path)
+
+
+def stored_llm_weights(
+    config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, caches: LoopCaches | None = None
+) -> tuple[LLMWeights | None, dict[str, Any]]:
+    """The weights fitted for the configured endpoint (None: not fitted) and their key."""
+    from graph.llm_client import endpoint_model
+
+    key = llm_weights_key(config, catalog, rec, reward, endpoint_model(config.llm))
+    return read_llm_weights(llm_weights_path(rec, reward, key), key, caches), key
+
+
+# --------------------------------------------------------------------------- the answers
+
+
+class BudgetExhausted(Exception):
+    """The call budget ran out; what was answered so far is on disk."""
+
+
+@dataclass
+class AnswerLog:
+    """Every LLM answer of the fit, by a key naming the row and the question; appended to a JSONL
+    file as it arrives (None: in memory only)."""
+
+    path: Path | None
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    budget_calls: int | None = None
+    calls: int = 0
+    """Calls made by this process (cached answers cost none)."""
+    usage: dict[str, float] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+    )
+
+    @classmethod
+    def open(cls, path: Path | None, budget_calls: int | None = None) -> AnswerLog:
+        log_ = cls(path, budget_calls=budget_calls)
+        if path is not None and path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                    log_.answers[entry["key"]] = entry["answer"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by an interruption
+        return log_
+
+    async def get(self, key: str, ask: Callable[[], Any]) -> dict[str, Any]:
+        if key in self.answers:
+            return self.answers[key]
+        if self.budget_calls is not None and self.calls >= self.budget_calls:
+            raise BudgetExhausted(f"the budget of {self.budget_calls} calls is spent")
+        answer = await ask()
+        usage = answer.pop("usage", {})
+        self.calls += int(usage.get("calls", 1))
+        for name in self.usage:
+            self.usage[name] += usage.get(name, 0)
+        self.answers[key] = answer
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as sink:
+                sink.write(json.dumps({"key": key, "answer": answer}) + "\n")
+        return answer
+
+
+def _outcome_record(outcome: Any, value: Any) -> dict[str, Any]:
+    return {
+        "value": value,
+        "first_ok": bool(outcome.attempts and outcome.attempts[0]["ok"]),
+        "usage": dict(outcome.usage),
+    }
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+@dataclass(frozen=True)
+class ValRow:
+    row: Row
+    candidates: list[int]
+    rec_scores: list[float]
+    reward_scores: list[float]
+
+
+def val_rows(catalog: Dataset, rec: Scorer, reward: Scorer, n_rows: int, n_candidates: int) -> list[ValRow]:
+    from recmodels.candidates import sample_candidates
+
+    rows, _dropped = catalog.eval_rows("val")
+    out = []
+    for index, row in enumerate(rows[:n_rows]):
+        rng = random.Random(FIT_SEED + index)
+        candidates = sample_candidates(
+            row.history, row.next, catalog.n_items, rng, n=min(n_candidates, catalog.n_items)
+        )
+        rec_scores = rec.score(list(row.history), candidates)
+        reward_scores = rec_scores if reward is rec else reward.score(list(row.history), candidates)
+        out.append(ValRow(row, candidates, rec_scores, reward_scores))
+    return out
+
+
+def estimate(
+    deps: LoopDeps, rows: Sequence[ValRow], forms: Sequence[PromptForm], items: bool
+) -> dict[str, Any]:
+    """Calls and prompt tokens of a fit from the rendered prompts of its first row (upper bound
+    on completion tokens: the output caps); retries come on top."""
+    from graph.agents.llm import LLMRecAgent, LLMUserAgent
+
+    if not rows:
+        return {"calls": 0, "prompt_tokens": 0, "completion_tokens_max": 0}
+    rec_agent, user_agent = deps.rec_agent, deps.user_agent
+    assert isinstance(rec_agent, LLMRecAgent) and isinstance(user_agent, LLMUserAgent)
+    ctx = _rec_context(rows[0])
+    words = sum(len(str(m.content).split()) for m in rec_agent.messages(ctx))
+    rec_tokens = int(words * 1.5)  # ~1.5 BPE tokens per word of these prompts
+    per_row_calls = len(forms) + 1.5
+    llm = deps.config.llm
+    calls = int(len(rows) * per_row_calls)
+    completion = int(len(rows) * (len(forms) * llm.max_tokens_rec + 1.5 * llm.max_tokens_user))
+    if items:
+        calls += len(rows) * 3
+        completion += len(rows) * 3 * llm.max_tokens_items
+    return {"calls": calls, "prompt_tokens": int(calls * rec_tokens), "completion_tokens_max": completion}
+
+
+def _rec_context(v: ValRow) -> RecContext:
+    prior = v.candidates[max(range(len(v.candidates)), key=lambda i: (v.rec_scores[i], -i))]
+    return RecContext(
+        history=list(v.row.history),
+        candidates=list(v.candidates),
+        rec_scores=list(v.rec_scores),
+        prior_item=prior,
+        memory=[],
+        rejected_this_loop=[],
+        last_preferred=[],
+        round=1,
+        reward_scores=list(v.reward_scores),
+    )
+
+
+def _user_context(deps: LoopDeps, v: ValRow, item: int, rec_reason: str) -> UserContext:
+    from graph.nodes import top_picks
+    from recmodels.metrics import rank_of
+
+    index = v.candidates.index(item)
+    show_picks = deps.config.reward_display == "top_picks"
+    return UserContext(
+        history=list(v.row.history),
+        candidates=list(v.candidates),
+        item=item,
+        rec_reason=rec_reason,
+        reward_score=float(v.reward_scores[index]),
+        reward_rank=rank_of(v.reward_scores, index),
+        top_picks=top_picks(v.candidates, v.reward_scores) if show_picks else [],
+        memory=[],
+        round=1,
+        reward_scores=list(v.reward_scores) if show_picks else [],
+    )
+
+
+def _paired_gain(hits: torch.Tensor, base: torch.Tensor) -> tuple[float, float, float]:
+    """Mean of (hits - base) per unit and its 95 % bootstrap interval (fixed seed)."""
+    diff = (hits - base).double()
+    n = len(diff)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    generator = torch.Generator().manual_seed(FIT_SEED)
+    picks = torch.randint(0, n, (RESAMPLES, n), generator=generator)
+    means = diff[picks].mean(dim=1)
+    low, high = torch.quantile(means, torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    return float(diff.mean()), low, high
+
+
+def choose_weight(
+    score_at: Callable[[float], torch.Tensor], grid: Sequence[float] = WEIGHT_GRID
+) -> tuple[float, dict[str, Any]]:
+    """The grid weight with the best mean validation score per unit (ties: the smaller), kept only
+    if its paired gain over weight 0 lies above zero at 95 %; and the curve behind it."""
+    base = score_at(0.0)
+    curve = {f"{w:g}": float(score_at(w).double().mean()) for w in grid}
+    best = max(grid, key=lambda w: (round(curve[f"{w:g}"], 12), -w))
+    gain = _paired_gain(score_at(best), base)
+    chosen = best if best > 0 and gain[1] > 0 else 0.0
+    return chosen, {
+        "curve": curve,
+        "best": best,
+        "gain_over_0": {"mean": gain[0], "low": gain[1], "high": gain[2]},
+    }
+
+
+async def fit_llm_weights(
+    deps: LoopDeps,
+    rows: Sequence[ValRow],
+    answers: AnswerLog,
+    *,
+    forms: Sequence[PromptForm] = PROMPT_FORMS,
+    items: bool = True,
+    on_step: Callable[[], None] | None = None,
+) -> LLMWeights:
+    """Ask the endpoint every validation question (cached in ``answers``) and fit the weights;
+    raises :class:`BudgetExhausted` when the call budget runs out first (the answers stay)."""
+    from graph.agents.llm import LLMRecAgent, LLMUserAgent
+
+    rec_agent, user_agent = deps.rec_agent, deps.user_agent
+    assert isinstance(rec_agent, LLMRecAgent) and isinstance(user_agent, LLMUserAgent)
+    offline_rec, offline_user = rec_agent.fallback, user_agent.fallback
+    step = on_step or (lambda: None)
+    per_form: dict[str, dict[str, list[Any]]] = {f: {"pick": [], "first_ok": []} for f in forms}
+    offline_items, evidences, targets = [], [], []
+    verdicts: list[tuple[int, str, float, str | None, bool]] = []  # row, offline, margin, llm, truth
+    for r, v in enumerate(rows):
+        ctx = _rec_context(v)
+        offline = await offline_rec.propose(ctx)
+        offline_items.append(offline["item"])
+        evidences.append(offline_rec.evidence(ctx))
+        targets.append(v.row.next)
+        for form in forms:
+            rec_agent.weights = LLMWeights(prompt_form=form)
+
+            async def ask_rec(ctx: RecContext = ctx) -> dict[str, Any]:
+                outcome = await rec_agent.ask(ctx)
+                pick = int(outcome.answer.item_id) if outcome.answer is not None else None
+                return _outcome_record(outcome, pick)
+
+            got = await answers.get(f"rec/{form}/{r}", ask_rec)
+            per_form[form]["pick"].append(got["value"])
+            per_form[form]["first_ok"].append(got["first_ok"])
+        for item in dict.fromkeys([offline["item"], v.row.next]):
+            uctx = _user_context(deps, v, item, offline["reason"])
+            judged = await offline_user.judge(uctx)
+
+            async def ask_user(uctx: UserContext = uctx) -> dict[str, Any]:
+                outcome = await user_agent.ask(uctx)
+                return _outcome_record(
+                    outcome, outcome.answer.decision if outcome.answer is not None else None
+                )
+
+            got = await answers.get(f"user/{r}/{item}", ask_user)
+            verdicts.append(
+                (r, judged["decision"], user_agent.verdict_margin(uctx), got["value"], item == v.row.next)
+            )
+        step()
+    report: dict[str, Any] = {"n_rows": len(rows), "forms": {}}
+    best_form: tuple[float, PromptForm, float] | None = None
+    target_t = torch.tensor(targets)
+    for form in forms:
+        picks = per_form[form]["pick"]
+
+        def hits_at(w: float, picks: list[int | None] = picks) -> torch.Tensor:
+            chosen = [
+                p if p is not None and combine(pick_margin(e, o, p), w, p == o).llm_wins else o
+                for p, o, e in zip(picks, offline_items, evidences, strict=True)
+            ]
+            return (torch.tensor(chosen) == target_t).double()
+
+        weight, curve = choose_weight(hits_at)
+        answered = [p for p in picks if p is not None]
+        report["forms"][form] = {
+            "rec_weight": weight,
+            "val_hr1": float(hits_at(weight).mean()),
+            "val_hr1_offline": float(hits_at(0.0).mean()),
+            "first_attempt_valid_rate": sum(per_form[form]["first_ok"]) / max(1, len(picks)),
+            "answered_rate": len(answered) / max(1, len(picks)),
+            "llm_hit_rate": sum(p == t for p, t in zip(picks, targets, strict=True)) / max(1, len(picks)),
+            **curve,
+        }
+        score = report["forms"][form]["val_hr1"]
+        if best_form is None or score > best_form[0] + 1e-12:
+            best_form = (score, form, weight)
+    assert best_form is not None
+    user_weight, user_report = _fit_user(verdicts, len(rows))
+    report["user"] = user_report
+    items_weight = 0.0
+    if items:
+        items_weight, report["items"] = await _fit_items(deps, rows, answers, step)
+    return LLMWeights(
+        rec_weight=best_form[2],
+        user_weight=user_weight,
+        items_weight=items_weight,
+        prompt_form=best_form[1],
+        provenance=report | {"split": "val", "calls_made": answers.calls},
+    )
+
+
+def _fit_user(
+    verdicts: Sequence[tuple[int, str, float, str | None, bool]], n_rows: int
+) -> tuple[float, dict[str, Any]]:
+    """Balanced accuracy per validation row (its true proposal and its offline pick count half each
+    class), by the combined verdict's weight."""
+    truth = torch.tensor([t for *_, t in verdicts])
+    rows = torch.tensor([r for r, *_ in verdicts])
+    n_pos, n_neg = max(1, int(truth.sum())), max(1, int((~truth).sum()))
+
+    def score_at(w: float) -> torch.Tensor:
+        accept = torch.tensor(
+            [
+                (llm if llm is not None and combine(margin, w, llm == off).llm_wins else off) == "accept"
+                for _, off, margin, llm, _ in verdicts
+            ]
+        )
+        right = (accept == truth).double()
+        unit = torch.where(truth, right / n_pos, right / n_neg) / 2  # sums to the balanced accuracy
+        return torch.zeros(n_rows, dtype=torch.float64).index_add_(0, rows, unit) * n_rows
+
+    weight, curve = choose_weight(score_at)
+    answered = [llm for *_, llm, _ in verdicts if llm is not None]
+    right = sum((llm == "accept") == t for _, _, _, llm, t in verdicts if llm is not None)
+    report = {
+        "user_weight": weight,
+        "n_verdicts": len(verdicts),
+        "answered_rate": len(answered) / max(1, len(verdicts)),
+        "llm_accuracy": right / max(1, len(verdicts)),
+        "val_balanced_accuracy": float(score_at(weight).mean()),
+        "val_balanced_accuracy_offline": float(score_at(0.0).mean()),
+        **curve,
+    }
+    return weight, report
+
+
+async def _fit_items(
+    deps: LoopDeps, rows: Sequence[ValRow], answers: AnswerLog, step: Callable[[], None]
+) -> tuple[float, dict[str, Any]]:
+    """User simulation: the weight of the LLM's likes for the best mean per-user F1 over the ratios,
+    on the validation users' Table 5 lists (Agent setting: empty memory)."""
+    from graph.agents.llm import LLMUserAgent, combine_likes
+    from graph.usersim import RATIOS, cases_from_rows
+
+    user_agent = deps.user_agent
+    assert isinstance(user_agent, LLMUserAgent)
+    offline_user = user_agent.fallback
+    cases = cases_from_rows(
+        [v.row for v in rows], deps.catalog.n_items, RATIOS, USERSIM_SEED, N_EVAL, deps.config.n_candidates
+    )
+    judged: list[tuple[int, int, list[bool], list[bool], list[float], float, list[bool]]] = []
+    for c, case in enumerate(cases):
+        for ratio in RATIOS:
+            listed = case.eval_lists[ratio]
+            items = list(listed.items)
+            history = list(case.init_history)
+            scores = deps.reward_scorer.score(history, items)
+            ctx = JudgeItemsContext(
+                history, items, scores, reward_log_probs=deps.reward_scorer.log_probs(history, items)
+            )
+
+            async def ask_items(ctx: JudgeItemsContext = ctx) -> dict[str, Any]:
+                verdict = await user_agent.ask_items(ctx)
+                first_ok = bool(verdict.attempts and verdict.attempts[0]["ok"])
+                usage = dict(verdict.usage)
+                return {
+                    "value": None if verdict.fallback else verdict.likes,
+                    "first_ok": first_ok,
+                    "usage": usage,
+                }
+
+            got = await answers.get(f"items/{case.case_id}/{ratio}", ask_items)
+            offline = offline_user.judge_items(ctx)
+            llm = got["value"] if got["value"] is not None else offline
+            evidence, threshold = offline_user.items_evidence(ctx)
+            judged.append((c, ratio, offline, llm, evidence, threshold, list(listed.labels)))
+        step()
+    n_cases = len(cases)
+
+    def score_at(w: float) -> torch.Tensor:
+        """Per case: its F1, averaged over the ratios (per-user F1s: the bootstrap resamples users)."""
+        per_case = torch.zeros(n_cases, dtype=torch.float64)
+        for c, _ratio, offline, llm, evidence, threshold, labels in judged:
+            likes = combine_likes(offline, llm, evidence, threshold, w)
+            tp = sum(like and label for like, label in zip(likes, labels, strict=True))
+            errors = sum(like != label for like, label in zip(likes, labels, strict=True))
+            per_case[c] += (2 * tp / (2 * tp + errors) if tp else 0.0) / len(RATIOS)
+        return per_case
+
+    weight, curve = choose_weight(score_at)
+    report = {
+        "items_weight": weight,
+        "n_cases": n_cases,
+        "val_mean_f1": float(score_at(weight).mean()),
+        "val_mean_f1_offline": float(score_at(0.0).mean()),
+        **curve,
+    }
+    return weight, report
