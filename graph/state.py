@@ -150,6 +150,8 @@ class RoundRecord(TypedDict):
     """The user agent's share of ``llm_usage``."""
     llm_attempts: NotRequired[list[LLMAttempt]]
     """Every LLM attempt of the round, in order."""
+    reason_reading: NotRequired[dict[str, Any] | None]
+    """A human judge's reject reason as the steering parser read it ({update, parser, unparsed})."""
 
 
 class MemoryEntry(TypedDict):
@@ -216,6 +218,8 @@ class Judgement(TypedDict):
     usage: LLMUsage
     fallback_cause: NotRequired[str | None]
     attempts: NotRequired[list[LLMAttempt]]
+    reading: NotRequired[dict[str, Any] | None]
+    """A human judge's reason read by the steering parser: {update, parser, unparsed}."""
 
 
 def make_judgement(

@@ -55,6 +55,8 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
                 "user": record.get("user_llm_usage"),
                 "attempts": record["llm_attempts"],
             }
+        if record.get("reason_reading"):  # a human judge's reason, as the steering parser read it
+            detail = {**(detail or {}), "reason_reading": record["reason_reading"]}
         rows.append(
             Round(
                 **{name: record.get(name) for name in ROUND_FIELDS},
