@@ -152,6 +152,12 @@ def train_parser_command(
     epochs: int = typer.Option(TrainConfig.epochs, "--epochs", min=1),
     seed: int = typer.Option(TrainConfig.seed, "--seed"),
     output: Path | None = typer.Option(None, "--output", help="Artifact path (default: beside the models)."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        "--cache-dir",
+        help="Keep the encoder's vectors of the simulated commands here (re-training the "
+        "head with other settings then skips the encoding).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
 ) -> None:
@@ -173,7 +179,9 @@ def train_parser_command(
             bar = bars[stage] = tqdm(total=total, desc=stage, disable=not progress)
         bar.update(done - bar.n)
 
-    parser, trained = train_parser(CatalogIndex(catalog), encoder, config, on_progress=on_progress)
+    parser, trained = train_parser(
+        CatalogIndex(catalog), encoder, config, on_progress=on_progress, cache_dir=cache_dir
+    )
     for bar in bars.values():
         bar.close()
     path = output or learned_artifact(settings, catalog.name)

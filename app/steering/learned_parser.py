@@ -25,7 +25,14 @@ import torch
 from app.steering.mentions import Mention, MentionFinder, fold, non_latin_share
 from app.steering.parser import CommandParser, ParseResult
 from app.steering.reading import HARD_ROLES, Reading, Role, assemble
-from app.steering.student import SENTENCE_FLAGS, CommandEncoder, CommandStudent, Features, StudentConfig
+from app.steering.student import (
+    MAX_TOKENS,
+    SENTENCE_FLAGS,
+    CommandEncoder,
+    CommandStudent,
+    Features,
+    StudentConfig,
+)
 from graph.steering.catalog_index import Catalog, CatalogIndex
 from graph.steering.preferences import Preferences
 from recmodels.text import load_text_encoder
@@ -133,6 +140,8 @@ class _Prediction:
     role_probs: torch.Tensor  # [M, N_ROLES]
     flag_probs: torch.Tensor  # [3]
     truncated: bool
+    unread: list[bool]
+    """Mentions past the encoder's token limit (no token to read their role from)."""
 
 
 class LearnedParser(CommandParser):
@@ -215,7 +224,11 @@ class LearnedParser(CommandParser):
 
     def predict(self, texts: Sequence[str]) -> list[_Prediction]:
         mentions = [self.finder.find(t) for t in texts]
-        features = self.encoder.encode(texts, mentions)
+        return self.predict_features(mentions, self.encoder.encode(texts, mentions))
+
+    def predict_features(
+        self, mentions: Sequence[list[Mention]], features: Sequence[Features]
+    ) -> list[_Prediction]:
         with torch.no_grad():
             logits, flags = self.student(features)
         role_probs = logits.softmax(-1)
@@ -223,14 +236,21 @@ class LearnedParser(CommandParser):
         out, at = [], 0
         for b, found in enumerate(mentions):
             n = len(found)
-            out.append(_Prediction(found, role_probs[at : at + n], flag_probs[b], features[b].truncated))
+            unread = [not bool(row.any()) for row in features[b].spans]
+            out.append(
+                _Prediction(found, role_probs[at : at + n], flag_probs[b], features[b].truncated, unread)
+            )
             at += n
         return out
 
     def read(self, text: str, prediction: _Prediction, prefer: set[int]) -> ParseResult:
         t = self.thresholds
         mentions, roles, unparsed = [], [], []
-        for mention, probs in zip(prediction.mentions, prediction.role_probs, strict=True):
+        for mention, probs, unread in zip(
+            prediction.mentions, prediction.role_probs, prediction.unread, strict=True
+        ):
+            if unread:
+                continue  # reported once below, with the truncation
             role = Role(int(probs.argmax()))
             confidence = float(probs.max())
             if role is Role.NONE:
@@ -252,7 +272,9 @@ class LearnedParser(CommandParser):
         )
         update = assemble(reading, self.index, prefer)
         if prediction.truncated:
-            unparsed.append("the command is longer than the parser reads: only its beginning was read")
+            unparsed.append(
+                f"the command is longer than the parser reads ({MAX_TOKENS} tokens): only its start was read"
+            )
         if update.is_neutral() and not unparsed:
             unparsed.append(f"'{_short(text.strip())}': no genre, year, title or wish I can act on")
         return ParseResult(update=update, unparsed=unparsed, parser=self.name)
