@@ -186,6 +186,14 @@ class Settings(BaseSettings):
         1.0, ge=0.0, description="Attenuator: penalty per standard deviation of similarity to rejected items."
     )
     steering_max_command_chars: int = Field(500, ge=1, le=10_000, description="Longest command accepted.")
+    steering_parser: Literal["auto", "offline", "llm", "learned"] = Field(
+        "auto",
+        description="Command parser: auto picks the best available -- learned when its artifact exists "
+        "(recloop train-parser), else llm when an endpoint is set, else offline (rules).",
+    )
+    steering_parser_artifact: Path | None = Field(
+        None, description="The learned parser's artifact; default models_dir/<dataset>/command-parser.pt."
+    )
     steering_warmup: bool = Field(
         True,
         description="Load the soft-preference similarity (the text model takes seconds) in the background "

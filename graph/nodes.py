@@ -28,6 +28,7 @@ from graph.state import (
     empty_usage,
     make_judgement,
 )
+from graph.steering.preferences import Preferences, PreferenceUpdate, as_preferences, consolidate
 from graph.steering.tools import hard_violations
 from recmodels.metrics import rank_of
 
@@ -89,23 +90,38 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
     update = _open_loop(deps, state) if is_new_loop(state) else {}
     view: dict[str, Any] = {**state, **update}
     rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
+    keep = _allowed_positions(deps, view)
+    candidates = [view["candidates"][i] for i in keep]
+    prior = view["prior_item"] if deps.rec_agent.use_prior else None
     ctx = RecContext(
         history=list(view["history"]),
-        candidates=list(view["candidates"]),
-        rec_scores=list(view["rec_scores"]),
-        prior_item=view["prior_item"] if deps.rec_agent.use_prior else None,
+        candidates=candidates,
+        rec_scores=[view["rec_scores"][i] for i in keep],
+        prior_item=prior if prior is None or prior in candidates else None,
         memory=list(state.get("rec_memory") or []),
         rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
         last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
         round=len(rounds) + 1,
         preferences=view.get("preferences"),
         llm_budget_s=_budget_left(deps, view),
-        reward_scores=list(view["reward_scores"]),
+        reward_scores=[view["reward_scores"][i] for i in keep],
     )
     proposal = await deps.rec_agent.propose(ctx)
     if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
         raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
     return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
+
+
+def _allowed_positions(deps: LoopDeps, view: dict[str, Any]) -> list[int]:
+    """Positions of the candidates the loop's hard preferences allow (all when none would be left):
+    preferences a judge's reason added mid-loop apply to the very next proposal."""
+    preferences = as_preferences(view.get("preferences"))
+    everything = list(range(len(view["candidates"])))
+    if preferences is None or not preferences.has_hard():
+        return everything
+    candidates = view["candidates"]
+    allowed = [i for i in everything if not hard_violations(preferences, deps.catalog.item(candidates[i]))]
+    return allowed or everything
 
 
 def _budget_left(deps: LoopDeps, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
@@ -163,7 +179,8 @@ async def judge(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
     """The user agent's decision Du and reason Ru, or a person's (``judge_mode="human"``)."""
     deps = runtime.context
     if state.get("judge_mode") == "human":
-        return {"judgement": _ask_human(deps, state)}
+        judgement = _ask_human(deps, state)
+        return {"judgement": judgement, **_steered_by_reason(state, judgement)}
     ruled_out = _constraint_rejection(deps, state)
     if ruled_out is not None:
         return {"judgement": ruled_out}
@@ -232,13 +249,28 @@ def _ask_human(deps: LoopDeps, state: LoopState) -> Judgement:
         }
     )
     decision, reason = parse_human_answer(answer)
+    reading = answer.get("reading") if decision == "reject" else None
     return {
         "decision": decision,
         "reason": reason,
         "preferred_items": [],
         "fallback": False,
         "usage": empty_usage(),
+        "reading": reading if isinstance(reading, dict) else None,
     }
+
+
+def _steered_by_reason(state: LoopState, judgement: Judgement) -> dict[str, Any]:
+    """A reject reason the steering parser read ("I have seen enough sci-fi") becomes part of the
+    loop's preferences: the next proposals honour it for the rest of this loop."""
+    reading = judgement.get("reading")
+    if not reading or not reading.get("update"):
+        return {}
+    update = PreferenceUpdate.model_validate(reading["update"])
+    if update.is_neutral():
+        return {}
+    current = as_preferences(state.get("preferences")) or Preferences()
+    return {"preferences": consolidate(current, update).model_dump(mode="json")}
 
 
 # --- memory_update ---------------------------------------------------------------------------
@@ -268,6 +300,7 @@ async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[st
         "rec_llm_usage": add_usage(proposal["usage"], {}),
         "user_llm_usage": add_usage(judgement["usage"], {}),
         "llm_attempts": [*proposal.get("attempts", []), *judgement.get("attempts", [])],
+        "reason_reading": judgement.get("reading"),
     }
     if proposal.get("evidence") or judgement.get("evidence"):
         record["llm_evidence"] = {"rec": proposal.get("evidence"), "user": judgement.get("evidence")}

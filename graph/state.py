@@ -154,6 +154,8 @@ class RoundRecord(TypedDict):
     """LLM agents: how each agent's LLM answer was weighed against the offline evidence
     (``rec`` / ``user``: the offline and the LLM answer, the weight, the margin, ``decided_by``;
     ``weights``: whether the weights were fitted for this endpoint or are the default)."""
+    reason_reading: NotRequired[dict[str, Any] | None]
+    """A human judge's reject reason as the steering parser read it ({update, parser, unparsed})."""
 
 
 class MemoryEntry(TypedDict):
@@ -226,6 +228,8 @@ class Judgement(TypedDict):
     attempts: NotRequired[list[LLMAttempt]]
     evidence: NotRequired[dict[str, Any] | None]
     """LLM agents: how the LLM's verdict was weighed (graph.agents.llm_evidence.Combined.record)."""
+    reading: NotRequired[dict[str, Any] | None]
+    """A human judge's reason read by the steering parser: {update, parser, unparsed}."""
 
 
 def make_judgement(

@@ -195,6 +195,12 @@ class LLMAttemptPublic(BaseModel):
     failure: str | None = Field(None, examples=["length: the answer was cut off at the output limit"])
 
 
+class ReasonReadingPublic(BaseModel):
+    update: dict[str, Any] = Field(description="The preference update read from the reason.")
+    parser: str = Field(description="The steering parser that read it: offline, llm or learned.")
+    unparsed: list[str] = Field(default_factory=list, description="Parts not understood (not applied).")
+
+
 class RoundPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -219,6 +225,11 @@ class RoundPublic(BaseModel):
     user_usage: UsagePublic | None = Field(None, description="The user agent's share (null: no LLM call).")
     llm_attempts: list[LLMAttemptPublic] = Field(
         default_factory=list, description="Every LLM attempt of the round, in order, with its timing."
+    )
+    reason_reading: ReasonReadingPublic | None = Field(
+        None,
+        description="A human judge's reject reason as the steering parser read it; what it names is "
+        "honoured for the rest of the loop.",
     )
 
     @classmethod

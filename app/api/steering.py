@@ -42,7 +42,7 @@ class CommandResultPublic(BaseModel):
     recommendations: list[ItemPublic] = Field(description="The candidate list the loop now works on.")
     understood: bool = Field(description="Every part of the command was understood.")
     unparsed: list[str] = Field(description="Parts not understood, and why (nothing was guessed).")
-    parser: str = Field(description="offline or llm.")
+    parser: str = Field(description="Which parser read the command: offline, llm or learned.")
     fallback: bool = Field(description="The LLM parser failed and the offline parser answered.")
     fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
     usage: UsagePublic = Field(description="LLM calls and tokens of this parse (zeros offline).")

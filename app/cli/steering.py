@@ -12,19 +12,23 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Literal
 
 import torch
 import typer
 from tqdm import tqdm
 
+from app.eval import natural as natural_eval
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
 from app.eval.steering import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
 from app.settings import Settings, get_settings
-from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser, OfflineParser
+from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
+from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights
+from app.steering.scoring import NaturalSetError, read_natural_set
+from app.steering.student import CommandEncoder
+from app.steering.training import TrainConfig, train_parser
 from graph.state import sum_usage
+from graph.steering.catalog_index import CatalogIndex
 from graph.steering.similarity import (
     SimilarityBackend,
     SimilarityUnavailable,
@@ -33,13 +37,14 @@ from graph.steering.similarity import (
 )
 from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
-
-ParserKind = Literal["offline", "llm"]
+from recmodels.text import TextEncoderUnavailable, load_text_encoder
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
     eval_cli.command("commands")(commands)
+    eval_cli.command("parser")(eval_parser)
+    cli.command("train-parser")(train_parser_command)
 
 
 def commands(
@@ -47,7 +52,9 @@ def commands(
     rec_model: str | None = typer.Option(
         None, "--rec-model", help="sasrec | gru4rec | caser (default: settings)."
     ),
-    parser: str = typer.Option("offline", "--parser", help="offline, or llm (the settings' endpoint)."),
+    parser: str = typer.Option(
+        "offline", "--parser", help="offline, llm (the settings' endpoint) or learned (recloop train-parser)."
+    ),
     similarity: str = typer.Option("auto", "--similarity", help="auto | text | collaborative."),
     split: str = typer.Option("test", "--split", help="Rows to simulate users from (val or test)."),
     seed: int = typer.Option(0, "--seed", help="Candidate sampling and command choice."),
@@ -67,7 +74,7 @@ def commands(
         catalog = Dataset.open(settings.datasets_dir, dataset)
         rows = evaluation_rows(catalog, split, seed, settings.n_candidates, max_rows)
         scorer = load_latest_scorer(settings.models_dir, catalog, model_name)
-        command_parser = _parser(_choice(parser, ("offline", "llm"), "--parser"), catalog, settings)
+        command_parser = _parser(_choice(parser, PARSER_KINDS, "--parser"), catalog, settings)
         backend: SimilarityBackend = _choice(similarity, ("auto", "text", "collaborative"), "--similarity")
         cache = embedding_cache_path(settings.data_dir, catalog.name, catalog.fingerprint)
         sim = load_similarity(catalog, scorer, backend=backend, cache_path=cache)
@@ -80,7 +87,10 @@ def commands(
         if command_parser.name == "llm":
             config |= {name: getattr(settings, name) for name in LLM_RUN_SETTINGS}
         run = RunDir.create(run_dir, settings.runs_dir, f"commands-{catalog.name}", config)
-    except (DatasetNotFound, FileNotFoundError, CommandEvalError, EvalError, SimilarityUnavailable) as exc:
+    except (
+        DatasetNotFound, FileNotFoundError, CommandEvalError, EvalError, SimilarityUnavailable,
+        ParserUnavailable,
+    ) as exc:  # fmt: skip
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
 
@@ -127,10 +137,113 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
 
 
 def _parser(kind: str, catalog: Dataset, settings: Settings) -> CommandParser:
-    if kind == "llm":
-        if not settings.llm_enabled:
-            raise typer.BadParameter(
-                "--parser llm needs RECLOOP_LLM_BASE_URL (an OpenAI-compatible endpoint)"
-            )
-        return LLMParser(catalog, settings)
-    return OfflineParser(catalog)
+    try:
+        return build_parser(kind, catalog, settings, catalog.name)  # type: ignore[arg-type]
+    except ParserUnavailable as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+def train_parser_command(
+    dataset: str = typer.Option(..., "--dataset", help="Dataset whose catalog the commands are about."),
+    n_train: int = typer.Option(
+        TrainConfig.n_train, "--n-train", min=10, help="Simulated training commands."
+    ),
+    n_val: int = typer.Option(TrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."),
+    epochs: int = typer.Option(TrainConfig.epochs, "--epochs", min=1),
+    seed: int = typer.Option(TrainConfig.seed, "--seed"),
+    output: Path | None = typer.Option(None, "--output", help="Artifact path (default: beside the models)."),
+    cache_dir: Path | None = typer.Option(
+        None,
+        "--cache-dir",
+        help="Keep the encoder's vectors of the simulated commands here (re-training the "
+        "head with other settings then skips the encoding).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+) -> None:
+    """Train the learned command parser on simulated commands; thresholds chosen on held-out phrasings."""
+    settings = get_settings()
+    torch.set_num_threads(settings.torch_threads)
+    try:
+        catalog = Dataset.open(settings.datasets_dir, dataset)
+        encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
+    except (DatasetNotFound, TextEncoderUnavailable) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    config = TrainConfig(n_train=n_train, n_val=n_val, epochs=epochs, seed=seed)
+    bars: dict[str, tqdm] = {}
+
+    def on_progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=stage, disable=not progress)
+        bar.update(done - bar.n)
+
+    parser, trained = train_parser(
+        CatalogIndex(catalog), encoder, config, on_progress=on_progress, cache_dir=cache_dir
+    )
+    for bar in bars.values():
+        bar.close()
+    path = output or learned_artifact(settings, catalog.name)
+    parser.save(path)
+    val = trained.val
+    typer.echo(
+        f"learned parser for {catalog.name}: {trained.n_train} training commands, {trained.seconds:.0f} s; "
+        f"held-out phrasings ({trained.n_val}): exact {val['exact']} (95% CI {val['exact_ci95']}), "
+        f"inversions {val['inversions']}, hard-constraint confidence {trained.thresholds.hard_confidence}; "
+        f"look-up ceiling {trained.oracle_val_exact}"
+    )
+    typer.echo(f"artifact: {path}")
+    if as_json:
+        summary = {
+            "dataset": catalog.name, "artifact": str(path), "seconds": trained.seconds,
+            "n_train": trained.n_train, "n_val": trained.n_val, "val_exact": val["exact"],
+            "val_exact_ci95": val["exact_ci95"], "val_inversions": val["inversions"],
+            "val_f1": val["f1"], "hard_confidence": trained.thresholds.hard_confidence,
+            "oracle_val_exact": trained.oracle_val_exact,
+        }  # fmt: skip
+        typer.echo(json.dumps(summary, sort_keys=True))
+
+
+def eval_parser(
+    dataset: str = typer.Option(..., "--dataset", help="The catalog the commands are about."),
+    commands_file: Path = typer.Option(..., "--set", help="A natural-command set (JSON lines)."),
+    parsers: str = typer.Option(
+        "offline,learned", "--parsers", help="Comma-separated: offline, llm, learned."
+    ),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Run directory (default: a new one)."),
+    as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+) -> None:
+    """Exact reading, per-field F1, polarity inversions and latency of each parser on a natural set."""
+    settings = get_settings()
+    torch.set_num_threads(settings.torch_threads)
+    kinds = [_choice(k.strip(), PARSER_KINDS, "--parsers") for k in parsers.split(",") if k.strip()]
+    try:
+        catalog = Dataset.open(settings.datasets_dir, dataset)
+        natural = read_natural_set(commands_file)
+        built = [_parser(kind, catalog, settings) for kind in kinds]
+        config = {
+            "experiment": "parser", "dataset": catalog.name, "set": commands_file.name, "parsers": kinds,
+            "dataset_fingerprint": catalog.fingerprint, "n_commands": len(natural),
+        }  # fmt: skip
+        run = RunDir.create(run_dir, settings.runs_dir, f"parser-{catalog.name}", config)
+    except (DatasetNotFound, NaturalSetError, EvalError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    runs = []
+    for command_parser in built:
+        with tqdm(total=len(natural), desc=command_parser.name, disable=not progress) as bar:
+            runs.append(asyncio.run(natural_eval.run_parser(command_parser, natural, on_command=bar.update)))
+    markdown = natural_eval.report(
+        runs, f"# Natural commands: {commands_file.name} on {catalog.name} ({len(natural)} commands)"
+    )
+    summary = {run.parser: run.summary() for run in runs}
+    run.write_results(
+        results_envelope("parser", config, summary=summary, rows={r.parser: r.rows for r in runs})
+    )
+    run.write_report(markdown)
+    typer.echo(markdown)
+    typer.echo(f"run directory: {run.path}")
+    if as_json:
+        typer.echo(json.dumps(summary, sort_keys=True))

@@ -64,6 +64,8 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
                 "attempts": record.get("llm_attempts") or [],
                 "evidence": record.get("llm_evidence"),
             }
+        if record.get("reason_reading"):  # a human judge's reason, as the steering parser read it
+            detail = {**(detail or {}), "reason_reading": record["reason_reading"]}
         rows.append(
             Round(
                 **{name: record.get(name) for name in ROUND_FIELDS},

@@ -193,6 +193,10 @@ class Round(Base):
     def llm_attempts(self) -> list[dict[str, Any]]:
         return list((self.llm_detail or {}).get("attempts") or [])
 
+    @property
+    def reason_reading(self) -> dict[str, Any] | None:
+        return (self.llm_detail or {}).get("reason_reading")
+
 
 class KeyUsage(Base):
     """LLM usage per API key and UTC day, across all its sessions (deleted ones included).

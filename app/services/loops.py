@@ -399,7 +399,10 @@ async def open_feedback(
         deps = _deps_for(res, params.get("agents", "offline"))
         if params.get("agents") == "llm":
             await limits.check_llm_budget(res, caller)
-        command = Command(resume={"decision": decision, "reason": reason})
+        answer: dict[str, Any] = {"decision": decision, "reason": reason}
+        if decision == "reject":
+            answer["reading"] = await steering.read_reason(res, session, reason)
+        command = Command(resume=answer)
         yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index)
 
 

@@ -16,17 +16,19 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.db import loops as loops_repo
 from app.db import steering as store
-from app.db.models import SteeringCommand, usage_columns
+from app.db.models import Session, SteeringCommand, usage_columns
 from app.services import limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
-from app.steering.llm_parser import make_parser
+from app.steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
+from app.steering.llm_parser import LLMParser
 from app.steering.parser import CommandParser, ParseResult
 from app.steering.planner import PlanWeights, steer_candidates
 from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
@@ -56,13 +58,13 @@ async def send_command(
 ) -> CommandOutcome:
     """Parse ``text``, update the session's memory, store both, return the steered recommendations."""
     text = _check_text(text, res.settings)
-    if res.settings.llm_enabled:  # the command goes to the LLM parser
+    parser = await asyncio.to_thread(session_parser, res)  # the first call builds the catalog's index
+    if parser.name == "llm":  # the command goes to the LLM
         await limits.check_llm_budget(res, caller)
     async with locked_session(res, caller, session_id) as session:
         memory = await _memory(res, session.id)
         shown = await _current_recommendations(res, session.id)
         history = list(session.history)
-        parser = await asyncio.to_thread(_parser, res)  # the first call builds the catalog's index
         parse = await parser.parse(text, memory=memory, recommendations=shown or history[-10:])
         preferences = consolidate(memory, parse.update)
         recommendations = await asyncio.to_thread(_plan, res, preferences, history)
@@ -87,6 +89,29 @@ async def send_command(
             )
     metrics.observe_llm("parser", parse.usage, parse.fallback, parse.fallback_cause)
     return CommandOutcome(row, parse, preferences, recommendations)
+
+
+async def read_reason(res: ServiceResources, session: Session, reason: str) -> dict[str, Any] | None:
+    """A human judge's reject reason read by the session's command parser ({update, parser, unparsed}),
+    for the loop to honour: the rest of *this loop* avoids what it names (the session's memory is
+    the user's commands alone). None when the parser is unavailable or the reason is too long to read.
+    """
+    if len(reason) > res.settings.steering_max_command_chars:
+        return None
+    try:
+        parser = await asyncio.to_thread(session_parser, res)
+    except Unavailable:
+        _log.warning("no steering parser for a judge's reason", exc_info=True)
+        return None
+    if parser.name == "llm":  # a reason is not worth an LLM call the key did not ask for: rules read it
+        parser = parser.fallback if isinstance(parser, LLMParser) else parser
+    memory = await _memory(res, session.id)
+    parse = await parser.parse(reason, memory=memory, recommendations=[])
+    return {
+        "update": parse.update.model_dump(mode="json"),
+        "parser": parse.parser,
+        "unparsed": parse.unparsed,
+    }
 
 
 async def get_preferences(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Preferences:
@@ -214,8 +239,13 @@ def _rec_scorer(res: ServiceResources) -> Scorer:
     return deps.rec_scorer
 
 
-def _parser(res: ServiceResources) -> CommandParser:
+def session_parser(res: ServiceResources) -> CommandParser:
+    """The configured command parser (RECLOOP_STEERING_PARSER), built once per setting and artifact.
+
+    Raises Unavailable (503) when the configured parser cannot be built (no artifact, no endpoint).
+    """
     settings = res.settings
+    kind = parser_kind(settings, res.catalog.name)
     llm_fields = (
         "llm_base_url",
         "llm_model",
@@ -224,10 +254,17 @@ def _parser(res: ServiceResources) -> CommandParser:
         "llm_timeout_s",
         "llm_max_tokens_parser",
     )
-    key = tuple(getattr(settings, name) for name in llm_fields)
-    if key not in res.parsers:
-        res.parsers[key] = make_parser(res.catalog, settings)
-    return res.parsers[key]
+    key: tuple = (kind, *(getattr(settings, name) for name in llm_fields))
+    if kind == "learned":  # a retrained artifact is picked up without a restart
+        artifact = learned_artifact(settings, res.catalog.name)
+        key += (artifact.stat().st_mtime_ns if artifact.is_file() else None,)
+    with res.similarity_lock:  # one load of the encoder, however many commands arrive at once
+        if key not in res.parsers:
+            try:
+                res.parsers[key] = build_parser(kind, res.catalog, settings, res.catalog.name)
+            except ParserUnavailable as exc:
+                raise Unavailable(str(exc), field="steering_parser") from exc
+        return res.parsers[key]
 
 
 def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:

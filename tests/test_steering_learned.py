@@ -1,0 +1,166 @@
+"""The learned parser end to end: a tiny one trained on a slice of simulated commands, then used
+through the API (RECLOOP_STEERING_PARSER=learned): its answers, its refusals at the edges, and a
+human judge's reject reason read by it steering the rest of the loop."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from app.steering.choice import parser_kind
+from app.steering.learned_parser import LearnedParser
+from app.steering.student import CommandEncoder
+from app.steering.training import TrainConfig, train_parser
+from graph.steering.catalog_index import CatalogIndex
+from graph.steering.preferences import Preferences
+from recmodels.text import load_text_encoder
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [49, 180, 257, 293, 0]
+EMPTY_SIDE = {"genres": [], "year_range": None, "items": [], "soft": []}
+
+
+@pytest.fixture(scope="module")
+def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
+    """A CI-sized student: 1,000 simulated commands, a few epochs (seconds on an idle 2-core box)."""
+    encoder = CommandEncoder(load_text_encoder())
+    config = TrainConfig(n_train=1000, n_val=200, epochs=8, seed=0)
+    parser, report = train_parser(CatalogIndex(ml_dataset), encoder, config)
+    assert report.n_train == 1000 and 0.0 <= report.thresholds.hard_confidence <= 1.0
+    path = tmp_path_factory.mktemp("parser") / "command-parser.pt"
+    parser.save(path)
+    return parser, path
+
+
+@pytest.fixture
+def learned_client(service_resources, make_api_client, monkeypatch, tiny_parser):
+    settings = service_resources.settings
+    monkeypatch.setattr(settings, "steering_similarity", "collaborative")
+    monkeypatch.setattr(settings, "llm_base_url", None)
+    monkeypatch.setattr(settings, "steering_parser", "learned")
+    monkeypatch.setattr(settings, "steering_parser_artifact", tiny_parser[1])
+    return make_api_client
+
+
+def test_the_artifact_round_trips_and_auto_prefers_it(tiny_parser, ml_dataset, settings):
+    parser, path = tiny_parser
+    loaded = LearnedParser.load(path, ml_dataset, encoder=parser.encoder)
+    assert loaded.thresholds == parser.thresholds and loaded.info["train"]["n_train"] == 1000
+    text = "no more horror, something from the nineties"
+    first = asyncio.run(parser.parse(text, memory=Preferences()))
+    again = asyncio.run(loaded.parse(text, memory=Preferences()))
+    assert first == again and first.parser == "learned"
+    assert parser_kind(settings, "movielens") == "offline"  # auto, no artifact, no endpoint
+    assert (
+        parser_kind(settings.model_copy(update={"steering_parser_artifact": path}), "movielens") == "learned"
+    )
+
+
+async def _session(api) -> str:
+    created = await api.post("/v1/sessions", json={"user_id": "u1", "history": HISTORY})
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+async def test_commands_are_read_by_the_learned_parser(learned_client, ml_dataset):
+    api = await learned_client("learned-owner")
+    sid = await _session(api)
+    response = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "No horror, from the 90s"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["parser"] == "learned"
+    assert body["preferences"]["negative"]["genres"] == ["Horror"]
+    years = body["preferences"]["positive"]["year_range"]
+    # A tiny model may be unsure of the era: then it says so and applies nothing for it, never a guess.
+    assert years == {"start": 1990, "end": 1999} or any("90s" in u for u in body["unparsed"])
+    for rec in body["recommendations"]:
+        item = ml_dataset.item(rec["id"])
+        assert "Horror" not in item.genres and (years is None or 1990 <= item.year <= 1999)
+    history = (await api.get(f"/v1/sessions/{sid}/commands")).json()
+    assert history["data"][0]["parser"] == "learned"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("🎬🍿🙂", "no English words"),
+        ("что-нибудь другое, пожалуйста", "no English words"),
+        ("je voudrais pas des comédies", "another language"),
+        ("what's the weather like tomorrow", "I can act on"),
+    ],
+)
+async def test_edges_are_refused_with_a_reason_and_change_nothing(learned_client, text, reason):
+    api = await learned_client("edge-owner")
+    sid = await _session(api)
+    before = (await api.get(f"/v1/sessions/{sid}/preferences")).json()
+    response = await api.post(f"/v1/sessions/{sid}/commands", json={"text": text})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["parser"] == "learned" and not body["understood"]
+    assert len(body["unparsed"]) == 1 and reason.casefold() in body["unparsed"][0].casefold()
+    assert body["parsed"] == {
+        "reset": False,
+        "positive": EMPTY_SIDE,
+        "negative": EMPTY_SIDE,
+        "lift": EMPTY_SIDE,
+    }
+    assert (await api.get(f"/v1/sessions/{sid}/preferences")).json() == before
+
+
+async def test_empty_and_oversized_commands_are_422_naming_text(learned_client, service_resources):
+    api = await learned_client("size-owner")
+    sid = await _session(api)
+    empty = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "   "})
+    assert empty.status_code == 422 and "text" in empty.text
+    huge = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "no horror " * 1024})  # 10 kB
+    assert huge.status_code == 422 and huge.json()["field"] == "text"
+    assert (await api.get(f"/v1/sessions/{sid}/commands")).json()["count"] == 0
+
+
+async def test_a_human_judges_reason_steers_the_rest_of_the_loop(learned_client, ml_dataset):
+    api = await learned_client("judge-owner")
+    sid = await _session(api)
+    sci_fi = [i.id for i in ml_dataset.items if "Sci-Fi" in i.genres and i.id not in HISTORY][:5]
+    others = [i.id for i in ml_dataset.items if "Sci-Fi" not in i.genres and i.id not in HISTORY][:4]
+    url = f"/v1/sessions/{sid}"
+    first = await api.post(
+        f"{url}/recommendations",
+        json={"candidates": sci_fi + others, "judge_mode": "human", "max_rounds": 3},
+    )
+    assert first.status_code == 200, first.text
+    reason = "I have seen enough sci-fi"
+    rejected = (await api.post(f"{url}/feedback", json={"decision": "reject", "reason": reason})).json()
+    assert rejected["status"] == "awaiting_feedback", rejected
+    reading = rejected["rounds"][0]["reason_reading"]
+    assert reading["parser"] == "learned" and reading["update"]["negative"]["genres"] == ["Sci-Fi"]
+    assert rejected["pending"]["item"] in others  # honoured at once
+    again = (await api.post(f"{url}/feedback", json={"decision": "reject", "reason": "not this one"})).json()
+    assert again["pending"]["item"] in others  # and for the rest of the loop
+    stored = (await api.get(f"{url}/loops")).json()["data"][0]["rounds"]
+    assert stored[0]["reason_reading"]["update"]["negative"]["genres"] == ["Sci-Fi"]
+    # The session's own memory is the user's commands: a judge's reason does not write it.
+    assert (await api.get(f"{url}/preferences")).json()["negative"] == EMPTY_SIDE
+
+
+async def test_the_rule_parser_reads_judges_reasons_too(
+    learned_client, ml_dataset, monkeypatch, service_resources
+):
+    monkeypatch.setattr(service_resources.settings, "steering_parser", "offline")
+    api = await learned_client("judge-offline-owner")
+    sid = await _session(api)
+    horror = [i.id for i in ml_dataset.items if "Horror" in i.genres and i.id not in HISTORY][:5]
+    others = [i.id for i in ml_dataset.items if "Horror" not in i.genres and i.id not in HISTORY][:4]
+    url = f"/v1/sessions/{sid}"
+    first = await api.post(
+        f"{url}/recommendations", json={"candidates": horror + others, "judge_mode": "human", "max_rounds": 2}
+    )
+    assert first.status_code == 200, first.text
+    rejected = (await api.post(f"{url}/feedback", json={"decision": "reject", "reason": "No horror."})).json()
+    assert rejected["rounds"][0]["reason_reading"]["parser"] == "offline"
+    assert rejected["pending"]["item"] in others
+    # An accept's reason is not read: the loop ends anyway.
+    accepted = (await api.post(f"{url}/feedback", json={"decision": "accept", "reason": "fine"})).json()
+    assert accepted["rounds"][-1]["reason_reading"] is None
