@@ -39,6 +39,8 @@ def test_manifest_validates_strictly(name, document, version):
 
 def test_the_set_is_complete(resources):
     assert {"ConfigMap", "Secret", "PersistentVolumeClaim", "Job", "Deployment", "Service"} <= set(resources)
+    prune = resources["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert prune["command"] == ["recloop", "db", "prune", "--json"]
     jobs = [doc for _, doc in _documents() if doc["kind"] == "Job"]
     commands = {tuple(job["spec"]["template"]["spec"]["containers"][0]["command"]) for job in jobs}
     assert commands == {("recloop", "db", "migrate"), ("recloop", "prepare")}
@@ -49,7 +51,13 @@ def test_the_set_is_complete(resources):
 def test_the_commands_exist_in_the_cli(resources):
     runner = CliRunner()
     container = resources["Deployment"]["spec"]["template"]["spec"]["containers"][0]
-    for command in (container["command"], ["recloop", "db", "migrate"], ["recloop", "prepare"]):
+    commands = (
+        container["command"],
+        ["recloop", "db", "migrate"],
+        ["recloop", "prepare"],
+        ["recloop", "db", "prune"],
+    )
+    for command in commands:
         result = runner.invoke(cli, [*command[1:], "--help"])
         assert result.exit_code == 0, (command, result.output)
         options = [part for part in command[1:] if part.startswith("--")]

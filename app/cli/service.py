@@ -162,6 +162,42 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         _echo("database is up to date")
 
 
+    @db_cli.command("prune")
+    def db_prune(
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the counts) last."),
+    ) -> None:
+        """Apply the retention policy now: expire idle sessions past RECLOOP_SESSION_IDLE_TTL_DAYS, and
+        keep only the newest checkpoint of sessions idle past RECLOOP_CHECKPOINT_HISTORY_DAYS.
+
+        Safe while the service runs (each session under its lock; busy ones are skipped). The loop
+        history is never pruned; a pruned session lists, shows its history and runs new loops."""
+        import asyncio
+        import json
+
+        from app.db.engine import resolve_database_url
+        from app.services import retention
+
+        settings = _settings()
+        url = resolve_database_url(settings)
+
+        async def run() -> retention.PruneReport:
+            async with retention.open_store(url, settings) as store:
+                return await retention.prune(
+                    store, settings, progress=lambda what, n: _echo(f"  {what.replace('_', ' ')}: {n}")
+                )
+
+        report = asyncio.run(run())
+        before = sum(t["bytes"] for t in report.storage_before.values())
+        after = sum(t["bytes"] for t in report.storage_after.values())
+        _echo(
+            f"pruned {report.sessions_pruned} sessions' checkpoint histories, expired "
+            f"{report.sessions_expired} sessions, skipped {report.sessions_skipped_busy} busy; "
+            f"checkpoint rows {before:,} -> {after:,} bytes"
+        )
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
+
+
 def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:
     """Serve until stopped: in this process with one worker, else with uvicorn's worker processes."""
     import uvicorn
