@@ -36,7 +36,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from app.services.retention import RetentionStore, prune
 from app.settings import Settings
@@ -51,6 +50,7 @@ from bench.scale_common import (
 from bench.service_loadgen import percentile
 
 HISTORY = [49, 180, 257, 293, 0, 171]
+HISTORY_JSON = json.dumps(HISTORY)
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 OPERATIONS = (
     "list_user",
@@ -87,7 +87,7 @@ class Seeder:
     @staticmethod
     def _template(conn, table: str, column: str, value) -> tuple[list[str], list[tuple]]:
         cur = conn.execute(f"SELECT * FROM {table} WHERE {column} = %s", (value,))
-        return [d.name for d in cur.description], [tuple(row) for row in cur.fetchall()]
+        return [d.name for d in cur.description], [tuple(map(_adapt, row)) for row in cur.fetchall()]
 
     def seed(self, n: int) -> float:
         """Seed ``n`` more sessions; returns the seconds it took (COPY, then ANALYZE)."""
@@ -111,7 +111,7 @@ class Seeder:
                     "movielens",
                     str(session_id),
                     "idle",
-                    Jsonb(HISTORY),
+                    HISTORY_JSON,
                     1,
                     created,
                     created,
@@ -139,7 +139,7 @@ class Seeder:
             for table, (cols, template_rows) in self.ckpt.items():
                 thread = cols.index("thread_id")
                 rows = (
-                    tuple(_adapt(t) if j != thread else thread_id for j, t in enumerate(row))
+                    tuple(t if j != thread else thread_id for j, t in enumerate(row))
                     for thread_id in ckpt_threads
                     for row in template_rows
                 )
@@ -161,7 +161,7 @@ class Seeder:
 
     @staticmethod
     def _row(columns: list[str], template: tuple, **values) -> tuple:
-        return tuple(values.get(c, _adapt(v)) for c, v in zip(columns, template, strict=True))
+        return tuple(values.get(c, v) for c, v in zip(columns, template, strict=True))
 
     @staticmethod
     def _copy(cur, table: str, columns: list[str], rows) -> None:
@@ -171,7 +171,8 @@ class Seeder:
 
 
 def _adapt(value):
-    return Jsonb(value) if isinstance(value, dict | list) else value
+    # JSON as text, serialised once per template value: COPY's text format hands it to jsonb as is.
+    return json.dumps(value) if isinstance(value, dict | list) else value
 
 
 async def _measure(client, seeder: Seeder, repeats: int, rng: random.Random) -> dict[str, dict]:
