@@ -27,6 +27,8 @@ USER 10001
 WORKDIR /home/recloop
 VOLUME ["/data"]
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+# The start period covers a standalone container's first start, which trains the models itself
+# (minutes; compose and Kubernetes run `recloop prepare` first): failures inside it do not count.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30m --retries=3 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 CMD ["recloop", "serve", "--no-migrate"]

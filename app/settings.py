@@ -120,6 +120,28 @@ class Settings(BaseSettings):
         "session's next run on the same worker opens with one index lookup instead of reading every "
         "channel back. About 100-300 KB per thread; 0 turns it off.",
     )
+    # --- retention (docs/deploy.md, "Retention"; `recloop db prune`) ---------------------------
+    checkpoint_retention: Literal["keep_latest", "all"] = Field(
+        "keep_latest",
+        description="keep_latest: once a session's last loop is checkpoint_history_days old, keep only "
+        "its newest checkpoint (what resuming and GET /v1/sessions/{id} read; the loop history lives in "
+        "its own tables and is never pruned). all: keep every checkpoint and task write forever.",
+    )
+    checkpoint_history_days: float = Field(
+        7.0,
+        ge=0,
+        description="How long every checkpoint of an idle session is kept after its last loop (time "
+        "travel, forks and replays from any past step work meanwhile); 0: prune right after a loop.",
+    )
+    session_idle_ttl_days: float = Field(
+        0.0,
+        ge=0,
+        description="Delete sessions (loop history and checkpoints included) idle for this long, as "
+        "LangGraph's server expires threads; 0: never (the default: nothing a user made vanishes).",
+    )
+    prune_batch_size: int = Field(
+        500, ge=1, le=100_000, description="Sessions pruned per batch (one short query and lock each)."
+    )
     max_history_items: int = Field(1000, ge=1, description="Longest history a session accepts.")
     max_candidates: int = Field(200, ge=2, description="Longest candidate list a request accepts.")
     db_retry_after_s: int = Field(2, ge=1, description="Retry-After sent with 503 when the database is down.")

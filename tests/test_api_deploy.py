@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -27,27 +28,37 @@ def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def test_compose_runs_db_then_one_shot_migration_then_the_api(compose):
+def test_compose_runs_db_then_one_shot_migration_and_preparation_then_the_api(compose):
     services = compose["services"]
-    assert set(services) == {"db", "migrate", "api"}
+    assert set(services) == {"db", "migrate", "prepare", "api"}
     assert services["migrate"]["depends_on"] == {"db": {"condition": "service_healthy"}}
-    assert services["migrate"]["restart"] == "no"
-    assert services["api"]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
-    assert services["api"]["command"] == ["recloop", "serve", "--no-migrate"]
+    for job in ("migrate", "prepare"):
+        assert services[job]["restart"] == "no"
+        assert services["api"]["depends_on"][job] == {"condition": "service_completed_successfully"}
+    assert services["api"]["command"] == ["recloop", "serve", "--no-migrate", "--no-prepare"]
     assert services["migrate"]["command"] == ["recloop", "db", "migrate"]
+    assert services["prepare"]["command"] == ["recloop", "prepare"]
+    assert services["prepare"]["volumes"] == services["api"]["volumes"]  # prepares what the API loads
     for name in ("db", "api"):
         assert services[name]["healthcheck"]["test"], name
     assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
+    assert services["api"]["healthcheck"]["start_period"]
     env = services["api"]["environment"]
     assert env["DATABASE_URL"].startswith("postgresql://") and "@db:5432/" in env["DATABASE_URL"]
 
 
 def test_the_compose_commands_exist_in_the_cli():
     runner = CliRunner()
-    for command in (["serve", "--help"], ["db", "migrate", "--help"], ["keys", "create", "--help"]):
+    for command in (
+        ["serve", "--help"],
+        ["db", "migrate", "--help"],
+        ["keys", "create", "--help"],
+        ["prepare", "--help"],
+    ):
         result = runner.invoke(cli, command)
         assert result.exit_code == 0, (command, result.output)
-    assert "--no-migrate" in runner.invoke(cli, ["serve", "--help"]).output
+    serve_help = runner.invoke(cli, ["serve", "--help"]).output
+    assert "--no-migrate" in serve_help and "--no-prepare" in serve_help
 
 
 def test_the_image_runs_as_an_unprivileged_user_with_data_in_a_volume():
@@ -95,3 +106,28 @@ def test_in_memory_checkpoints_refuse_several_workers():
     with pytest.raises(ValidationError, match="checkpointer 'memory' keeps sessions inside one process"):
         Settings(checkpointer="memory", workers=2, _env_file=None)
     assert Settings(checkpointer="postgres", workers=2, _env_file=None).workers == 2
+
+
+def test_prepare_fits_the_calibration_once_and_is_idempotent(cli_data_dir, ml_models_dir):
+    runner = CliRunner()
+    first = runner.invoke(cli, ["prepare", "--json"])
+    assert first.exit_code == 0, first.output
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    assert summary["dataset"] == "movielens" and summary["rec_model"] == summary["reward_model"] == "sasrec"
+    calibration = ml_models_dir / "movielens" / "calibration" / "sasrec+sasrec.json"
+    assert calibration.is_file() and json.loads(calibration.read_text())["calibration"]
+    written = calibration.stat().st_mtime_ns
+
+    again = runner.invoke(cli, ["prepare", "--json"])
+    assert again.exit_code == 0, again.output
+    assert calibration.stat().st_mtime_ns == written  # found and kept, not refitted
+    assert "training" not in again.output  # the models were there: nothing trained
+
+
+def test_serve_without_prepared_models_refuses_at_once(cli_env, service_db_url, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", service_db_url)
+    monkeypatch.setenv("RECLOOP_PORT", "1")  # never bound: it stops before serving
+    result = CliRunner().invoke(cli, ["serve", "--no-migrate", "--no-prepare"])
+    assert result.exit_code == 1, result.output
+    assert "model 'sasrec' is missing" in result.output and "recloop prepare" in result.output
+    assert not (cli_env / "models").exists()  # nothing trained

@@ -1,4 +1,4 @@
-"""`recloop` commands of the service area: serve, keys create|list|revoke, db migrate."""
+"""`recloop` commands of the service area: serve, prepare, keys create|list|revoke, db migrate|prune."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             True,
             help="Apply migrations first; --no-migrate when a one-shot `recloop db migrate` ran (compose).",
         ),
+        prepare: bool = typer.Option(
+            True,
+            help="Fetch data and train models if absent; --no-prepare when a one-shot `recloop prepare` "
+            "ran (compose, Kubernetes): then missing files are an error, not minutes of training.",
+        ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
         from app.services import bootstrap, metrics
@@ -52,8 +57,15 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             _echo(f"error: {settings.host}:{settings.port} is already in use; choose another with --port")
             raise typer.Exit(1)
         url = bootstrap.prepare_database(settings, _echo, migrate=migrate)
-        dataset = bootstrap.ensure_dataset(settings, _echo)
-        bootstrap.ensure_models(settings, dataset, _echo)
+        try:
+            dataset = (
+                bootstrap.prepare_artifacts(settings, _echo, calibrate=False)
+                if prepare
+                else bootstrap.check_prepared(settings)
+            )
+        except bootstrap.NotPrepared as exc:
+            _echo(f"error: {exc}")
+            raise typer.Exit(1) from exc
         key = bootstrap.first_key(url, settings)
         served = settings.model_copy(update={"database_url": url})  # the (possibly embedded) database
         if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
@@ -74,6 +86,34 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             _run_uvicorn(settings, served, url)
         finally:
             announcement.flush()  # said already, or the server stopped first: the key is not lost
+
+    @cli.command("prepare")
+    def prepare(
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (what is in place) last."),
+    ) -> None:
+        """Fetch the dataset, train the rec and reward models and fit the agents' calibration, if absent.
+
+        A one-shot step like `recloop db migrate` (compose's and Kubernetes' prepare job); idempotent:
+        a second run only checks. Workers started with `serve --no-prepare` then only load files."""
+        import json
+        import time
+
+        from app.services import bootstrap
+
+        settings = _settings()
+        started = time.perf_counter()
+        dataset = bootstrap.prepare_artifacts(settings, _echo)
+        summary = {
+            "dataset": dataset.name,
+            "rec_model": settings.rec_model,
+            "reward_model": settings.reward_model,
+            "models_dir": str(settings.models_dir),
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+        models = f"{settings.rec_model}, {settings.reward_model}"
+        _echo(f"prepared {dataset.name} ({models}) in {summary['seconds']} s")
+        if as_json:
+            typer.echo(json.dumps(summary))
 
     @keys_cli.command("create")
     def keys_create(
@@ -120,6 +160,42 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
 
         bootstrap.prepare_database(_settings(), _echo)
         _echo("database is up to date")
+
+
+    @db_cli.command("prune")
+    def db_prune(
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the counts) last."),
+    ) -> None:
+        """Apply the retention policy now: expire idle sessions past RECLOOP_SESSION_IDLE_TTL_DAYS, and
+        keep only the newest checkpoint of sessions idle past RECLOOP_CHECKPOINT_HISTORY_DAYS.
+
+        Safe while the service runs (each session under its lock; busy ones are skipped). The loop
+        history is never pruned; a pruned session lists, shows its history and runs new loops."""
+        import asyncio
+        import json
+
+        from app.db.engine import resolve_database_url
+        from app.services import retention
+
+        settings = _settings()
+        url = resolve_database_url(settings)
+
+        async def run() -> retention.PruneReport:
+            async with retention.open_store(url, settings) as store:
+                return await retention.prune(
+                    store, settings, progress=lambda what, n: _echo(f"  {what.replace('_', ' ')}: {n}")
+                )
+
+        report = asyncio.run(run())
+        before = sum(t["bytes"] for t in report.storage_before.values())
+        after = sum(t["bytes"] for t in report.storage_after.values())
+        _echo(
+            f"pruned {report.sessions_pruned} sessions' checkpoint histories, expired "
+            f"{report.sessions_expired} sessions, skipped {report.sessions_skipped_busy} busy; "
+            f"checkpoint rows {before:,} -> {after:,} bytes"
+        )
+        if as_json:
+            typer.echo(json.dumps(report.to_json()))
 
 
 def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:

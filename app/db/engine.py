@@ -53,8 +53,28 @@ async def check_alive(conn: AsyncConnection) -> None:
     raise psycopg.OperationalError("the server closed the connection")
 
 
-def _autocommit_pool(url: str, settings: Settings, max_size: int, **kwargs: object) -> AsyncConnectionPool:
-    """A psycopg pool of autocommit connections, opened by the caller, checked before each use."""
+def _set_on_connect(parameters: dict[str, str]):
+    """A pool ``configure`` callback setting session parameters on each new connection (one round trip).
+
+    Not libpq's ``options`` startup parameter: PgBouncer (1.18, Debian 12) refuses a connection
+    that sends one ("unsupported startup parameter: options"), and its ``ignore_startup_parameters``
+    would drop the settings silently; a SET after connecting works directly and through PgBouncer's
+    session pooling alike (docs/deploy.md, "PgBouncer")."""
+    names = list(parameters)
+    query = "SELECT " + ", ".join("set_config(%s, %s, false)" for _ in names)
+    values = [item for name in names for item in (name, parameters[name])]
+
+    async def configure(conn: AsyncConnection) -> None:
+        await conn.execute(query, values)
+
+    return configure
+
+
+def _autocommit_pool(
+    url: str, settings: Settings, max_size: int, session: dict[str, str], **kwargs: object
+) -> AsyncConnectionPool:
+    """A psycopg pool of autocommit connections with ``session`` parameters set, opened by the
+    caller, checked before each use."""
     return AsyncConnectionPool(
         libpq_url(url),
         min_size=1,
@@ -62,6 +82,7 @@ def _autocommit_pool(url: str, settings: Settings, max_size: int, **kwargs: obje
         open=False,
         timeout=settings.db_pool_timeout_s,
         kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s)), **kwargs},
+        configure=_set_on_connect(session),
         check=check_alive,
     )
 
@@ -69,7 +90,7 @@ def _autocommit_pool(url: str, settings: Settings, max_size: int, **kwargs: obje
 def lock_pool(url: str, settings: Settings) -> AsyncConnectionPool:
     """A pool for advisory locks (one connection per held lock) and request counters
     (app/services/limits.py): nothing whose commit must wait for the disk."""
-    return _autocommit_pool(url, settings, settings.lock_pool_size, options="-c synchronous_commit=off")
+    return _autocommit_pool(url, settings, settings.lock_pool_size, {"synchronous_commit": "off"})
 
 
 def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
@@ -78,7 +99,7 @@ def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
         url,
         settings,
         settings.checkpoint_pool_size,
+        {"search_path": settings.checkpoint_schema},
         prepare_threshold=0,
         row_factory=dict_row,
-        options=f"-c search_path={settings.checkpoint_schema}",
     )

@@ -78,7 +78,10 @@ class Session(Base):
     __table_args__ = (
         CheckConstraint(f"status IN {SESSION_STATUSES}", name="status"),
         Index("ix_sessions_owner_created", "owner_key_id", "created_at"),
-        Index("ix_sessions_owner_user", "owner_key_id", "user_id"),
+        # migration 0006 (bench/scale.py): list by status / user in creation order; retention's scan
+        Index("ix_sessions_owner_status_created", "owner_key_id", "status", "created_at"),
+        Index("ix_sessions_owner_user_created", "owner_key_id", "user_id", "created_at"),
+        Index("ix_sessions_status_updated", "status", "updated_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)

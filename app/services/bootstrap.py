@@ -63,6 +63,50 @@ def ensure_models(settings: Settings, dataset: Dataset, echo: Echo) -> None:
         echo(f"  saved {result.artifact_path}")
 
 
+def ensure_calibration(settings: Settings, dataset: Dataset, echo: Echo) -> None:
+    """Fit the offline agents' calibration for the configured models unless it is saved beside them.
+
+    Loading the loop's dependencies reads the saved file or fits it on validation (seconds) and
+    writes it, exactly as a worker would on its first loop; doing it here lets the workers start
+    from a read-only models volume."""
+    from app.services.runtime import load_loop_deps
+
+    echo(f"calibration of the offline agents for {settings.rec_model}+{settings.reward_model} ...")
+    asyncio.run(load_loop_deps(settings, dataset))
+
+
+class NotPrepared(RuntimeError):
+    """`serve --no-prepare` found no dataset or model where `recloop prepare` puts them."""
+
+
+def check_prepared(settings: Settings) -> Dataset:
+    """The dataset and model files a worker loads, or :class:`NotPrepared` naming what is missing."""
+    from recmodels.artifacts import artifact_path
+
+    try:
+        dataset = Dataset.open(settings.datasets_dir, settings.dataset)
+    except DatasetNotFound as exc:
+        raise NotPrepared(f"dataset {settings.dataset!r} is missing ({exc}); run `recloop prepare`") from exc
+    for model_name in dict.fromkeys((settings.rec_model, settings.reward_model)):
+        path = artifact_path(settings.models_dir, dataset.name, model_name)
+        if not path.is_file():
+            raise NotPrepared(f"model {model_name!r} is missing at {path}; run `recloop prepare`")
+    return dataset
+
+
+def prepare_artifacts(settings: Settings, echo: Echo, *, calibrate: bool = True) -> Dataset:
+    """Data, models and the loop calibration: everything a worker reads from ``data_dir``, made once.
+
+    `recloop prepare` (a one-shot job) and `recloop serve` (on a fresh machine) share it; both are
+    idempotent: a second run finds the files and only loads the models to check the calibration.
+    `serve` passes ``calibrate=False``: its worker reads or fits the calibration on its own."""
+    dataset = ensure_dataset(settings, echo)
+    ensure_models(settings, dataset, echo)
+    if calibrate:
+        ensure_calibration(settings, dataset, echo)
+    return dataset
+
+
 async def _with_sessionmaker(url: str, settings: Settings, work):
     engine = create_engine(url, settings)
     try:
