@@ -19,7 +19,15 @@ import typer
 from tqdm import tqdm
 
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
-from app.eval.steering import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
+from app.eval.plots import caption, save_chart
+from app.eval.steering import (
+    CommandEvalError,
+    commands_chart,
+    evaluation_rows,
+    report,
+    run_command_eval,
+    summarize,
+)
 from app.settings import Settings, get_settings
 from app.steering.llm_parser import LLMParser
 from app.steering.parser import CommandParser, OfflineParser
@@ -31,7 +39,7 @@ from graph.steering.similarity import (
     embedding_cache_path,
     load_similarity,
 )
-from recmodels.artifacts import load_latest_scorer
+from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
 
 ParserKind = Literal["offline", "llm"]
@@ -99,6 +107,15 @@ def commands(
     )
     wall_s = time.perf_counter() - started
     markdown, by_kind = report(outcomes, header)
+    n_users = len({o.row_id for o in outcomes})
+    protocol = (
+        f"{catalog.name} {split}, rec model {model_name}, parser {command_parser.name}, similarity {sim.name}"
+    )
+    plot = save_chart(
+        run.path,
+        commands_chart(outcomes, caption(n=f"{n_users} users", protocol=protocol, code=code_version())),
+    )
+    markdown += f"\n![commands]({plot.name})\n"
     summary = summarize(outcomes)
     usage = dict(sum_usage(o.usage for o in outcomes))
     markdown += cost_section({"usage": usage}, wall_s)
