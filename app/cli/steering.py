@@ -18,6 +18,7 @@ import torch
 import typer
 from tqdm import tqdm
 
+from app.cli.invocation import command_line
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
 from app.eval.plots import caption, save_chart
 from app.eval.steering import (
@@ -130,7 +131,7 @@ def commands(
             outcomes=[o.to_json() for o in outcomes],
         )  # fmt: skip
     )
-    run.write_report(markdown)
+    run.write_report(f"Reproduce: `{command_line()}`\n\n{markdown}")
     typer.echo(markdown)
     typer.echo(f"run directory: {run.path}")
     if as_json:
