@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import catalog, health, recommendations, runs, sessions, steering, ui, usage
+from app.api import catalog, health, inspection, recommendations, runs, sessions, steering, ui, usage
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.errors import install_error_handlers
 from app.api.idempotency import IdempotencyMiddleware
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
         app.state.resources = resources  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
     install_openapi(app)
-    for module in (sessions, recommendations, steering, catalog, usage, runs, health, ui):
+    for module in (sessions, recommendations, steering, catalog, usage, runs, health, inspection, ui):
         app.include_router(module.router)
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+from plot_data import check_plot
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -61,7 +62,14 @@ def test_table4_matches_the_models_and_resumes_after_interruption(
     assert {m for m in results["models"]} >= {"movielens/sasrec", "movielens/gru4rec", "movielens/caser"}
     assert all(len(m["artifact_sha256"]) == 64 for m in results["models"].values())
     assert "Table 4" in (run_dir / "report.md").read_text()
-    assert (run_dir / "table4_hr1.png").stat().st_size > 1000
+    plot = check_plot(run_dir / "table4_hr1.png", paper=True)
+    flow = next(s for s in plot["series"] if s["label"] == "FLOW")
+    assert [e["x"] for e in flow["estimates"]] == ["sasrec", "gru4rec", "caser"]
+    assert [e["value"] for e in flow["estimates"]] == pytest.approx(
+        [r["flow_hr1_expected"] for r in first["rows"]]
+    )
+    assert flow["paper"] == {"sasrec": 0.4316, "gru4rec": 0.4632, "caser": 0.4}  # Table 4, MovieLens FLOW
+    assert "5 test users x 3 candidate draws" in plot["caption"]
 
     # Interrupt: keep 7 of the 45 finished rows plus a torn line, then resume the same run dir.
     lines = (run_dir / "rows.jsonl").read_text().splitlines()
@@ -93,19 +101,26 @@ def test_table5_reports_every_ratio_and_method(cli_data_dir: Path) -> None:
     # MovieLens test users know 11 items: 8 future items, so 1:1 judges 16 items per user.
     one_to_one = next(r for r in results["rows"] if r["ratio"] == "1:1" and r["method"] == "agent")
     assert one_to_one["n_items"] == 4 * 16 and set(one_to_one["macro"]) == {"precision", "recall", "f1"}
-    assert (run_dir / "table5_f1.png").is_file()
+    plot = check_plot(run_dir / "table5_f1.png", paper=True)
+    flow = next(s for s in plot["series"] if s["label"] == "FLOW")
+    assert flow["paper"]["1:1"] == 0.6185  # Table 5, MovieLens FLOW F1
+    assert [e["value"] for e in flow["estimates"]] == pytest.approx(
+        [r["f1"] for r in results["rows"] if r["method"] == "flow"]
+    )
 
 
 @pytest.mark.parametrize(
     ("command", "plots"),
     [
-        ("rounds", ["rounds_hr1.png", "rounds_usersim.png"]),
-        ("ablation", ["ablation_hr1.png"]),
-        ("position", ["position_hr1.png"]),
-        ("bias", ["bias_popularity.png"]),
+        ("rounds", {"rounds_hr1.png": True, "rounds_usersim.png": True}),
+        ("ablation", {"ablation_hr1.png": True}),
+        ("position", {"position_hr1.png": False}),
+        ("bias", {"bias_popularity_sasrec.png": False}),
     ],
 )
-def test_figure_experiments_write_plots_and_json(cli_data_dir: Path, command: str, plots: list[str]) -> None:
+def test_figure_experiments_write_plots_and_json(
+    cli_data_dir: Path, command: str, plots: dict[str, bool]
+) -> None:
     run_dir = cli_data_dir / "runs" / command
     extra = ["--round-limit", "2"] if command in ("rounds", "position") else []
     model = ["--rec-model", "sasrec"]
@@ -123,8 +138,8 @@ def test_figure_experiments_write_plots_and_json(cli_data_dir: Path, command: st
         *extra,
     )
     assert out["rows"]
-    for plot in plots:
-        assert (run_dir / plot).stat().st_size > 1000
+    for plot, paper in plots.items():  # paper: does the paper give a value for this plot
+        check_plot(run_dir / plot, paper=paper)
     report = (run_dir / "report.md").read_text()
     assert all(f"]({plot})" in report for plot in plots)
 

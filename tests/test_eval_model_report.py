@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from plot_data import check_plot
+
 from app.eval.model_report import model_report
 from app.eval.paper import PAPER_MODEL_HR1
 
@@ -28,7 +30,15 @@ def test_the_test_report_quotes_the_paper_beside_our_intervals(tmp_path: Path):
     assert "| sasrec | 122 | 0.3300 [0.2600, 0.4000] |" in report and "| 0.2869 |" in report
     assert "llara 0.4426, morec 0.1639" in report
     assert "| textrec − sasrec | +0.0500 [+0.0100, +0.0900] | +0.0400 [-0.0100, +0.0800] |" in report
-    assert (tmp_path / "hr1.png").stat().st_size > 1000 and "](hr1.png)" in report
+    assert "](hr1.png)" in report
+    plot = check_plot(tmp_path / "hr1.png", paper=True)
+    (ours,) = plot["series"]
+    assert ours["estimates"][0] == {"x": "textrec", "value": 0.38, "low": 0.31, "high": 0.45}
+    assert ours["paper"] == {"sasrec": 0.2869}  # no paper value for textrec
+    assert {r["label"]: r["value"] for r in plot["references"]} == {
+        "paper llara": 0.4426, "paper morec": 0.1639, "chance (1/20)": 0.05,
+    }  # fmt: skip
+    assert plot["caption"].startswith("n = 122 rows. lastfm / test")
 
 
 def test_validation_and_cold_start_reports_carry_no_paper_numbers(tmp_path: Path):
@@ -38,6 +48,7 @@ def test_validation_and_cold_start_reports_carry_no_paper_numbers(tmp_path: Path
         report = model_report(tmp_path, results, {}, dataset="steam", split=split, cold=cold_start)
         assert "| 0.3800 |" not in report and "llara" not in report  # Steam's paper SASRec / LLaRA
         assert "no paper column here" in report
+        check_plot(tmp_path / "hr1.png", paper=False)
     assert (
         "10% of the items held out (358 per hold-out, hold-out seeds 0, 1, 2, 3, 4); 638 rows"
         in model_report(tmp_path, results, {}, dataset="steam", split="test", cold=cold)

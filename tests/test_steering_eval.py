@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from plot_data import check_plot
 from typer.testing import CliRunner
 
 from app.cli import steering as cli_steering
@@ -67,6 +68,10 @@ def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(cli_data
         assert kind_summary["csr1"] == kind_summary["csr20"] == 1.0, f"{kind}: a filter never violates"
         assert kind_summary["hr1_after"] >= kind_summary["hr1_before"]
         assert kind_summary["recall10_after"] >= kind_summary["recall10_before"]
+    plot = check_plot(run_dir / "commands.png", paper=False)  # AFL/FLOW has no steering numbers
+    csr10 = {e["x"]: e["value"] for s in plot["series"] if s["label"] == "CSR@10" for e in s["estimates"]}
+    assert csr10["all"] == pytest.approx(summary["csr10"], abs=1e-4)  # 4 commands per user: same mean
+    assert "](commands.png)" in (run_dir / "report.md").read_text()
 
 
 def test_cli_names_a_missing_dataset(cli_data_dir: Path):

@@ -680,3 +680,154 @@ def test_the_api_key_never_reaches_the_server_in_a_url(page, ui_server, key):
     assert not [url for url in urls if key in url]
     stored = json.dumps(page.driver.execute_script("return {...localStorage}"))
     assert key not in stored  # sessionStorage only: gone with the tab
+
+
+# --- the graph, candidates, two loops side by side, checkpoints (issue 27) -------------------------
+
+
+def test_the_loop_graph_is_drawn_from_the_compiled_graph_and_marks_the_running_node(
+    page, ui_server, key, monkeypatch
+):
+    judge = OfflineUserAgent.judge
+
+    async def thoughtful_judge(self, ctx):  # slow enough to see the mark move while the loop runs
+        await asyncio.sleep(0.6)
+        return await judge(self, ctx)
+
+    monkeypatch.setattr(OfflineUserAgent, "judge", thoughtful_judge)
+    with ui_server.api(key) as api:
+        drawing = api.get("/v1/graph").json()
+    assert drawing["nodes"] == ["__start__", "recommend", "score", "judge", "memory_update", "__end__"]
+    assert {"source": "memory_update", "target": "recommend", "conditional": True} in drawing["edges"]
+    assert drawing["mermaid"].startswith("---") or "graph TD" in drawing["mermaid"]
+    _open_new_session(page, ui_server, key, "gus")
+    card = page.wait_for_css("#section-graph svg.loop-graph")
+    shown = [g.get_attribute("data-node") for g in card.find_elements("css selector", "g.node")]
+    assert shown == drawing["nodes"]
+    paths = card.find_elements("css selector", "path.edge")
+    assert len(paths) == len(drawing["edges"])
+    dashed = {
+        (p.get_attribute("data-source"), p.get_attribute("data-target"))
+        for p in paths
+        if "conditional" in p.get_attribute("class")
+    }
+    assert dashed == {(e["source"], e["target"]) for e in drawing["edges"] if e["conditional"]}
+    assert page.css("#section-graph .graph-status").text == "Idle: no loop running."
+
+    page.type("#section-run input[name=candidates]", " ".join(map(str, CANDIDATES)))
+    page.type("#section-run input[name=max_rounds]", "2")
+    page.click_text("#section-run button", "Run recommendation")
+    # While the user agent thinks, the last node that ran is marked (score, just before judge ends).
+    page.wait(lambda: page.css("#section-graph").get_attribute("data-phase") == "running", "a running mark")
+    marked = page.wait_for_css("#section-graph g.node.current")
+    assert marked.get_attribute("data-node") in ("recommend", "score", "judge", "memory_update")
+    assert "just ran" in page.css("#section-graph .graph-status").text
+    page.shot("session-graph-live-1280", show="#section-graph")
+    page.wait(lambda: page.css("#section-graph").get_attribute("data-phase") == "done", "the end mark")
+    assert page.all("#section-graph g.node.current") == []
+    assert page.css("#section-graph .graph-status").text == "Finished: the loop reached the end."
+
+
+def _judged_loop(api: httpx.Client, session_id: str, reasons: list[tuple[str, str]]) -> None:
+    """A loop judged by a person through the API with the given (decision, reason) per round."""
+    url = f"/v1/sessions/{session_id}"
+    body = {"candidates": CANDIDATES, "judge_mode": "human", "max_rounds": len(reasons)}
+    assert api.post(f"{url}/recommendations", json=body).json()["status"] == "awaiting_feedback"
+    for decision, reason in reasons:
+        assert api.post(f"{url}/feedback", json={"decision": decision, "reason": reason}).status_code == 200
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_candidates_two_loops_side_by_side_and_checkpoints_show_data_as_text(page, ui_server, key, width):
+    with ui_server.api(key) as api:
+        session_id = _new_session(api, "ivy")
+        _judged_loop(api, session_id, [("reject", f"No. {HOSTILE}"), ("accept", "Fine.")])
+        _judged_loop(api, session_id, [("accept", f"Yes! {HOSTILE}")])
+        loops = api.get(f"/v1/sessions/{session_id}/loops").json()["data"]
+        first_answer = next(loop for loop in loops if loop["loop_index"] == 1)["final_item"]
+        consumed = next(c for c in CANDIDATES if c != first_answer)
+        assert api.post(f"/v1/sessions/{session_id}/consumed", json={"items": [consumed]}).status_code == 200
+        found = api.get(f"/v1/sessions/{session_id}/loops/1/candidates").json()
+        checkpoints = api.get(f"/v1/sessions/{session_id}/checkpoints", params={"limit": 200}).json()
+        assert api.get(f"/v1/sessions/{session_id}/loops/9/candidates").status_code == 404
+    # The API: every candidate with both models' scores and ranks; the rounds' proposals marked.
+    assert [c["item"] for c in found["data"]] == CANDIDATES and len(found["proposals"]) == 2
+    assert sorted(c["rec_rank"] for c in found["data"])[0] == 1
+    assert [c["item"] for c in found["data"] if c["final"]] == [first_answer] == found["proposals"][-1:]
+    assert [c["item"] for c in found["data"] if c["consumed_later"]] == [consumed]
+    steps = [c["step"] for c in checkpoints["data"]]
+    assert steps == sorted(steps, reverse=True) and checkpoints["count"] == len(steps)
+    assert checkpoints["data"][0]["state"]["loop_index"] == 2 and checkpoints["data"][0]["next"] == []
+    assert {n for c in checkpoints["data"] for n in c["nodes"]} == {
+        "__start__",  # the step that takes the input in
+        "recommend",
+        "score",
+        "judge",
+        "memory_update",
+    }
+
+    page.driver.set_window_size(width, 900)
+    page.sign_in(key)
+    page.open_session(session_id, "ivy")
+    # A loop's candidates, opened on demand.
+    loop = page.wait_for_css("#section-loops details.loop[data-loop-index='1']")
+    loop.find_element("css selector", "summary").click()
+    loop.find_element("css selector", "details.loop-candidates summary").click()
+    page.wait(lambda: loop.find_elements("css selector", "table.candidates tbody tr"), "the candidates")
+    rows = loop.find_elements("css selector", "table.candidates tbody tr")
+    assert [int(r.get_attribute("data-item")) for r in rows] == CANDIDATES
+    final = loop.find_element("css selector", "table.candidates tr.final")
+    assert int(final.get_attribute("data-item")) == first_answer and "answer" in final.text
+    assert "round 2's proposal" in final.text
+    true_item = loop.find_element("css selector", "table.candidates tr.true-item")
+    assert int(true_item.get_attribute("data-item")) == consumed and "true item" in true_item.text
+    assert len(loop.find_elements("css selector", "table.candidates tr.proposed")) in (1, 2)
+
+    # Two loops side by side: the default pair is the two newest, each with its rounds and reasons.
+    page.click_text("#section-compare button", "Compare")
+    columns = page.wait(
+        lambda: len(found := page.all(".compare .compare-column")) == 2 and found, "two columns"
+    )
+    assert [c.get_attribute("data-loop-index") for c in columns] == ["1", "2"]
+    page.wait(lambda: len(page.all(".compare table.candidates")) == 2, "both loops' candidates")
+    text = page.css(".compare").text
+    assert f"No. {HOSTILE}" in text and f"Yes! {HOSTILE}" in text  # literally, as text
+    left, right = (c.rect for c in columns)
+    if width == 1280:
+        assert left["y"] == right["y"] and left["x"] + left["width"] <= right["x"]  # side by side
+    else:
+        assert right["y"] >= left["y"] + left["height"]  # one after the other
+
+    # The checkpoints, newest first, with the node that wrote each and the state's key fields.
+    table_rows = page.wait(lambda: page.all("#section-checkpoints table.checkpoints tbody tr"), "checkpoints")
+    assert [int(r.get_attribute("data-step")) for r in table_rows] == steps[:50]
+    newest = {
+        td.get_attribute("data-label"): td.text for td in table_rows[0].find_elements("css selector", "td")
+    }
+    assert newest["Next"] == "— (ended)" and newest["Loop"] == "2" and newest["Stop reason"] == "accepted"
+    assert newest["Node"] == "memory_update"
+    page.assert_nothing_injected_ran()
+    page.assert_fields_labelled()
+    assert page.driver.execute_script("return document.documentElement.scrollWidth") <= width
+    page.shot(f"session-compare-{width}", width, show="#section-compare")
+    page.shot(f"session-checkpoints-{width}", width, show="#section-checkpoints")
+
+
+def test_the_command_log_fits_its_column_at_1280(page, ui_server, key):
+    long_command = "no horror and something from the 90s like " + "Supercalifragilistic" * 4
+    with ui_server.api(key) as api:
+        session_id = _new_session(api, "jo")
+        for text in ("no horror", long_command, "more like Fargo"):
+            assert api.post(f"/v1/sessions/{session_id}/commands", json={"text": text}).status_code == 200
+    page.sign_in(key)
+    page.open_session(session_id, "jo")
+    page.wait_for_text("#section-steer table.commands", "no horror")
+    fits = page.driver.execute_script(
+        "const form = document.querySelector('#section-steer');"
+        "const wrap = form.querySelector('table.commands').closest('.table-wrap');"
+        "const table = wrap.querySelector('table');"
+        "return [wrap.scrollWidth <= wrap.clientWidth + 1,"
+        " table.getBoundingClientRect().right <= form.getBoundingClientRect().right + 1];"
+    )
+    assert fits == [True, True]
+    page.shot("session-steer-1280", show="#section-steer")

@@ -326,3 +326,65 @@ class DayUsagePublic(BaseModel):
 class KeyUsagePublic(BaseModel):
     data: list[DayUsagePublic] = Field(description="Per UTC day, oldest first.")
     total: UsagePublic = Field(description="Sum over the days listed.")
+
+
+# --- the graph and its checkpoints (what LangGraph Studio users expect to see) ----------------
+
+
+class GraphEdgePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    source: str
+    target: str
+    conditional: bool = Field(description="Taken or not by a routing function (drawn dashed).")
+
+
+class GraphPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    nodes: list[str] = Field(description="Node names, __start__ first and __end__ last.")
+    edges: list[GraphEdgePublic]
+    mermaid: str = Field(description="The same graph as Mermaid flowchart text.")
+
+
+class CheckpointPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    checkpoint_id: str
+    step: int
+    source: str = Field(description="input (new input), loop (a node ran) or update (a resume).")
+    nodes: list[str] = Field(description="The node(s) whose writes this checkpoint holds.")
+    next: list[str] = Field(description="The node(s) that run next; empty when the loop has ended.")
+    created_at: str | None
+    state: dict[str, Any] = Field(
+        description="Key fields: loop_index, round, n_candidates, proposal_item, reward_rank, "
+        "reward_score, decision, final_item, stop_reason, rec_memory and user_memory sizes."
+    )
+
+
+class CheckpointsPublic(BaseModel):
+    data: list[CheckpointPublic]
+    count: int
+
+
+class CandidateScorePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    item: int
+    title: str
+    position: int = Field(description="1-based place in the list the agents saw.")
+    rec_score: float
+    rec_rank: int
+    reward_score: float
+    reward_rank: int
+    proposed_in: list[int] = Field(description="The rounds that proposed this item.")
+    final: bool = Field(description="The loop's answer.")
+    consumed_later: bool = Field(
+        description="Consumed by the user after the loop: the true item, where known."
+    )
+
+
+class LoopCandidatesPublic(BaseModel):
+    loop_index: int
+    proposals: list[int] = Field(description="The item of each round, first round first.")
+    data: list[CandidateScorePublic]

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import typer
 
+from app.cli.invocation import command_line
 from app.eval.adapters import ModelBank
 from app.eval.common import (
     LLM_RUN_SETTINGS,
@@ -227,7 +228,10 @@ def execute(
     )
     run.write_results(results)
     report = output.report + cost_section(output.results, wall_s)
-    run.write_report(report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n")
+    reproduce = f"Reproduce: `{command_line()}`\n\n"
+    run.write_report(
+        reproduce + report + f"\n\nRun directory: `{run.path.name}`; settings in results.json.\n"
+    )
     typer.echo(report)
     typer.echo(f"run directory: {run.path}")
     if args.as_json:

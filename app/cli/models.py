@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import torch
 import typer
 
+from app.cli.invocation import command_line
 from app.eval.common import EvalError, RunDir, results_envelope
 from app.eval.metrics import Interval, bootstrap_interval, paired_interval
 from app.eval.model_report import model_report
@@ -172,7 +173,8 @@ def eval_model_command(
     except EvalError as exc:
         _fail(str(exc))
     run.write_results(results_envelope("model", config, results=summaries, compare=paired, cold_start=cold))
-    run.write_report(model_report(run.path, summaries, paired, dataset=data.name, split=split, cold=cold))
+    report = model_report(run.path, summaries, paired, dataset=data.name, split=split, cold=cold)
+    run.write_report(f"Reproduce: `{command_line()}`\n\n{report}")
     result["run_dir"] = str(run.path)
     typer.echo(_table(result))
     for other, diff in paired.items():

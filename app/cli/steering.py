@@ -17,9 +17,18 @@ import torch
 import typer
 from tqdm import tqdm
 
+from app.cli.invocation import command_line
 from app.eval import natural as natural_eval
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
-from app.eval.steering import CommandEvalError, evaluation_rows, report, run_command_eval, summarize
+from app.eval.plots import caption, save_chart
+from app.eval.steering import (
+    CommandEvalError,
+    commands_chart,
+    evaluation_rows,
+    report,
+    run_command_eval,
+    summarize,
+)
 from app.settings import Settings, get_settings
 from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
 from app.steering.parser import CommandParser
@@ -35,7 +44,7 @@ from graph.steering.similarity import (
     embedding_cache_path,
     load_similarity,
 )
-from recmodels.artifacts import load_latest_scorer
+from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.text import TextEncoderUnavailable, load_text_encoder
 
@@ -109,6 +118,15 @@ def commands(
     )
     wall_s = time.perf_counter() - started
     markdown, by_kind = report(outcomes, header)
+    n_users = len({o.row_id for o in outcomes})
+    protocol = (
+        f"{catalog.name} {split}, rec model {model_name}, parser {command_parser.name}, similarity {sim.name}"
+    )
+    plot = save_chart(
+        run.path,
+        commands_chart(outcomes, caption(n=f"{n_users} users", protocol=protocol, code=code_version())),
+    )
+    markdown += f"\n![commands]({plot.name})\n"
     summary = summarize(outcomes)
     usage = dict(sum_usage(o.usage for o in outcomes))
     markdown += cost_section({"usage": usage}, wall_s)
@@ -123,7 +141,7 @@ def commands(
             outcomes=[o.to_json() for o in outcomes],
         )  # fmt: skip
     )
-    run.write_report(markdown)
+    run.write_report(f"Reproduce: `{command_line()}`\n\n{markdown}")
     typer.echo(markdown)
     typer.echo(f"run directory: {run.path}")
     if as_json:

@@ -6,9 +6,11 @@ Base: neither the rec-model prior (recommendation agent) nor the reward model (u
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from app.eval.common import ExperimentOutput, bar_plot, markdown_table
+from app.eval.common import ExperimentOutput, markdown_table
 from app.eval.loops import (
     EvalContext,
     LoopJob,
@@ -19,6 +21,8 @@ from app.eval.loops import (
 )
 from app.eval.metrics import mean_std
 from app.eval.paper import PAPER_AGENTS, TABLE6
+from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
+from app.eval.table4 import per_user
 from graph.state import total_usage
 
 VARIANTS = (
@@ -64,13 +68,7 @@ def run_ablation(ctx: EvalContext, options: AblationOptions) -> ExperimentOutput
                 "mean_rounds": sum(r["n_rounds"] for r in mine) / max(len(mine), 1),
             }
         )
-    plot = bar_plot(
-        ctx.run.path / "ablation_hr1.png",
-        [LABELS[r["variant"]] for r in rows],
-        {"HR@1": [r["hr1"] for r in rows]},
-        title=f"Ablation, {ctx.dataset.name}/{options.rec_model}",
-        ylabel="HR@1",
-    )
+    plot = save_chart(ctx.run.path, ablation_chart(ctx, options, records))
     paper = TABLE6.get(ctx.dataset.name, {})
     table = markdown_table(
         ["Variant", "rec-model prior", "reward model", "HR@1", "mean rounds", f"paper ({PAPER_AGENTS})"],
@@ -93,3 +91,30 @@ def run_ablation(ctx: EvalContext, options: AblationOptions) -> ExperimentOutput
         f"{table}\n\n![ablation]({plot.name})\n"
     )
     return ExperimentOutput({"rows": rows, "usage": total_usage(records)}, report, {"rows": rows})
+
+
+def ablation_chart(ctx: EvalContext, options: AblationOptions, records: Sequence[Mapping[str, Any]]) -> Chart:
+    """FLOW's HR@1 per variant with its interval over users; Table 6 as markers."""
+    paper = TABLE6.get(ctx.dataset.name, {})
+    estimates = tuple(
+        mean_estimate(
+            LABELS[v.name],
+            list(per_user([r for r in records if r["variant"] == v.name], "flow_pick").values()),
+        )
+        for v in VARIANTS
+    )
+    n_users = len({r["row_id"] for r in records})
+    n_sources = len({r["source"] for r in records})
+    return Chart(
+        name="ablation_hr1",
+        title=f"Table 6: ablation on {ctx.dataset.name} / {options.rec_model}",
+        xlabel="variant",
+        ylabel="HR@1 of 20",
+        series=(Series("ours: final item", estimates, {LABELS[k]: v for k, v in paper.items()}),),
+        caption=loop_caption(ctx, f"{n_users} test users x {n_sources} candidate draws per variant"),
+        paper_note=(
+            f"Paper: Table 6, {PAPER_AGENTS} agents, SASRec rec and reward model."
+            if paper
+            else "The paper has no Table 6 values for this dataset."
+        ),
+    )

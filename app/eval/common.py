@@ -1,5 +1,5 @@
 """What every experiment shares: the run directory, the resumable row store, candidate sources,
-progress, concurrency, the results/report writer and plots.
+progress, concurrency and the results/report writer (plots: :mod:`app.eval.plots`).
 
 A run directory holds::
 
@@ -7,7 +7,7 @@ A run directory holds::
     rows.jsonl     one finished unit of work per line (appended as it finishes)
     results.json   every aggregated number + settings, artifacts, seeds, code version
     report.md      the tables in the paper's layout, plus links to the plots
-    *.png          plots
+    *.png, *.svg   plots, each with its data in *.plot.json (app/eval/plots.py)
 
 Rows already in ``rows.jsonl`` are never recomputed, so a crashed or interrupted run
 continues where it stopped when started again with the same ``--run-dir``.
@@ -25,15 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from tqdm import tqdm
 
-matplotlib.use("Agg")  # headless: plots are files, never windows
-import matplotlib.pyplot as plt  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-
-from graph.state import format_usage  # noqa: E402
-from recmodels.artifacts import code_version  # noqa: E402
-from recmodels.dataset import Dataset, DatasetError, Row  # noqa: E402
+from graph.state import format_usage
+from recmodels.artifacts import code_version
+from recmodels.dataset import Dataset, DatasetError, Row
 
 # The candidate files shipped with the shared data that reproduce AFL's reference run.
 REFERENCE_SEED = 303
@@ -351,45 +347,3 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def line_plot(
-    path: Path,
-    x: Sequence[float],
-    series: Mapping[str, Sequence[float]],
-    *,
-    title: str,
-    xlabel: str,
-    ylabel: str,
-) -> Path:
-    """One small PNG: a line per series (kept small so example reports can be committed)."""
-    fig, ax = plt.subplots(figsize=(4.8, 3.2), dpi=80)
-    for label, ys in series.items():
-        ax.plot(list(x), list(ys), marker="o", label=label)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.set_xticks(list(x))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
-def bar_plot(
-    path: Path, groups: Sequence[str], series: Mapping[str, Sequence[float]], *, title: str, ylabel: str
-) -> Path:
-    """Grouped bars: one group per label in ``groups``, one bar per series."""
-    fig, ax = plt.subplots(figsize=(4.8, 3.2), dpi=80)
-    width = 0.8 / max(len(series), 1)
-    for offset, (label, ys) in enumerate(series.items()):
-        xs = [i + offset * width for i in range(len(groups))]
-        ax.bar(xs, list(ys), width=width, label=label)
-    ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(groups))], list(groups))
-    ax.set(title=title, ylabel=ylabel)
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path

@@ -15,13 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: plots are files, never windows
-import matplotlib.pyplot as plt  # noqa: E402
-
-from app.eval.common import markdown_table  # noqa: E402
-from app.eval.paper import PAPER_MODEL_HR1  # noqa: E402
+from app.eval.common import markdown_table
+from app.eval.paper import PAPER_MODEL_HR1
+from app.eval.plots import Chart, Estimate, Reference, Series, caption, save_chart
+from recmodels.artifacts import code_version
 
 CHANCE_HR1 = 1 / 20  # one target among 20 candidates
 PLOT_NAME = "hr1.png"
@@ -84,45 +81,53 @@ def model_report(
             markdown_table(["difference", "expected HR@1", "5-seed sampled HR@1"], diff_rows),
             "",
         ]
-    interval_plot(run_path / PLOT_NAME, results, dataset=dataset, split=split, with_paper=with_paper)
+    save_chart(
+        run_path,
+        interval_chart(results, dataset=dataset, split=split, with_paper=with_paper, cold=bool(cold)),
+    )
     lines += [f"![expected HR@1 with 95 % intervals]({PLOT_NAME})", ""]
     return "\n".join(lines)
 
 
-def interval_plot(
-    path: Path, results: Mapping[str, Mapping[str, Any]], *, dataset: str, split: str, with_paper: bool
-) -> Path:
-    """Each model's expected HR@1 with its interval (one row per model), the paper's value of the
-    same model as a cross, the paper's text-aware references and chance as vertical lines."""
+def interval_chart(
+    results: Mapping[str, Mapping[str, Any]],
+    *,
+    dataset: str,
+    split: str,
+    with_paper: bool,
+    cold: bool = False,
+) -> Chart:
+    """Each model's expected HR@1 with its interval, the paper's value of the same model as a marker,
+    the paper's text-aware references and chance as lines."""
     names = list(results)
-    fig, ax = plt.subplots(figsize=(7.0, 0.6 * len(names) + 1.6), dpi=80)
-    paper_labelled = False
-    for y, name in enumerate(names):
-        r = results[name]
-        low, high = r["hr1_expected_ci95"]
-        ax.errorbar(
-            r["hr1_expected"], y, xerr=[[r["hr1_expected"] - low], [high - r["hr1_expected"]]],
-            fmt="o", capsize=4, color="tab:blue", label="ours, 95 % interval" if y == 0 else None,
-        )  # fmt: skip
-        paper = PAPER_MODEL_HR1.get((dataset, name)) if with_paper else None
-        if paper is not None:
-            ax.plot(paper, y, "x", color="tab:red", markersize=9, label=None if paper_labelled else "paper")
-            paper_labelled = True
-    if with_paper:
-        for name, style in zip(REFERENCES, ("--", ":"), strict=True):
-            value = PAPER_MODEL_HR1.get((dataset, name))
-            if value is not None:
-                ax.axvline(value, linestyle=style, color="tab:red", alpha=0.6, label=f"paper {name}")
-    ax.axvline(CHANCE_HR1, color="grey", alpha=0.6, label="chance")
-    ax.set_yticks(range(len(names)), names)
-    ax.set(title=f"{dataset} / {split}: expected HR@1 of 20", xlabel="HR@1")
-    ax.invert_yaxis()
-    ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the rows, never on them
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    estimates = []
+    for name in names:
+        low, high = results[name]["hr1_expected_ci95"]
+        estimates.append(Estimate(name, results[name]["hr1_expected"], low, high))
+    paper = {n: v for n in names if with_paper and (v := PAPER_MODEL_HR1.get((dataset, n))) is not None}
+    references = [
+        Reference(f"paper {name}", value)
+        for name in REFERENCES
+        if with_paper and (value := PAPER_MODEL_HR1.get((dataset, name))) is not None
+    ]
+    n_rows = max((r["n_rows"] for r in results.values()), default=0)
+    protocol = (
+        f"{dataset} / {split}" + (", cold start" if cold else "") + ", exact expected HR@1 of 20 (LLaRA)"
+    )
+    return Chart(
+        name=PLOT_NAME.removesuffix(".png"),
+        title=f"{dataset} / {split}: expected HR@1 of 20",
+        xlabel="model",
+        ylabel="expected HR@1",
+        series=(Series("ours", tuple(estimates), paper),),
+        references=(*references, Reference("chance (1/20)", CHANCE_HR1)),
+        caption=caption(n=f"{n_rows} rows", protocol=protocol, code=code_version()),
+        paper_note=(
+            "Paper: AFL/FLOW Table 4, model column (test)."
+            if with_paper
+            else "The paper reports test HR@1 of the warm protocol only: no paper values here."
+        ),
+    )
 
 
 def _interval(diff: Mapping[str, float]) -> str:

@@ -5,9 +5,11 @@ the spread (max - min) of HR@1 over placements, averaged over round limits.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from app.eval.common import ExperimentOutput, line_plot, markdown_table
+from app.eval.common import ExperimentOutput, markdown_table
 from app.eval.loops import (
     ARRANGEMENTS_FOR_POSITION,
     EvalContext,
@@ -16,6 +18,8 @@ from app.eval.loops import (
     hr,
     run_loop_jobs,
 )
+from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
+from app.eval.table4 import per_user
 from graph.state import total_usage
 
 
@@ -61,14 +65,7 @@ def run_position(ctx: EvalContext, options: PositionOptions) -> ExperimentOutput
         for limit in limits
     ]
     sensitivity = sum(spreads) / len(spreads)
-    plot = line_plot(
-        ctx.run.path / "position_hr1.png",
-        limits,
-        {a: [r["flow_hr1"] for r in rows if r["arrangement"] == a] for a in ARRANGEMENTS_FOR_POSITION},
-        title=f"Target position, {ctx.dataset.name}/{options.rec_model}",
-        xlabel="round limit",
-        ylabel="FLOW HR@1",
-    )
+    plot = save_chart(ctx.run.path, position_chart(ctx, options, records, limits))
     table = markdown_table(
         ["Round limit", *ARRANGEMENTS_FOR_POSITION, "spread"],
         [
@@ -91,3 +88,42 @@ def run_position(ctx: EvalContext, options: PositionOptions) -> ExperimentOutput
     )
     summary = {"rows": rows, "position_sensitivity": {ctx.agents: sensitivity}, "spreads": spreads}
     return ExperimentOutput({**summary, "usage": total_usage(records)}, report, summary)
+
+
+def position_chart(
+    ctx: EvalContext, options: PositionOptions, records: Sequence[Mapping[str, Any]], limits: Sequence[int]
+) -> Chart:
+    """FLOW's HR@1 per target placement against the round limit, intervals over users."""
+    series = tuple(
+        Series(
+            arrangement,
+            tuple(
+                mean_estimate(
+                    limit,
+                    list(
+                        per_user(
+                            [
+                                r
+                                for r in records
+                                if r["arrangement"] == arrangement and r["max_rounds"] == limit
+                            ],
+                            "flow_pick",
+                        ).values()
+                    ),
+                )
+                for limit in limits
+            ),
+        )
+        for arrangement in ARRANGEMENTS_FOR_POSITION
+    )
+    n_users = len({r["row_id"] for r in records})
+    return Chart(
+        name="position_hr1",
+        title=f"Fig. 5: target position, {ctx.dataset.name} / {options.rec_model}",
+        xlabel="round limit",
+        ylabel="FLOW HR@1 of 20",
+        series=series,
+        layout="line",
+        caption=loop_caption(ctx, f"{n_users} test users per placement and limit", limit_on_x=True),
+        paper_note="The paper gives no numbers for Figure 5 in its text: no paper values drawn.",
+    )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
+from app.eval.plots import Chart, Series, mean_estimate
 from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights, plan, steer_candidates
 from graph.steering.preferences import (
@@ -302,3 +303,38 @@ def report(outcomes: Sequence[CommandOutcome], header: str) -> tuple[str, dict[s
         ],  # fmt: skip
     )
     return f"{header}\n\n{table}\n", summaries
+
+
+CHARTED: tuple[tuple[str, Callable[[CommandOutcome], float]], ...] = (
+    ("CSR@10", lambda o: o.csr[10]),
+    ("HR@1 before", lambda o: float(o.hit1_before)),
+    ("HR@1 after", lambda o: float(o.hit1_after)),
+    ("parser failures", lambda o: float(o.parser_failed)),
+)
+
+
+def commands_chart(outcomes: Sequence[CommandOutcome], caption: str) -> Chart:
+    """Per command kind (and all): CSR@10, HR@1 before/after and the parser's failure rate, each
+    a mean over the simulated users (a user's commands of that kind averaged first) with its
+    bootstrap interval over the users."""
+    groups = {kind: [o for o in outcomes if o.kind == kind] for kind in COMMAND_KINDS}
+    groups = {kind: group for kind, group in groups.items() if group} | {"all": list(outcomes)}
+    series = []
+    for label, metric in CHARTED:
+        estimates = []
+        for kind, group in groups.items():
+            by_row: dict[int, list[float]] = {}
+            for o in group:
+                by_row.setdefault(o.row_id, []).append(metric(o))
+            estimates.append(mean_estimate(kind, [sum(v) / len(v) for v in by_row.values()]))
+        series.append(Series(label, tuple(estimates)))
+    return Chart(
+        name="commands",
+        title="Natural-language commands: satisfaction and accuracy",
+        xlabel="command kind",
+        ylabel="rate",
+        series=tuple(series),
+        caption=caption,
+        paper_note="AFL/FLOW has no steering experiment: no paper values drawn.",
+        y_max=1.0,
+    )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.adapters import exact_expected_hr1
-from app.eval.common import ExperimentOutput, bar_plot, markdown_table
+from app.eval.common import ExperimentOutput, markdown_table
 from app.eval.loops import (
     FLOW,
     EvalContext,
@@ -33,7 +33,8 @@ from app.eval.loops import (
     run_loop_jobs,
 )
 from app.eval.metrics import Interval, mean_std, paired_interval
-from app.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
+from app.eval.paper import PAPER_AGENT_HR1, PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
+from app.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
 from graph.state import total_usage
 
 PICKS = (
@@ -47,9 +48,12 @@ PICKS = (
 COMPARED = ("model", "reward", "ensemble", "weighted", "agent")
 """FLOW is compared, user by user, with each of these."""
 EXACT = ("model", "reward", "ensemble", "agent", "weighted")
-PLOTTED = ("model", "reward", "ensemble", "flow")
+PLOTTED = ("model", "reward", "ensemble", "agent", "flow")
 SHOWN = ("model", "reward", "ensemble", "weighted", "agent", "flow")
 PAPER_COLUMNS = (PAPER_MODEL_HR1, PAPER_AGENT_HR1, PAPER_FLOW_HR1)
+PAPER_BY_PICK = {"model": PAPER_MODEL_HR1, "agent": PAPER_AGENT_HR1, "flow": PAPER_FLOW_HR1}
+REFERENCES = ("llara",)
+"""The paper's rows drawn as reference lines (its best, LLM-based recommender: Model column)."""
 
 
 @dataclass(frozen=True)
@@ -90,13 +94,7 @@ def run_table4(ctx: EvalContext, options: Table4Options) -> ExperimentOutput:
         "flow_minus_model_over_models": mean_gain(records, options.rec_models).to_json(),
         "weighted_minus_model_over_models_exact": mean_exact_gain(exact_by_model).to_json(),
     }
-    plot = bar_plot(
-        ctx.run.path / "table4_hr1.png",
-        [r["rec_model"] for r in rows],
-        {label: [r[f"{label}_hr1_expected"] for r in rows] for label in PLOTTED},
-        title=f"Expected HR@1, {ctx.dataset.name} ({ctx.agents} agents)",
-        ylabel="HR@1",
-    )
+    plot = save_chart(ctx.run.path, table4_chart(ctx, records, rows))
     results = {
         "rows": rows,
         "sources": sorted(sources),
@@ -117,6 +115,49 @@ def run_table4(ctx: EvalContext, options: Table4Options) -> ExperimentOutput:
             ctx.dataset.name, ctx.agents, rows, plot.name, overall, ctx.settings.reward_model
         ),
         json_line={"rows": [{k: r[k] for k in (*contract, *extra)} for r in rows], **overall},
+    )
+
+
+def table4_chart(
+    ctx: EvalContext, records: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> Chart:
+    """Expected HR@1 per rec model and pick with its interval over users; the paper's Model, Agent
+    and FLOW of the same rec model as markers; the paper's LLaRA and chance as lines."""
+    dataset = ctx.dataset.name
+    series = []
+    for label in PLOTTED:
+        field = dict(PICKS)[label]
+        estimates, paper = [], {}
+        for row in rows:
+            mine = [r for r in records if r["rec_model"] == row["rec_model"]]
+            if not mine or field not in mine[0]:
+                continue
+            estimates.append(mean_estimate(row["rec_model"], list(per_user(mine, field).values())))
+            value = PAPER_BY_PICK.get(label, {}).get((dataset, row["rec_model"]))
+            if value is not None:
+                paper[row["rec_model"]] = value
+        series.append(Series({**LABELS, "flow": "FLOW"}[label], tuple(estimates), paper))
+    references = [
+        Reference(f"paper {name} (Model)", value)
+        for name in REFERENCES
+        if (value := PAPER_MODEL_HR1.get((dataset, name))) is not None
+    ]
+    n_rows = rows[0]["n_rows"] if rows else 0
+    n_draws = rows[0]["n_draws"] if rows else 0
+    n_candidates = ctx.settings.n_candidates
+    return Chart(
+        name="table4_hr1",
+        title=f"Table 4: expected HR@1 of 20 on {dataset}",
+        xlabel="rec model",
+        ylabel="expected HR@1",
+        series=tuple(series),
+        references=(*references, Reference(f"chance (1/{n_candidates})", 1 / n_candidates)),
+        caption=loop_caption(ctx, f"{n_rows} test users x {n_draws} candidate draws"),
+        paper_note=(
+            f"Paper: Table 4 of {PAPER_AGENTS} agents on one candidate draw."
+            if any(s.paper for s in series)
+            else "The paper has no Table 4 values for these rec models."
+        ),
     )
 
 

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.adapters import judge_items, reward_ranks, run_flow
-from app.eval.common import ExperimentOutput, Unit, bar_plot, markdown_table, run_units
+from app.eval.common import ExperimentOutput, Unit, markdown_table, run_units
 from app.eval.loops import FLOW, EvalContext
-from app.eval.metrics import PRF, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
-from app.eval.paper import paper_prf
+from app.eval.metrics import PRF, Confusion, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
+from app.eval.paper import PAPER_AGENTS, paper_prf
+from app.eval.plots import Chart, Estimate, Series, loop_caption, save_chart, statistic_estimate
 from graph.state import sum_usage, total_usage
 from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
     RATIOS,
@@ -172,13 +173,7 @@ def run_table5(ctx: EvalContext, options: Table5Options) -> ExperimentOutput:
     rows = summarise_usersim(ctx.dataset.name, records, options.ratios)
     gains = flow_minus_agent(records, options.ratios)
     calibration = ctx.deps(options.rec_model, FLOW).calibration.summary()
-    plot = bar_plot(
-        ctx.run.path / "table5_f1.png",
-        [f"1:{m}" for m in options.ratios],
-        {method: [r["f1"] for r in rows if r["method"] == method] for method in METHODS},
-        title=f"User simulation F1 (micro), {ctx.dataset.name}",
-        ylabel="F1",
-    )
+    plot = save_chart(ctx.run.path, table5_chart(ctx, records, options.ratios))
     contract = ("dataset", "ratio", "method", "precision", "recall", "f1")
     return ExperimentOutput(
         results={
@@ -193,6 +188,43 @@ def run_table5(ctx: EvalContext, options: Table5Options) -> ExperimentOutput:
         },
         report=render_table5(ctx.dataset.name, ctx.agents, rows, len(records), plot.name, gains, calibration),
         json_line={"rows": [{k: r[k] for k in contract} for r in rows], "flow_minus_agent_f1": gains},
+    )
+
+
+METHOD_LABELS = {"reward_model": "Reward model alone", "agent": "Agent", "flow": "FLOW"}
+
+
+def f1_estimate(x: str, per_user: Sequence[Confusion]) -> Estimate:
+    """Micro F1 over the users' pooled items, with its bootstrap interval over the users."""
+    return statistic_estimate(x, len(per_user), lambda users: micro_prf(per_user[u] for u in users).f1)
+
+
+def table5_chart(ctx: EvalContext, records: Sequence[Mapping[str, Any]], ratios: Sequence[int]) -> Chart:
+    """Micro F1 per ratio and method with its interval over users; Table 5's F1 as markers."""
+    series = []
+    for method in METHODS:
+        estimates, paper = [], {}
+        for m in ratios:
+            judged = [r["ratios"][str(m)] for r in records]
+            estimates.append(f1_estimate(f"1:{m}", [confusion(j[method], j["labels"]) for j in judged]))
+            found = paper_prf(ctx.dataset.name, f"1:{m}", method)
+            if found is not None:
+                paper[f"1:{m}"] = found[2]
+        series.append(Series(METHOD_LABELS[method], tuple(estimates), paper))
+    return Chart(
+        name="table5_f1",
+        title=f"Table 5: user simulation F1 (micro) on {ctx.dataset.name}",
+        xlabel="positives : negatives",
+        ylabel="F1",
+        series=tuple(series),
+        caption=loop_caption(
+            ctx, f"{len(records)} users", "the user agent judges true future vs untouched items"
+        ),
+        paper_note=(
+            f"Paper: Table 5, {PAPER_AGENTS} agents, SASRec rec and reward model."
+            if any(s.paper for s in series)
+            else "The paper has no Table 5 values for this dataset."
+        ),
     )
 
 

@@ -2,7 +2,7 @@
 // view of a running loop (one line per node update, from the SSE stream). Fields the API adds
 // later (fallback causes, usage details) are shown generically when present.
 
-import { stream } from "../api.js";
+import { get, stream } from "../api.js";
 import {
   append,
   badge,
@@ -201,7 +201,68 @@ function roundsTable(rounds) {
   );
 }
 
-export function loopDetails(loop) {
+// --- candidates -------------------------------------------------------------------------------
+
+function marks(c) {
+  return [
+    ...c.proposed_in.map((round) => badge(`round ${round}'s proposal`, "info")),
+    c.final ? badge("answer", "ok") : null,
+    c.consumed_later ? badge("true item (consumed later)", "true") : null,
+  ];
+}
+
+/** A loop's candidates as the agents saw them, with both models' scores and ranks; the rows the
+ * rounds proposed, the answer and the true item (where the user consumed it later) are marked. */
+export function candidatesTable(found) {
+  return table(
+    ["#", "Item", "Rec score", "Rec rank", "Reward score", "Reward rank", "Marks"],
+    found.data.map((c) => ({
+      props: {
+        class: [c.proposed_in.length && "proposed", c.final && "final", c.consumed_later && "true-item"],
+        dataset: { item: String(c.item) },
+      },
+      cells: [
+        String(c.position),
+        [itemLink(c.item, c.title), h("span", { class: "muted" }, ` #${c.item}`)],
+        formatNumber(c.rec_score),
+        String(c.rec_rank),
+        formatNumber(c.reward_score),
+        String(c.reward_rank),
+        marks(c),
+      ],
+    })),
+    { class: "candidates", stack: true },
+  );
+}
+
+/** The candidates of a loop, fetched when first shown (they live in the loop's checkpoint). */
+function candidatesSection(sessionId, loop) {
+  const body = h("div", { class: "candidates-body" });
+  const section = h(
+    "details",
+    { class: "loop-candidates" },
+    h("summary", null, "Candidates with both models' scores and ranks"),
+    body,
+  );
+  let loaded = false;
+  const load = async () => {
+    if (loaded) return;
+    loaded = true;
+    fill(body, h("p", { class: "loading" }, "Loading…"));
+    try {
+      const found = await get(`/v1/sessions/${sessionId}/loops/${loop.loop_index}/candidates`);
+      const rounds = found.proposals.map((item, i) => `round ${i + 1}: #${item}`).join(" · ");
+      fill(body, h("p", { class: "muted" }, `Proposals: ${rounds || "none yet"}.`), candidatesTable(found));
+    } catch (error) {
+      loaded = false;
+      fill(body, h("p", { class: "error-text" }, error?.readable ?? String(error?.message ?? error)));
+    }
+  };
+  section.addEventListener("toggle", () => section.open && load());
+  return { element: section, load, open: () => ((section.open = true), load()) };
+}
+
+export function loopDetails(loop, sessionId = null, { open = false } = {}) {
   const rounds = loop.rounds ?? [];
   const last = rounds[rounds.length - 1];
   const finalTitle = last && last.item === loop.final_item ? last.item_title : null;
@@ -211,7 +272,8 @@ export function loopDetails(loop) {
       : `${loop.status.replaceAll("_", " ")}, ${rounds.length} round${rounds.length === 1 ? "" : "s"} so far`;
   const params = loop.params ?? {};
   const extra = Object.keys(loop).filter((k) => !LOOP_FIELDS_SHOWN.has(k));
-  return h(
+  const candidates = sessionId ? candidatesSection(sessionId, loop) : null;
+  const details = h(
     "details",
     { class: "loop", dataset: { loopIndex: loop.loop_index } },
     h(
@@ -249,7 +311,27 @@ export function loopDetails(loop) {
       ...extra.map((k) => [label(k), loop[k]]),
     ]),
     rounds.length ? roundsTable(rounds) : h("p", { class: "muted" }, "No finished round yet."),
+    candidates?.element,
   );
+  if (open) {
+    details.open = true;
+    candidates?.open();
+  }
+  return details;
+}
+
+/** Two loops side by side (one column each on a wide screen, one after the other on a narrow one). */
+export function loopComparison(sessionId, loops, first, second) {
+  const byIndex = new Map(loops.map((l) => [String(l.loop_index), l]));
+  const column = (index) => {
+    const loop = byIndex.get(String(index));
+    return h(
+      "div",
+      { class: "compare-column", dataset: { loopIndex: String(index) } },
+      loop ? loopDetails(loop, sessionId, { open: true }) : h("p", { class: "muted" }, `No loop ${index} loaded.`),
+    );
+  };
+  return h("div", { class: "compare" }, column(first), column(second));
 }
 
 // --- live loop --------------------------------------------------------------------------------
@@ -294,7 +376,7 @@ function liveEntry(node, update) {
 }
 
 /** Run a streamed request into `panel`, one line per node update as it arrives. */
-export async function runLive(panel, path, body) {
+export async function runLive(panel, path, body, onNode = null) {
   const state = h("p", { class: "live-state", role: "status" }, "Starting…");
   const log = h("ol", { class: "live-log", "aria-label": "Live updates" });
   fill(panel, state, log);
@@ -303,6 +385,7 @@ export async function runLive(panel, path, body) {
     const result = await stream(path, body, (name, data) => {
       if (name === "update" || name === "interrupt") {
         append(log, liveEntry(data.node, data.update));
+        onNode?.(data.node === "__interrupt__" ? "judge" : data.node, "running");
         state.textContent = `Running… ${log.children.length} update${log.children.length === 1 ? "" : "s"}`;
       }
     });
@@ -319,9 +402,11 @@ export async function runLive(panel, path, body) {
       state.textContent = "Paused: the loop waits for a judgement.";
     }
     panel.dataset.state = result.status;
+    onNode?.(result.status === "completed" ? "__end__" : "judge", result.status === "completed" ? "done" : "waiting");
     return result;
   } catch (error) {
     panel.dataset.state = "failed";
+    onNode?.(null, "failed");
     // Refused before it started (409, 422...): the caller shows why; nothing ran, so no log.
     if (!log.children.length) clear(panel);
     else state.textContent = "Stopped before the loop's result arrived.";

@@ -5,7 +5,8 @@ import { get, post, remove } from "../api.js";
 import { rankChart, roundsChart } from "../chart.js";
 import { append, definitionList, field, fill, formatTime, h, label, spinner, table } from "../dom.js";
 import { attributesSummary, chosenItems, itemLink, itemPicker, itemsById } from "./catalog.js";
-import { loopDetails, quote, runLive, usageText } from "./loops.js";
+import { drawCheckpoints, graphCard, loopGraph } from "./graph.js";
+import { loopComparison, loopDetails, quote, runLive, usageText } from "./loops.js";
 import { statusBadge } from "./sessions.js";
 import { describeSide, parserText, preferencesList, updateList } from "./steering.js";
 
@@ -46,11 +47,16 @@ export async function sessionView(page, ctx, sessionId) {
   const memory = h("div");
   const preferences = h("div");
   const commands = h("div");
+  const checkpoints = h("div");
+  const compare = h("div", { class: "compare-slot" });
+  const compareForm = h("form", { class: "compare-form" });
+  let graph = null;
   let session = null;
   let loops = [];
   let loopsCount = 0;
 
   const runPanel = h("div", { class: "live", "aria-live": "polite" });
+  const graphSlot = h("div", { class: "graph-slot" });
   const feedbackPanel = h("div", { class: "live", "aria-live": "polite" });
 
   async function refresh() {
@@ -76,8 +82,12 @@ export async function sessionView(page, ctx, sessionId) {
       ).data;
     }
     drawCommands(commandRows, commandPage.count);
-    await drawHistory();
+    drawCompareForm();
+    await Promise.all([drawHistory(), drawCheckpoints(checkpoints, sessionId).catch(showError(checkpoints))]);
   }
+
+  const showError = (container) => (error) =>
+    fill(container, h("p", { class: "error-text" }, ctx.describeError(error)));
 
   function drawHeader() {
     const extra = Object.keys(session).filter(
@@ -104,7 +114,7 @@ export async function sessionView(page, ctx, sessionId) {
       h(
         "nav",
         { class: "jump", "aria-label": "On this page" },
-        ["run", "steer", "consume", "loops", "history"].map((id) =>
+        ["run", "steer", "consume", "loops", "compare", "checkpoints", "history"].map((id) =>
           h("a", { href: `#/sessions/${session.id}`, dataset: { jump: id } }, label(id)),
         ),
       ),
@@ -159,7 +169,7 @@ export async function sessionView(page, ctx, sessionId) {
       say(status, "Sending…");
       try {
         const decision = accept.checked ? "accept" : "reject";
-        await runLive(feedbackPanel, `${base}/feedback`, { decision, reason: reason.value });
+        await runLive(feedbackPanel, `${base}/feedback`, { decision, reason: reason.value }, graph?.mark);
         say(status, "");
         await refresh();
       } catch (error) {
@@ -211,7 +221,7 @@ export async function sessionView(page, ctx, sessionId) {
     fill(
       loopsList,
       ...(loops.length
-        ? loops.map(loopDetails)
+        ? loops.map((loop) => loopDetails(loop, sessionId))
         : [h("p", { class: "muted" }, "No loop yet: run a recommendation.")]),
     );
     if (loops.length < loopsCount) {
@@ -270,6 +280,33 @@ export async function sessionView(page, ctx, sessionId) {
     await draw();
   }
 
+  function drawCompareForm() {
+    if (loops.length < 2) {
+      fill(compareForm, h("p", { class: "muted" }, "Two loops are needed to compare them."));
+      compare.replaceChildren();
+      return;
+    }
+    const choice = (name, selected) =>
+      h(
+        "select",
+        { name },
+        loops.map((l) =>
+          h("option", { value: String(l.loop_index), selected: l.loop_index === selected }, `Loop ${l.loop_index}`),
+        ),
+      );
+    const first = choice("first", loops[1].loop_index);
+    const second = choice("second", loops[0].loop_index);
+    fill(
+      compareForm,
+      h("div", { class: "field-row" }, field("Left", first), field("Right", second)),
+      h("button", { type: "submit" }, "Compare"),
+    );
+    compareForm.onsubmit = (event) => {
+      event.preventDefault();
+      fill(compare, loopComparison(sessionId, loops, Number(first.value), Number(second.value)));
+    };
+  }
+
   function drawMemory() {
     const entries = (list) =>
       list.length
@@ -307,7 +344,7 @@ export async function sessionView(page, ctx, sessionId) {
             c.unparsed?.length ? c.unparsed.join("; ") : "—",
             `wants: ${describeSide(c.preferences?.positive)} · avoids: ${describeSide(c.preferences?.negative)}`,
           ]),
-        { class: "commands" },
+        { class: "commands cards", stack: true },
       ),
     );
   }
@@ -371,7 +408,7 @@ export async function sessionView(page, ctx, sessionId) {
       submit.disabled = true;
       say(status, "");
       try {
-        const result = await runLive(runPanel, `${base}/recommendations`, body);
+        const result = await runLive(runPanel, `${base}/recommendations`, body, graph?.mark);
         if (result.status !== "completed") say(status, "Your turn: judge the proposal above.", "ok");
         await refresh();
         if (result.status !== "completed") page.querySelector("#section-judge textarea")?.focus();
@@ -539,7 +576,7 @@ export async function sessionView(page, ctx, sessionId) {
     h(
       "div",
       { class: "columns" },
-      h("div", { class: "main-column" }, runForm()),
+      h("div", { class: "main-column" }, runForm(), graphSlot),
       h("div", { class: "side-column" }, steerForm()),
     ),
     h(
@@ -549,6 +586,19 @@ export async function sessionView(page, ctx, sessionId) {
       charts,
       loopsList,
       loopsMore,
+    ),
+    h(
+      "section",
+      { class: "card", id: "section-compare", "aria-labelledby": "compare-title" },
+      h("h2", { id: "compare-title" }, "Two loops side by side"),
+      compareForm,
+      compare,
+    ),
+    h(
+      "section",
+      { class: "card", id: "section-checkpoints", "aria-labelledby": "checkpoints-title" },
+      h("h2", { id: "checkpoints-title" }, "Checkpoints"),
+      checkpoints,
     ),
     h(
       "div",
@@ -571,5 +621,12 @@ export async function sessionView(page, ctx, sessionId) {
       ),
     ),
   );
+  try {
+    const card = graphCard(await loopGraph());
+    graph = card;
+    fill(graphSlot, card.element);
+  } catch (error) {
+    fill(graphSlot, h("p", { class: "error-text" }, ctx.describeError(error)));
+  }
   await refresh();
 }
