@@ -67,6 +67,8 @@ class ServiceResources:
     """What this worker's loops computed once (calibrations, text item vectors)."""
     streams: set[asyncio.Future] = field(default_factory=set)
     """Loops of event streams that still run (referenced here so they are not collected)."""
+    protocol_runs: dict[str, asyncio.Task] = field(default_factory=dict)
+    """Background runs of LangGraph's protocol in this worker, by run id (to join and cancel them)."""
 
     @property
     def models_loaded(self) -> bool:

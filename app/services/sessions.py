@@ -17,6 +17,7 @@ from app.services.keys import Caller
 from app.services.metrics import BUSY_REJECTIONS
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history, check_item_ids
+from graph.runner import read_thread
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,8 @@ async def get_session_state(res: ServiceResources, caller: Caller, session_id: u
     values: dict[str, Any] = {}
     pending = None
     if res.graph is not None:
-        snapshot = await res.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
-        values = dict(snapshot.values or {})
-        interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
-        pending = interrupts[0] if interrupts else None
+        snapshot = await read_thread(res.graph, session.thread_id)
+        values, pending = snapshot.values, snapshot.pending
     async with res.sessionmaker() as db:
         usage = await loops_repo.session_usage(db, session_id=session.id)
     return SessionState(
