@@ -44,3 +44,16 @@ async def test_the_readme_curl_walkthrough_runs(served, service_resources):
     assert lines[4] == "completed"  # the human-judged loop finished after the feedback
     assert lines[5] == "2" and lines[6] == "idle"  # two loops, nothing running or pending
 
+
+async def test_the_readme_python_client_snippet_runs(served, service_resources, monkeypatch, capsys):
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### The Python client") :]
+    snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
+    key = await create_key(service_resources.sessionmaker, owner="readme-client")
+    monkeypatch.setenv("RECLOOP_URL", str(served.base_url))
+    monkeypatch.setenv("RECLOOP_API_KEY", key.secret)
+    # The sync client in a thread: the server runs on this event loop.
+    await asyncio.to_thread(exec, compile(snippet, str(README), "exec"), {"__name__": "snippet"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1:5] == ["update recommend", "update score", "interrupt __interrupt__", "result None"]
+    assert printed[-1] == "422 max_rounds"
