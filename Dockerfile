@@ -8,6 +8,7 @@ COPY app ./app
 COPY graph ./graph
 COPY recmodels ./recmodels
 COPY migrations ./migrations
+COPY recloop ./recloop
 # The CPU wheel index keeps torch at ~200 MB instead of a multi-GB CUDA build.
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --extra-index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \

@@ -8,7 +8,20 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import catalog, health, inspection, recommendations, runs, sessions, steering, ui, usage
+from app.api import (
+    assistants,
+    catalog,
+    health,
+    inspection,
+    recommendations,
+    runs,
+    sessions,
+    steering,
+    thread_runs,
+    threads,
+    ui,
+    usage,
+)
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.errors import install_error_handlers
 from app.api.idempotency import IdempotencyMiddleware
@@ -60,6 +73,9 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     install_error_handlers(app)
     install_openapi(app)
     for module in (sessions, recommendations, steering, catalog, usage, runs, health, inspection, ui):
+        app.include_router(module.router)
+    # LangGraph's server protocol (langgraph-sdk's assistants, threads and runs): docs/langgraph.md
+    for module in (assistants, threads, thread_runs):
         app.include_router(module.router)
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 

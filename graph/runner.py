@@ -9,14 +9,16 @@ once around a whole batch of loops.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
@@ -210,3 +212,201 @@ async def assess_items(
         accepted=list(accepted),
     )
     return await deps.user_agent.assess_items(ctx)
+
+
+# --- The service's runs: streaming a checkpointed loop and reading its thread -----------------
+# The service (its /v1 API and its LangGraph protocol API) reads the graph through these only:
+# LangGraph's stream chunks, ``__interrupt__``, ``Command`` and ``StateSnapshot`` stay in here.
+
+INTERRUPT = "__interrupt__"
+"""The node name under which a stream reports an interrupt (LangGraph's own)."""
+RunStatus = Literal["running", "interrupted", "completed", "failed", "cancelled"]
+"""A run's lifecycle: it runs, then pauses at a human judge, completes, fails or is cancelled."""
+
+
+def _plain_default(value: Any) -> Any:
+    # LangGraph wraps some values (Interrupt, Overwrite); their payload is ``.value``.
+    return value.value if hasattr(value, "value") else str(value)
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` as plain JSON data (what an update or a state holds, with LangGraph's wrappers unwrapped)."""
+    return json.loads(json.dumps(value, default=_plain_default))
+
+
+def plain_interrupts(interrupts: Sequence[Interrupt]) -> list[dict[str, Any]]:
+    """Interrupts as the LangGraph server protocol shows them: ``{"value", "id"}``."""
+    return [{"value": to_plain(i.value), "id": i.id} for i in interrupts]
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """One step of a streamed run, as plain JSON: a node's update, an interrupt, or the whole state."""
+
+    mode: Literal["updates", "values"]
+    node: str | None
+    """The node that wrote the update (:data:`INTERRUPT` for an interrupt); None for ``values``."""
+    data: Any
+    """The node's update; an interrupt's values (a list); the state."""
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    """An interrupt's ``{"value", "id"}`` items (the protocol's form)."""
+
+    @property
+    def is_interrupt(self) -> bool:
+        return self.node == INTERRUPT
+
+
+EventSink = Callable[[LoopEvent], Awaitable[None]]
+
+
+@dataclass
+class StreamedLoop:
+    """What a streamed run left: the state as far as it got and the interrupt's value, if it paused."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    pending: dict[str, Any] | None = None
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    finished: bool = False
+
+    @property
+    def status(self) -> RunStatus:
+        if not self.finished:
+            return "running"
+        return "interrupted" if self.pending is not None else "completed"
+
+
+def resume_input(answer: Any) -> Command:
+    """The graph input that resumes a run paused at an interrupt with ``answer``."""
+    return Command(resume=answer)
+
+
+def is_resume(graph_input: Any) -> bool:
+    return isinstance(graph_input, Command)
+
+
+async def stream_loop(
+    graph: CompiledStateGraph,
+    graph_input: Any,
+    config: RunnableConfig,
+    *,
+    context: LoopDeps,
+    durability: str,
+    into: StreamedLoop,
+    on_event: EventSink | None = None,
+    values_events: bool = False,
+) -> StreamedLoop:
+    """Run the checkpointed graph to its end or its interrupt, filling ``into`` as it goes.
+
+    ``into`` holds the state as far as the run got even if this raises (a failed loop keeps the
+    rounds it finished). ``on_event`` receives each node's update as plain JSON, and the whole
+    state after each step if ``values_events``; nothing is converted without a sink.
+    """
+    stream = graph.astream(
+        graph_input, config, context=context, stream_mode=["updates", "values"], durability=durability
+    )
+    async for mode, chunk in stream:
+        if mode == "values":
+            into.values = chunk
+            if on_event is not None and values_events:
+                await on_event(LoopEvent("values", None, to_plain(chunk)))
+            continue
+        for node, update in chunk.items():
+            interrupts: list[dict[str, Any]] = []
+            if node == INTERRUPT:
+                into.pending = update[0].value if update else None
+                interrupts = plain_interrupts(update)
+                into.interrupts = interrupts
+            if on_event is not None:
+                await on_event(LoopEvent("updates", node, to_plain(update), interrupts))
+    into.finished = True
+    return into
+
+
+@dataclass(frozen=True)
+class ThreadSnapshot:
+    """A thread's state at one checkpoint, as plain JSON (LangGraph's ``StateSnapshot``)."""
+
+    values: dict[str, Any]
+    next: list[str]
+    checkpoint_id: str | None
+    parent_checkpoint_id: str | None
+    created_at: str | None
+    metadata: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    """Each pending task: ``{"id", "name", "error", "interrupts"}``."""
+    interrupts: list[dict[str, Any]]
+
+    @property
+    def pending(self) -> dict[str, Any] | None:
+        """The value of the first interrupt (the proposal awaiting a human judgement), if any."""
+        return self.interrupts[0]["value"] if self.interrupts else None
+
+
+def _snapshot(state: StateSnapshot) -> ThreadSnapshot:
+    def checkpoint_id(config: RunnableConfig | None) -> str | None:
+        return (config or {}).get("configurable", {}).get("checkpoint_id")
+
+    tasks = [
+        {
+            "id": task.id,
+            "name": task.name,
+            "error": None if task.error is None else f"{type(task.error).__name__}: {task.error}",
+            "interrupts": plain_interrupts(task.interrupts),
+        }
+        for task in state.tasks
+    ]
+    return ThreadSnapshot(
+        values=to_plain(dict(state.values or {})),
+        next=list(state.next),
+        checkpoint_id=checkpoint_id(state.config),
+        parent_checkpoint_id=checkpoint_id(state.parent_config),
+        created_at=state.created_at,
+        metadata=to_plain(dict(state.metadata or {})),
+        tasks=tasks,
+        interrupts=[i for task in tasks for i in task["interrupts"]],
+    )
+
+
+async def read_thread(
+    graph: CompiledStateGraph, thread_id: str, checkpoint_id: str | None = None
+) -> ThreadSnapshot:
+    """The thread's latest state (empty for a thread that never ran), or its state at a checkpoint."""
+    configurable = {"thread_id": thread_id}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return _snapshot(await graph.aget_state({"configurable": configurable}))
+
+
+async def thread_history(
+    graph: CompiledStateGraph, thread_id: str, *, limit: int, before: str | None = None
+) -> list[ThreadSnapshot]:
+    """The thread's states, newest first, at most ``limit``, older than checkpoint ``before`` if given."""
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    older: RunnableConfig | None = None
+    if before is not None:
+        older = {"configurable": {"thread_id": thread_id, "checkpoint_id": before}}
+    return [_snapshot(s) async for s in graph.aget_state_history(config, before=older, limit=limit)]
+
+
+def drawable_graph() -> dict[str, Any]:
+    """The loop graph as LangGraph draws it (``{"nodes", "edges"}``, what LangGraph's server serves)."""
+    return build_graph().compile().get_graph().to_json()
+
+
+def graph_schemas() -> dict[str, Any]:
+    """JSON schemas of the loop graph's input, output, state and context."""
+    compiled = build_graph().compile()
+
+    def schema(get: Callable[[], Any]) -> dict[str, Any] | None:
+        try:
+            return get()
+        except Exception:  # a type pydantic cannot describe: served without its schema
+            return None
+
+    return {
+        "input_schema": schema(lambda: compiled.get_input_jsonschema()),
+        "output_schema": schema(lambda: compiled.get_output_jsonschema()),
+        "state_schema": schema(lambda: compiled.get_output_jsonschema()),
+        "config_schema": None,
+        "context_schema": None,
+    }

@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_args
+from typing import Annotated, Any, Literal, NotRequired, get_args
 
 from langgraph.channels import EphemeralValue
+
+# typing_extensions: pydantic describes these types as JSON schemas (the protocol's /schemas) only
+# from its TypedDict on Python < 3.12.
+from typing_extensions import TypedDict
 
 JudgeMode = Literal["agent", "human"]
 """agent: the user agent judges; human: the loop pauses at ``judge`` for an answer."""

@@ -350,6 +350,7 @@ def _human_loop(api: httpx.Client, session_id: str, decisions: list[str]) -> Non
 def test_sign_in_refuses_a_wrong_key_and_keeps_a_good_one_out_of_urls_and_the_page(page, key):
     page.open()
     page.wait_for_text("h1", "Sign in")
+    assert not page.css("#sign-out").is_displayed()  # signed out: nothing to sign out of
     page.shot("signin-390", 390)
     page.type("input[name=api-key]", "rl_not-a-real-key")
     page.click_css(".signin button[type=submit]")
@@ -363,10 +364,11 @@ def test_sign_in_refuses_a_wrong_key_and_keeps_a_good_one_out_of_urls_and_the_pa
     page.assert_fields_labelled()
     assert page.driver.execute_script("return sessionStorage.getItem('recloop.apiKey')") == key
     assert key not in page.driver.current_url and key not in page.driver.page_source
-    assert page.css("#nav").is_displayed()
+    assert page.css("#nav").is_displayed() and page.css("#sign-out").is_displayed()
 
     page.click_css("#sign-out")
     page.wait_for_text("h1", "Sign in")
+    assert not page.css("#sign-out").is_displayed()
     assert page.driver.execute_script("return sessionStorage.length") == 0
 
 

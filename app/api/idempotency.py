@@ -26,6 +26,8 @@ from app.services.runtime import ServiceResources
 
 _log = logging.getLogger(__name__)
 IDEMPOTENT_POSTS = re.compile(r"/v1/sessions(/[^/]+/(recommendations|feedback|consumed|commands))?")
+# LangGraph's protocol: creating a thread, and a run of any kind (app/api/threads.py, thread_runs.py).
+PROTOCOL_POSTS = re.compile(r"/threads(/[^/]+/runs(/wait|/stream)?)?")
 
 
 async def idempotency_key(
@@ -55,7 +57,7 @@ class IdempotencyMiddleware:
             headers is None
             or scope["method"] != "POST"
             or service.HEADER.lower() not in headers
-            or not IDEMPOTENT_POSTS.fullmatch(scope["path"])
+            or not (IDEMPOTENT_POSTS.fullmatch(scope["path"]) or PROTOCOL_POSTS.fullmatch(scope["path"]))
         ):
             await self.app(scope, receive, send)
             return

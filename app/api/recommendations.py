@@ -10,8 +10,8 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import Annotated, Any
+from contextlib import AbstractAsyncContextManager
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -27,10 +27,12 @@ from app.api.schemas import (
     RecommendationCreate,
     RecommendationPublic,
 )
+from app.api.sse import EventQueue, relay
 from app.services import loops as service
 from app.services.errors import ServiceError
 from app.services.loops import LoopOutcome, LoopRequest, LoopRun
 from app.services.runtime import ServiceResources
+from graph.runner import LoopEvent
 
 STREAM_DOC = {
     200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."},
@@ -47,14 +49,6 @@ def _public(res: ServiceResources, outcome: LoopOutcome) -> RecommendationPublic
     return RecommendationPublic.from_outcome(outcome, res.catalog)
 
 
-def _plain(value: Any) -> Any:
-    """JSON fallback for LangGraph values in updates (e.g. Overwrite wrappers, Interrupt objects)."""
-    for attr in ("value",):
-        if hasattr(value, attr):
-            return getattr(value, attr)
-    return str(value)
-
-
 async def _respond(
     res: ServiceResources, opening: AbstractAsyncContextManager[LoopRun], accept: str | None
 ) -> RecommendationPublic | EventSourceResponse:
@@ -62,30 +56,28 @@ async def _respond(
         async with opening as run:
             return _public(res, await run.run())
     # Enter the lock before answering, so 404/409/422 are real status codes, not stream events.
-    stack = AsyncExitStack()
-    run = await stack.enter_async_context(opening)
-    return EventSourceResponse(_stream(res, run, stack), ping=15)
+    return EventSourceResponse(await _stream(res, opening), ping=15)
 
 
-def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack) -> AsyncIterator[ServerSentEvent]:
+async def _stream(
+    res: ServiceResources, opening: AbstractAsyncContextManager[LoopRun]
+) -> AsyncIterator[ServerSentEvent]:
     """Start the loop now and return its events.
 
-    The loop runs in a task of its own, started before the response is: a client that goes away
-    (even before the stream's first event, when the events below were never asked for) does not
-    cut it short, which would leave a loop number without history; the loop finishes, is
-    recorded, and only then is the session's lock released.
+    The loop runs in a task of its own (:func:`app.services.loops.start_run`), started before the
+    response is: a client that goes away (even before the stream's first event) does not cut it short.
     """
-    events: asyncio.Queue[ServerSentEvent | None] = asyncio.Queue()
+    events: EventQueue = asyncio.Queue()
 
-    async def on_update(node: str, update: Any) -> None:
-        data = json.dumps({"node": node, "update": update}, default=_plain)
-        await events.put(
-            ServerSentEvent(data=data, event="interrupt" if node == "__interrupt__" else "update")
-        )
+    async def on_event(event: LoopEvent) -> None:
+        data = json.dumps({"node": event.node, "update": event.data})
+        await events.put(ServerSentEvent(data=data, event="interrupt" if event.is_interrupt else "update"))
 
-    async def produce() -> None:
+    _, task = await service.start_run(res, opening, on_event=on_event)
+
+    async def finish() -> None:
         try:
-            outcome = await run.run(on_update)
+            outcome = await task
             await events.put(ServerSentEvent(data=_public(res, outcome).model_dump_json(), event="result"))
         except ServiceError as exc:
             body = {"detail": exc.detail, "field": exc.field, "status": exc.status}
@@ -93,27 +85,8 @@ def _stream(res: ServiceResources, run: LoopRun, stack: AsyncExitStack) -> Async
         except Exception as exc:  # the stream has started: report, do not hang the client
             body = {"detail": f"loop failed: {type(exc).__name__}", "field": None, "status": 500}
             await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
-            raise
-        finally:
-            await events.put(None)
 
-    closing = asyncio.ensure_future(_close_after(asyncio.create_task(produce()), stack))
-    res.streams.add(closing)
-    closing.add_done_callback(res.streams.discard)
-
-    async def relay() -> AsyncIterator[ServerSentEvent]:
-        try:
-            while (event := await events.get()) is not None:
-                yield event
-        finally:
-            await asyncio.shield(closing)  # the client's cancellation cannot interrupt the loop
-
-    return relay()
-
-
-async def _close_after(task: asyncio.Task, stack: AsyncExitStack) -> None:
-    async with stack:
-        await asyncio.gather(task, return_exceptions=True)
+    return relay(res, events, finish())
 
 
 @router.post(

@@ -14,5 +14,27 @@ for area in (data, models, simulate, service, evaluate, steering, calibrate):
     area.register(cli, eval_cli)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"recloop {version('recloop')}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """recloop: agentic recommendation with a feedback loop."""
+
+
 def main() -> None:
-    cli()
+    import sys
+
+    from app.cli.output import json_only_stdout
+
+    with json_only_stdout("--json" in sys.argv[1:]):  # --json: only the JSON object on stdout
+        cli()

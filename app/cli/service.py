@@ -14,7 +14,25 @@ db_cli = typer.Typer(help="Database set-up.", no_args_is_help=True)
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    """Called once uvicorn's graceful shutdown is done: say so, and exit.
+
+    Ctrl-C is how a person stops the server, so it exits 0 (``make serve`` then ends without
+    "Error 130"); SIGTERM keeps the conventional 128 + 15 for supervisors.
+    """
+    _echo("recloop stopped: the server shut down cleanly (sessions are kept in the database)")
+    raise SystemExit(0 if signum == signal.SIGINT else 128 + signum)
+
+
+def serve_banner(dataset: str, base: str, key_secret: str | None) -> list[str]:
+    """What `recloop serve` says once the port answers; the first start's key is shown once."""
+    banner = [f"recloop serving {dataset} on {base}  (API docs: {base}/docs)"]
+    if key_secret is not None:
+        banner.append(f"API key (shown once, store it now): {key_secret}")
+        banner.append(f"  try: curl -H 'Authorization: Bearer {key_secret}' '{base}/v1/items?q=toy'")
+    else:
+        banner.append("API keys exist already (shown once, at the first start); lost yours? make another:")
+        banner.append("  recloop keys create --owner YOUR_NAME")
+    return banner
 
 
 def _echo(message: str) -> None:
@@ -72,10 +90,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         base = f"http://{settings.host}:{settings.port}"
         _echo(f"starting the server on {base} ...")
-        banner = [f"recloop serving {dataset.name} on {base}  (API docs: {base}/docs)"]
-        if key is not None:
-            banner.append(f"API key (shown once, store it now): {key.secret}")
-            banner.append(f"  try: curl -H 'Authorization: Bearer {key.secret}' '{base}/v1/items?q=toy'")
+        banner = serve_banner(dataset.name, base, key.secret if key is not None else None)
         announcement = bootstrap.Announcement(settings.host, settings.port, banner, typer.echo)
         announcement.start()
         # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turning them into SystemExit

@@ -36,11 +36,12 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from itertools import groupby
 from typing import Any
 
 from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -358,3 +359,23 @@ async def _run(cur: AsyncCursor, rows: list[Row]) -> None:
     ordered = sorted(rows, key=lambda row: TABLE_ORDER[row[0]])  # stable: call order within a table
     for query, group in groupby(ordered, key=lambda row: row[0]):
         await cur.executemany(query, [params for _, params in group])
+
+
+# --- what the service's commit needs, whichever saver is configured ----------------------------
+
+
+def commit_with(saver: BaseCheckpointSaver, thread_id: str) -> AbstractAsyncContextManager[list[Row]]:
+    """The thread's uncommitted checkpoint rows, to commit in the caller's transaction.
+
+    Only the write-behind saver holds any (:meth:`PooledPostgresSaver.commit_with`); the stock and
+    in-memory savers have written everything already, so they hand over nothing.
+    """
+    if isinstance(saver, PooledPostgresSaver):
+        return saver.commit_with(thread_id)
+    return nullcontext([])
+
+
+async def flush(saver: BaseCheckpointSaver, thread_id: str) -> None:
+    """Make what the thread wrote durable now (a run that failed keeps its finished rounds)."""
+    if isinstance(saver, PooledPostgresSaver):
+        await saver.aflush(thread_id)

@@ -96,6 +96,10 @@ class Session(Base):
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
     )
+    thread_metadata: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONB, nullable=False, default=dict, server_default=text("'{}'::jsonb")
+    )
+    """The thread's metadata in LangGraph's protocol (``metadata`` is taken in SQLAlchemy's models)."""
 
     loops: Mapped[list[Loop]] = relationship(back_populates="session", passive_deletes=True)
 

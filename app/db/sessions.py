@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,12 +19,23 @@ class SessionFilter:
     status: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    """Sessions whose thread metadata contains these keys and values (LangGraph's thread search)."""
+    statuses: tuple[str, ...] | None = None
+    ids: tuple[uuid.UUID, ...] | None = None
 
 
 async def add_session(
-    db: AsyncSession, *, owner_key_id: int, user_id: str, dataset: str, history: list[int]
+    db: AsyncSession,
+    *,
+    owner_key_id: int,
+    user_id: str,
+    dataset: str,
+    history: list[int],
+    session_id: uuid.UUID | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Session:
-    session_id = uuid.uuid4()
+    session_id = session_id or uuid.uuid4()
     session = Session(
         id=session_id,
         owner_key_id=owner_key_id,
@@ -33,6 +45,7 @@ async def add_session(
         status="idle",
         history=history,
         n_loops=0,
+        thread_metadata=metadata or {},
     )
     db.add(session)
     await db.flush()
@@ -60,6 +73,12 @@ def _filtered(stmt: Select, *, owner_key_id: int, where: SessionFilter) -> Selec
         stmt = stmt.where(Session.created_at >= where.created_after)
     if where.created_before is not None:
         stmt = stmt.where(Session.created_at < where.created_before)
+    if where.metadata:
+        stmt = stmt.where(Session.thread_metadata.contains(where.metadata))
+    if where.statuses is not None:
+        stmt = stmt.where(Session.status.in_(where.statuses))
+    if where.ids is not None:
+        stmt = stmt.where(Session.id.in_(where.ids))
     return stmt
 
 

@@ -8,20 +8,19 @@ Human judge mode pauses at the judge's interrupt; :func:`open_feedback` resumes 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from langgraph.types import Command
-
+from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
-from app.db.checkpoints import PooledPostgresSaver, execute_in_transaction
 from app.db.models import Loop, Session, usage_columns
 from app.services import idempotency, limits, metrics, recovery, steering
 from app.services.errors import (
@@ -40,15 +39,23 @@ from app.services.validation import check_candidates
 from graph.config import AgentMode
 from graph.context import LoopDeps
 from graph.nodes import HumanFeedbackError, LoopInputError
-from graph.runner import default_candidates, loop_config, loop_input
+from graph.runner import (
+    EventSink,
+    StreamedLoop,
+    default_candidates,
+    is_resume,
+    loop_config,
+    loop_input,
+    resume_input,
+    stream_loop,
+)
 from graph.state import JudgeMode, total_usage
 
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
 ABANDONED = recovery.ABANDONED
+CANCELLED = "cancelled: the client cancelled the run"
 _log = logging.getLogger(__name__)
-UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""Receives (node name, the node's state update) as the graph runs: the SSE stream."""
 
 
 @dataclass(frozen=True)
@@ -97,23 +104,32 @@ class LoopRun:
         self.res, self.session, self.deps = res, session, deps
         """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
         self.graph_input, self.params = graph_input, params
-        self.resumed = isinstance(graph_input, Command)
+        self.resumed = is_resume(graph_input)
         self.loop_index = loop_index
         """The loop's number in the session's history: the next one, or the paused loop's."""
         self._loop: Loop | None = None
-        self._values: dict[str, Any] = {}
+        self.started = asyncio.Event()
+        """Set once the loop is in the history as ``running`` (before the graph starts)."""
+        self._streamed = StreamedLoop()
         """The graph's state as far as the run got (a failed loop keeps the rounds it finished)."""
 
-    async def run(self, on_update: UpdateSink | None = None) -> LoopOutcome:
-        """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises."""
+    async def run(self, on_event: EventSink | None = None, *, values_events: bool = False) -> LoopOutcome:
+        """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises.
+
+        ``on_event`` receives each step as plain JSON (and the whole state too if ``values_events``).
+        A cancelled run is recorded as failed (:data:`CANCELLED`) before the cancellation goes on.
+        """
         started = time.perf_counter()
         outcome: LoopOutcome | None = None
         await self._start()
         try:
-            pending = await self._stream(on_update)
+            pending = await self._stream(on_event, values_events)
             duration_ms = (time.perf_counter() - started) * 1000
-            outcome = self._outcome(self._values, pending, duration_ms)
+            outcome = self._outcome(self._streamed.values, pending, duration_ms)
             await self._record(outcome)
+        except asyncio.CancelledError as exc:
+            await asyncio.shield(self._record_failure(exc, (time.perf_counter() - started) * 1000))
+            raise
         except Exception as exc:
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
             if recorded and outcome is not None:
@@ -132,37 +148,33 @@ class LoopRun:
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
 
-    async def _stream(self, on_update: UpdateSink | None) -> dict[str, Any] | None:
+    @property
+    def streamed(self) -> StreamedLoop:
+        """The graph's state and interrupt as far as the run got."""
+        return self._streamed
+
+    async def _stream(self, on_event: EventSink | None, values_events: bool) -> dict[str, Any] | None:
         """Run the graph to its end or its interrupt; returns the interrupt's value, if any."""
-        pending: dict[str, Any] | None = None
-        stream = self.res.graph.astream(
-            self.graph_input,
-            _config(self.session, int(self.params.get("max_rounds") or self.res.settings.max_rounds)),
-            context=self.deps,
-            stream_mode=["updates", "values"],
-            durability=self.res.settings.checkpoint_durability,
-        )
-        finished = False
         try:
-            async for mode, chunk in stream:
-                if mode == "values":
-                    self._values = chunk
-                    continue
-                for node, update in chunk.items():
-                    if node == "__interrupt__":
-                        pending = update[0].value if update else None
-                    if on_update is not None:
-                        await on_update(node, update)
-            finished = True
+            await stream_loop(
+                self.res.graph,
+                self.graph_input,
+                _config(self.session, int(self.params.get("max_rounds") or self.res.settings.max_rounds)),
+                context=self.deps,
+                durability=self.res.settings.checkpoint_durability,
+                into=self._streamed,
+                on_event=on_event,
+                values_events=values_events,
+            )
         except LoopInputError as exc:  # a backstop: requests are validated before the lock
             raise InvalidInput(exc.reason, field=exc.field) from exc
         except HumanFeedbackError as exc:
             raise InvalidInput(str(exc), field="reason") from exc
         finally:
-            if not finished and isinstance(self.res.saver, PooledPostgresSaver):
+            if not self._streamed.finished:
                 # What the failed run wrote is kept (a finished run commits it with its history).
-                await self.res.saver.aflush(self.session.thread_id)
-        return pending
+                await asyncio.shield(checkpoints.flush(self.res.saver, self.session.thread_id))
+        return self._streamed.pending
 
     async def _start(self) -> None:
         """Show the loop as ``running`` (and keep its number) before the graph starts.
@@ -205,18 +217,22 @@ class LoopRun:
             await sessions_repo.set_loop_status(
                 db, session_id=self.session.id, status="running", n_loops=self.loop_index
             )
+        self.started.set()
 
-    async def _record_failure(self, exc: Exception, duration_ms: float) -> bool:
+    async def _record_failure(self, exc: BaseException, duration_ms: float) -> bool:
         """The loop keeps its number, the rounds it finished and why it failed; the session is free.
 
         True when the loop was found recorded already (its record committed, the error came after)."""
         database_down = isinstance(exc, DATABASE_DOWN)
-        if not isinstance(exc, ServiceError) and not database_down:
-            _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
-        error = (recovery.database_error(exc) if database_down else f"{type(exc).__name__}: {exc}")[
-            :ERROR_CHARS
-        ]
-        outcome = self._outcome(self._values, None, duration_ms)
+        if isinstance(exc, asyncio.CancelledError):
+            error = CANCELLED
+        else:
+            if not isinstance(exc, ServiceError) and not database_down:
+                _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
+            error = (recovery.database_error(exc) if database_down else f"{type(exc).__name__}: {exc}")[
+                :ERROR_CHARS
+            ]
+        outcome = self._outcome(self._streamed.values, None, duration_ms)
         try:
             async with self.res.sessionmaker.begin() as db:
                 loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
@@ -270,14 +286,9 @@ class LoopRun:
         A new loop is one INSERT with its rounds; a resumed one (human judge) appends the rounds
         that are not stored yet. (loop, round) is unique, so a fork could not be written anyway.
         """
-        saver = self.res.saver
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
-        handover = (
-            saver.commit_with(self.session.thread_id)
-            if isinstance(saver, PooledPostgresSaver)
-            else nullcontext([])
-        )
+        handover = checkpoints.commit_with(self.res.saver, self.session.thread_id)
         async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
             loop = self._loop  # a new loop's row, as _start inserted it
             if loop is None:
@@ -305,12 +316,44 @@ class LoopRun:
             if checkpoint_statements:
                 await db.flush()
                 raw = await (await db.connection()).get_raw_connection()
-                await execute_in_transaction(
+                await checkpoints.execute_in_transaction(
                     raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
                 )
         metrics.observe_rounds(new_rounds)
         if outcome.status == "completed":
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
+
+
+async def start_run(
+    res: ServiceResources,
+    opening: AbstractAsyncContextManager[LoopRun],
+    *,
+    on_event: EventSink | None = None,
+    values_events: bool = False,
+) -> tuple[LoopRun, asyncio.Task[LoopOutcome]]:
+    """Validate and lock now (so 404/409/422 raise here), then run the loop in a task of its own;
+    returns once the loop is in the history as ``running``.
+
+    The task releases the session's lock when the loop is recorded. A client that goes away
+    (a stream's reader, a background run's creator) does not cut the loop short, which would
+    leave a loop number without history; only cancelling the task does (recorded as cancelled).
+    """
+    stack = AsyncExitStack()
+    run = await stack.enter_async_context(opening)
+
+    async def run_then_release() -> LoopOutcome:
+        async with stack:
+            return await run.run(on_event, values_events=values_events)
+
+    task = asyncio.create_task(run_then_release())
+    res.streams.add(task)  # referenced until done, so it is not collected
+    task.add_done_callback(res.streams.discard)
+    started = asyncio.ensure_future(run.started.wait())
+    await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
+    started.cancel()
+    if task.done() and not run.started.is_set():
+        task.result()  # it failed before it started (the database, say): raise it here
+    return run, task
 
 
 def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str | None = None) -> None:
@@ -402,7 +445,7 @@ async def open_feedback(
         answer: dict[str, Any] = {"decision": decision, "reason": reason}
         if decision == "reject":
             answer["reading"] = await steering.read_reason(res, session, reason)
-        command = Command(resume=answer)
+        command = resume_input(answer)
         yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index)
 
 

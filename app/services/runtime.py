@@ -76,6 +76,8 @@ class ServiceResources:
     """(session, loop number) of the loops this worker runs right now."""
     unrecorded: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     """Loops whose failure could not be written (the database was gone), with the error to record."""
+    protocol_runs: dict[str, asyncio.Task] = field(default_factory=dict)
+    """Background runs of LangGraph's protocol in this worker, by run id (to join and cancel them)."""
 
     @property
     def models_loaded(self) -> bool:

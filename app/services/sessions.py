@@ -18,6 +18,7 @@ from app.services.keys import Caller
 from app.services.metrics import BUSY_REJECTIONS
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history, check_item_ids
+from graph.runner import read_thread
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,8 @@ async def thread_state(res: ServiceResources, thread_id: str) -> tuple[dict[str,
     """The thread's state values and the proposal awaiting a human judgement, if any."""
     if res.graph is None:
         return {}, None
-    snapshot = await res.graph.aget_state({"configurable": {"thread_id": thread_id}})
-    interrupts = [i.value for task in snapshot.tasks for i in task.interrupts]
-    return dict(snapshot.values or {}), interrupts[0] if interrupts else None
+    snapshot = await read_thread(res.graph, thread_id)
+    return snapshot.values, snapshot.pending
 
 
 async def get_session_state(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> SessionState:
