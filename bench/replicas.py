@@ -104,7 +104,7 @@ def haproxy(backends: list[int]):
         raise RuntimeError("needs HAProxy (Debian: apt-get install haproxy)")
     port = free_port()
     servers = "\n".join(
-        f"  server r{i} 127.0.0.1:{p} check inter 300ms fall 2 rise 2" for i, p in enumerate(backends)
+        f"  server r{i} 127.0.0.1:{p} check inter 500ms fall 3 rise 2" for i, p in enumerate(backends)
     )
     config = f"""
 global
@@ -114,6 +114,8 @@ defaults
   timeout connect 1s
   timeout client 120s
   timeout server 120s
+  # A replica busy with loops may answer /readyz slowly; only a dead one (refused) fails at once.
+  timeout check 5s
   # Only a connection that never reached a replica is retried elsewhere: a POST that did is not
   # replayed (its answer may be lost, its work is not run twice).
   retries 3
