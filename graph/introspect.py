@@ -132,7 +132,15 @@ async def loop_scores(graph: CompiledStateGraph, thread_id: str, loop_index: int
     waits), as plain data; None if the thread has no such loop (or it is older than the scan)."""
     async for snapshot in graph.aget_state_history(_config(thread_id), limit=MAX_SCANNED):
         values = snapshot.values or {}
-        if values.get("loop_index") == loop_index and values.get("rec_scores") is not None:
+        if (
+            values.get("new_loop")
+            or (snapshot.metadata or {}).get("source") == "input"
+            or not _scored(values)
+        ):
+            # New input not yet opened by recommend: the next loop's candidates beside the index and
+            # scores of the one before; not a state of either loop.
+            continue
+        if values.get("loop_index") == loop_index:
             rounds = [int(r["item"]) for r in values.get("rounds") or []]
             proposal = values.get("proposal")
             if proposal:  # a round in progress (e.g. waiting for a person's judgement)
@@ -146,9 +154,15 @@ async def loop_scores(graph: CompiledStateGraph, thread_id: str, loop_index: int
                 history=[int(i) for i in values.get("history") or []],
                 final_item=values.get("final_item"),
             )
-        if (values.get("loop_index") or 0) < loop_index and values.get("rec_scores") is not None:
+        if (values.get("loop_index") or 0) < loop_index:
             return None  # older loops only from here on
     return None
+
+
+def _scored(values: dict[str, Any]) -> bool:
+    """The state holds one score per candidate from both models (a loop opened on these candidates)."""
+    n = len(values.get("candidates") or [])
+    return n > 0 and len(values.get("rec_scores") or []) == n == len(values.get("reward_scores") or [])
 
 
 def ranks(scores: Sequence[float]) -> list[int]:

@@ -19,7 +19,9 @@ LEFT_OUT = {"as_json", "progress", "run_dir"}
 def command_line() -> str:
     """``recloop eval ... --option value`` of the current click command: every option whose value
     is not its default, paths inside the working directory made relative (no machine paths)."""
-    ctx = get_current_context()
+    ctx = get_current_context(silent=True)
+    if ctx is None:  # called from Python, not from the command line
+        return "(not run from the command line)"
     parts = ["recloop", *ctx.command_path.split()[1:]]
     for param in ctx.command.params:
         if param.param_type_name != "option" or param.name in LEFT_OUT:
