@@ -113,9 +113,10 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
 
 
 def _allowed_positions(deps: LoopDeps, view: dict[str, Any]) -> list[int]:
-    """Positions of the candidates the loop's hard preferences allow (all when none would be left):
-    preferences a judge's reason added mid-loop apply to the very next proposal."""
-    preferences = as_preferences(view.get("preferences"))
+    """Positions of the candidates that a human judge's reasons in this loop allow (all when none
+    would be left): what a reason ruled out applies to the very next proposal. (The session's own
+    preferences already shaped the candidates; the user agent rejects what breaks them.)"""
+    preferences = as_preferences(view.get("reason_constraints"))
     everything = list(range(len(view["candidates"])))
     if preferences is None or not preferences.has_hard():
         return everything
@@ -158,6 +159,7 @@ def _open_loop(deps: LoopDeps, state: LoopState) -> dict[str, Any]:
         "final_reason": None,
         "stop_reason": None,
         "llm_seconds": 0.0,
+        "reason_constraints": None,
     }
 
 
@@ -270,7 +272,11 @@ def _steered_by_reason(state: LoopState, judgement: Judgement) -> dict[str, Any]
     if update.is_neutral():
         return {}
     current = as_preferences(state.get("preferences")) or Preferences()
-    return {"preferences": consolidate(current, update).model_dump(mode="json")}
+    ruled_out = as_preferences(state.get("reason_constraints")) or Preferences()
+    return {
+        "preferences": consolidate(current, update).model_dump(mode="json"),
+        "reason_constraints": consolidate(ruled_out, update).model_dump(mode="json"),
+    }
 
 
 # --- memory_update ---------------------------------------------------------------------------

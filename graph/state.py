@@ -308,6 +308,9 @@ class LoopState(TypedDict):
     """Who judges: the user agent or a human through an interrupt (input)."""
     preferences: NotRequired[dict[str, Any] | None]
     """Steering preferences shown to both agents (input)."""
+    reason_constraints: NotRequired[dict[str, Any] | None]
+    """What a human judge's reject reasons ruled out in this loop (Preferences as a dict): the
+    recommend node offers no candidate that breaks them; reset when a loop opens."""
 
     loop_index: NotRequired[int]
     """Number of loops opened on this thread; the current loop's index (1-based)."""

@@ -77,3 +77,25 @@ def test_cli_reports_the_json_contract_and_hard_constraints_always_hold(cli_data
 def test_cli_names_a_missing_dataset(cli_data_dir: Path):
     result = CliRunner().invoke(_cli(), ["eval", "commands", "--dataset", "nope", "--no-progress"])
     assert result.exit_code == 2 and "no dataset at" in result.output
+
+
+def test_eval_parser_scores_a_command_set_side_by_side(cli_data_dir: Path):
+    """`recloop eval parser` on the hand-written dev set with the rules (the learned parser's own
+    path is tests/test_steering_learned.py): the JSON line, the run directory, the figures' ranges."""
+    dev = Path(__file__).parent / "data" / "steering_dev" / "movielens.jsonl"
+    run_dir = cli_data_dir / "runs" / "parser"
+    args = ["eval", "parser", "--dataset", "movielens", "--set", str(dev), "--parsers", "offline"]
+    result = CliRunner().invoke(_cli(), [*args, "--run-dir", str(run_dir), "--json", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])["offline"]
+    assert summary["n"] == 30 and 0.0 < summary["exact"] < 1.0
+    low, high = summary["exact_ci95"]
+    assert low <= summary["exact"] <= high
+    assert set(summary["f1"]) == {"genres", "years", "items", "soft", "reset"}
+    assert summary["p50_ms"] <= summary["p99_ms"]
+    rows = json.loads((run_dir / "results.json").read_text())["rows"]["offline"]
+    assert len(rows) == 30 and sum(r["exact"] for r in rows) == round(summary["exact"] * 30)
+    missing = CliRunner().invoke(_cli(), [*args[:4], "--set", "nope.jsonl", "--parsers", "offline"])
+    assert missing.exit_code == 2 and "no such natural-command set" in missing.output
+    learned = CliRunner().invoke(_cli(), [*args[:6], "--parsers", "learned", "--no-progress"])
+    assert learned.exit_code == 2  # no artifact in this data dir: refused, naming the option
