@@ -117,7 +117,8 @@ class LoopRun:
         """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises.
 
         ``on_event`` receives each step as plain JSON (and the whole state too if ``values_events``).
-        A cancelled run is recorded as failed (:data:`CANCELLED`) before the cancellation goes on.
+        A run cancelled by its client (``task.cancel(CANCELLED)``) is recorded as failed
+        (:data:`CANCELLED`) before the cancellation goes on.
         """
         started = time.perf_counter()
         outcome: LoopOutcome | None = None
@@ -128,7 +129,10 @@ class LoopRun:
             outcome = self._outcome(self._streamed.values, pending, duration_ms)
             await self._record(outcome)
         except asyncio.CancelledError as exc:
-            await asyncio.shield(self._record_failure(exc, (time.perf_counter() - started) * 1000))
+            if exc.args and exc.args[0] == CANCELLED:  # the client's cancel (LangGraph's runs.cancel)
+                await asyncio.shield(self._record_failure(exc, (time.perf_counter() - started) * 1000))
+            # Any other cancellation is the worker stopping: the loop stays ``running`` and is
+            # resolved as abandoned (app/services/recovery.py), not as cancelled by a client.
             raise
         except Exception as exc:
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)

@@ -433,7 +433,7 @@ async def cancel_run(
         if loop.status == "running":
             raise Conflict("the run runs in another worker of the service; cancel it there", field="run_id")
         raise Conflict(f"the run is not running (it is {RUN_STATUS[loop.status]})", field="run_id")
-    task.cancel()
+    task.cancel(loops.CANCELLED)  # recorded as the client's cancel, not as a stopped worker
     if wait:
         await asyncio.wait([task])
 
