@@ -148,6 +148,7 @@ class Load:
     acknowledged_loops: list[tuple[str, int, int]] = field(default_factory=list)  # session, index, item
     acknowledged_sessions: list[str] = field(default_factory=list)
     failed: dict[str, int] = field(default_factory=dict)
+    waited: int = 0  # 409 + Retry-After: the session's loop is unresolved (it ran on the killed replica)
     seconds: float = 0.0
 
 
@@ -174,6 +175,12 @@ async def run_load(url: str, key: str, concurrency: int, duration_s: float, on_h
                 if ran.status_code == 200:
                     body = ran.json()
                     load.acknowledged_loops.append((session, body["loop_index"], body["item"]["id"]))
+                elif ran.status_code == 409 and "retry-after" in ran.headers:
+                    # The loop ran on the killed replica: shown running until recovery resolves it
+                    # (app/services/recovery.py); a client waits as told instead of hammering.
+                    load.waited += 1
+                    pause = float(ran.headers["retry-after"])
+                    await asyncio.sleep(max(0.0, min(pause, deadline - time.monotonic())))
                 else:
                     fail(str(ran.status_code))
             except httpx.HTTPError as exc:
@@ -257,6 +264,7 @@ def run_once(args: argparse.Namespace, n: int, data_dir: Path, *, kill: bool) ->
         "loops_acknowledged": len(load.acknowledged_loops),
         "loops_per_s": round(len(load.acknowledged_loops) / load.seconds, 2),
         "failed": load.failed,
+        "waited_retry_after": load.waited,
         "lost_acknowledged": lost,
         "same_session_codes": {str(k): v for k, v in sorted(codes.items())},
         "same_session_ok": codes.get(200) == 1 and codes.get(409) == args.same_session - 1,
