@@ -37,10 +37,10 @@ import json
 import logging
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from graph.config import LoopConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CALIBRATION_VERSION = 1
 TEMPERATURES = tuple(round(0.02 * 1.2**i, 5) for i in range(45))  # 0.02 .. ~60, geometric
@@ -140,26 +141,37 @@ async def loop_calibration(
     return found
 
 
-def _read(path: Path, key: Mapping[str, Any]) -> LoopCalibration | None:
+def read_keyed(path: Path, key: Mapping[str, Any], entry: str, parse: Callable[[Any], T]) -> T | None:
+    """``parse`` of the ``entry`` a :func:`write_keyed` file holds, if the file was written for ``key``
+    (None when it is missing, stale or unreadable: the caller fits anew)."""
     if not path.is_file():
         return None
     try:
         raw = json.loads(path.read_text())
         if raw.get("key") != json.loads(json.dumps(key)):
             return None
-        return LoopCalibration.from_json(raw["calibration"])
+        return parse(raw[entry])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable loop calibration %s (%s); refitting", path, exc)
+        log.warning("ignoring unreadable %s file %s (%s); refitting", entry, path, exc)
         return None
+
+
+def write_keyed(path: Path, key: Mapping[str, Any], entry: str, payload: Any) -> None:
+    """``{"key": key, entry: payload}`` as JSON, replaced atomically (a concurrent reader never sees
+    half a file); OSError is the caller's to handle."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"key": key, entry: payload}, indent=2, sort_keys=True) + "\n")
+    partial.replace(path)
+
+
+def _read(path: Path, key: Mapping[str, Any]) -> LoopCalibration | None:
+    return read_keyed(path, key, "calibration", LoopCalibration.from_json)
 
 
 def _write(path: Path, key: Mapping[str, Any], calibration: LoopCalibration) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        payload = {"key": key, "calibration": calibration.to_json()}
-        partial.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        partial.replace(path)  # atomic: a concurrent reader never sees half a file
+        write_keyed(path, key, "calibration", calibration.to_json())
     except OSError as exc:  # a read-only models directory: keep it in memory only
         log.warning("could not save the loop calibration to %s (%s)", path, exc)
 

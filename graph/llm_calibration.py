@@ -41,7 +41,7 @@ from graph import prompts
 from graph.agents.base import JudgeItemsContext, RecContext, UserContext
 from graph.agents.llm_evidence import PROMPT_FORMS, LLMWeights, PromptForm, combine, pick_margin
 from graph.caches import LoopCaches
-from graph.calibration import FIT_SEED, N_EVAL, calibration_path
+from graph.calibration import FIT_SEED, N_EVAL, calibration_path, read_keyed, write_keyed
 from graph.config import LoopConfig
 from graph.context import LoopDeps
 from recmodels.dataset import Dataset, Row
@@ -101,16 +101,9 @@ def read_llm_weights(
             found = caches.calibrations.get(memo)
         if found is not None:
             return found  # type: ignore[return-value]
-    if path is None or not path.is_file():
+    if path is None:
         return None
-    try:
-        raw = json.loads(path.read_text())
-        if raw.get("key") != json.loads(json.dumps(key)):
-            return None
-        return LLMWeights.from_json(raw["weights"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable LLM weights %s (%s)", path, exc)
-        return None
+    return read_keyed(path, key, "weights", LLMWeights.from_json)
 
 
 def write_llm_weights(
@@ -121,12 +114,7 @@ def write_llm_weights(
             caches.calibrations[f"llm:{_digest(key)}"] = weights  # type: ignore[assignment]
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(
-        json.dumps({"key": key, "weights": weights.to_json()}, indent=2, sort_keys=True) + "\n"
-    )
-    partial.replace(path)
+    write_keyed(path, key, "weights", weights.to_json())
 
 
 def stored_llm_weights(
