@@ -137,9 +137,11 @@ start() {
   model
   if running; then echo "llama-server already running (pid $(cat "$PIDFILE"))"; env_vars; return; fi
   # --metrics: prompt_tokens_total / tokens_predicted_total, which recloop's own counts are checked against.
+  # --no-repack: a GGML_NATIVE build on a CPU with AMX repacks the weights into an AMX buffer and
+  # segfaulted in warm-up here (exit 139, with -fa off and -t 1 too); unpacked weights serve fine.
   # shellcheck disable=SC2086
   nohup "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -t "${LLM_THREADS:-2}" \
-    --parallel "${LLM_PARALLEL:-2}" -c "${LLM_CTX:-8192}" --metrics --no-webui ${LLM_EXTRA_ARGS:-} \
+    --parallel "${LLM_PARALLEL:-2}" -c "${LLM_CTX:-8192}" --metrics --no-webui --no-repack ${LLM_EXTRA_ARGS:-} \
     >"$LOG" 2>&1 &
   echo $! > "$PIDFILE"
   for _ in $(seq 1 120); do
