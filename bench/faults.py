@@ -45,6 +45,7 @@ import psycopg
 from app.db.migrate import migrate_all
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.service import start_server
 from bench.slow_disk import PrivatePostgres, free_port, private_postgres
 
 COUNTS = ("lost", "duplicate_loops", "false_errors", "stale_running", "unhandled_exceptions", "other_5xx")
@@ -202,27 +203,6 @@ def _busy_worker(url: str, pids: list[int], wait_s: float = 10.0) -> int:
     return random.choice(pids)
 
 
-def _start_server(env: dict[str, str], port: int, workers: int, log_path: Path) -> subprocess.Popen:
-    command = [
-        sys.executable, "-m", "uvicorn", "app.main:create_app_from_env", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
-    ]  # fmt: skip
-    with log_path.open("wb") as log:
-        server = subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None:
-            raise RuntimeError(f"server exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.3)
-    server.terminate()
-    raise RuntimeError("server not ready after 180 s")
-
-
 def _stale(url: str) -> int:
     with psycopg.connect(url, connect_timeout=3) as conn:
         loops = conn.execute("SELECT count(*) FROM loops WHERE status = 'running'").fetchone()[0]
@@ -317,7 +297,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         }
         log_path = Path(tempfile.mkdtemp(prefix="recloop-faults-log-")) / "server.log"
         echo(f"starting {plan.workers} workers ...")
-        server = _start_server(env, port, plan.workers, log_path)
+        server = start_server(env, port, plan.workers, log_path=log_path, ready_s=180)
         tally = Tally()
         faults: list[dict] = []
         try:

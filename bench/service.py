@@ -82,13 +82,24 @@ def _drop_database(server_url: str, url: str) -> None:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def _start_server(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
+def start_server(
+    env: dict[str, str], port: int, workers: int, *, log_path: Path | None = None, ready_s: float = 120
+) -> subprocess.Popen:
+    """A uvicorn server of the service (``workers`` processes), once its /readyz answers 200.
+
+    With ``log_path`` its output goes there, and a server that exits shows the log's tail."""
     command = [
         sys.executable, "-m", "uvicorn", "app.main:create_app_from_env", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
     ]  # fmt: skip
-    server = subprocess.Popen(command, env={**os.environ, **env})
-    deadline = time.time() + 120
+    if log_path is None:
+        server = subprocess.Popen(command, env={**os.environ, **env})
+    else:
+        with log_path.open("wb") as log:
+            server = subprocess.Popen(
+                command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT
+            )
+    deadline = time.time() + ready_s
     while time.time() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
@@ -96,10 +107,11 @@ def _start_server(env: dict[str, str], port: int, workers: int) -> subprocess.Po
         except httpx.HTTPError:
             pass
         if server.poll() is not None:
-            raise RuntimeError(f"server exited with {server.returncode}")
-        time.sleep(0.5)
+            tail = f":\n{log_path.read_text()[-3000:]}" if log_path is not None else ""
+            raise RuntimeError(f"server exited with {server.returncode}{tail}")
+        time.sleep(0.3)
     server.terminate()
-    raise RuntimeError("server not ready after 120 s")
+    raise RuntimeError(f"server not ready after {ready_s:.0f} s")
 
 
 def _load(port: int, key: str, concurrency: int, duration: float, args: argparse.Namespace) -> dict:
@@ -141,7 +153,7 @@ def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Nam
         "RECLOOP_RATE_LIMIT_PER_MINUTE": "100000000",
         **VARIANTS[name],
     }
-    return VariantServer(name, url, key, port, _start_server(env, port, args.workers))
+    return VariantServer(name, url, key, port, start_server(env, port, args.workers))
 
 
 def stop_variant(server: VariantServer, server_url: str) -> None:
