@@ -238,3 +238,82 @@ async def test_a_keyed_loop_that_failed_runs_again_on_retry(api, service_resourc
     assert again.status_code == 200 and again.json()["loop_index"] == 2
     assert "idempotent-replayed" not in again.headers
     assert (await api.post(url, json=BODY, headers=headers)).json() == again.json()
+
+
+async def test_a_keyed_command_answered_503_after_its_commit_applies_once_on_retry(
+    api, service_resources, monkeypatch
+):
+    """The outage strikes after the command committed and before its answer (and the key's answer)
+    could be stored: the client sees 503; its retry replays the command, it is not parsed again."""
+    from psycopg import OperationalError
+
+    from app.db.models import SteeringCommand
+    from app.services import steering
+
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/commands"
+    headers = _key()
+    observe = steering.metrics.observe_llm
+
+    def database_gone(*args, **kwargs):  # runs right after the command's transaction committed
+        raise OperationalError("the database went away after the commit")
+
+    monkeypatch.setattr(steering.metrics, "observe_llm", database_gone)
+    first = await api.post(url, json={"text": "no horror"}, headers=headers)
+    assert first.status_code == 503 and first.headers["retry-after"] == "2"
+    monkeypatch.setattr(steering.metrics, "observe_llm", observe)
+    again = await api.post(url, json={"text": "no horror"}, headers=headers)
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["preferences"]["negative"]["genres"] == ["Horror"]
+    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+    history = (await api.get(url)).json()
+    assert history["count"] == 1 and history["data"][0]["preferences"] == again.json()["preferences"]
+    assert (await api.post(url, json={"text": "no horror"}, headers=headers)).json() == again.json()
+
+
+async def test_a_keyed_command_whose_answer_was_lost_replays_field_for_field(
+    api, service_resources, answers_not_stored
+):
+    from app.db.models import SteeringCommand
+
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/commands"
+    headers = _key()
+    first = await api.post(url, json={"text": "from the 90s, no horror"}, headers=headers)
+    again = await api.post(url, json={"text": "from the 90s, no horror"}, headers=headers)
+    assert first.status_code == again.status_code == 200 and again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+    other = await api.post(url, json={"text": "no comedy"}, headers=headers)
+    assert other.status_code == 422 and other.json()["field"] == "Idempotency-Key"  # nothing applied
+    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+
+
+async def test_keyed_protocol_posts_whose_answers_were_lost_replay_their_shapes(
+    api, service_resources, answers_not_stored
+):
+    headers = _key()
+    body = {"metadata": {"user_id": "lost-thread", "history": HISTORY}}
+    thread = await api.post("/threads", json=body, headers=headers)
+    again = await api.post("/threads", json=body, headers=headers)
+    assert thread.status_code == again.status_code == 200 and again.json() == thread.json()
+    assert await _count(service_resources, SessionRow, user_id="lost-thread") == 1
+
+    url = f"/threads/{thread.json()['thread_id']}/runs"
+    run = {"assistant_id": "recloop", "input": {"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 2}}
+    headers = _key()
+    waited = await api.post(f"{url}/wait", json=run, headers=headers)
+    replayed = await api.post(f"{url}/wait", json=run, headers=headers)
+    assert waited.status_code == replayed.status_code == 200, waited.text
+    assert replayed.headers["idempotent-replayed"] == "true"
+    assert replayed.json()["final_item"] == waited.json()["final_item"] is not None
+    headers = _key()
+    started = await api.post(url, json=run, headers=headers)
+    assert started.status_code == 200
+    joined = await api.get(f"{url}/{started.json()['run_id']}/join")
+    assert joined.status_code == 200
+    recorded = await api.post(url, json=run, headers=headers)
+    assert recorded.json()["run_id"] == started.json()["run_id"] and recorded.json()["status"] == "success"
+    thread_id = uuid.UUID(thread.json()["thread_id"])
+    assert await _count(service_resources, Loop, session_id=thread_id) == 2

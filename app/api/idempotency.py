@@ -6,6 +6,7 @@ answer (JSON, or every event of a stream) to replay it.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Annotated
@@ -16,10 +17,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import bearer
 from app.api.errors import database_down_response, service_error_response
-from app.api.schemas import RecommendationPublic, SessionPublic
+from app.api.protocol_schemas import final_values, thread_public
+from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
 from app.services import idempotency as service
 from app.services import loops as loops_service
+from app.services import protocol as protocol_service
 from app.services import sessions as sessions_service
+from app.services import steering as steering_service
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
 from app.services.keys import Caller, authenticate
 from app.services.runtime import ServiceResources
@@ -122,21 +126,53 @@ async def _remember(
 async def _rebuild(
     res: ServiceResources, caller: Caller, produced: service.Produced, path: str, *, streamed: bool
 ) -> service.StoredAnswer:
-    """The answer of a keyed request from what it stored: its loop, or its session as it is now."""
+    """The answer of a keyed request from what it stored: its loop or command, or its session as
+    it is now; on the protocol routes, LangGraph's shapes of the same."""
+    if PROTOCOL_POSTS.fullmatch(path):
+        return await _rebuild_protocol(res, caller, produced, path)
+    if produced.command_id is not None:
+        row = await steering_service.recorded_command(res, produced.command_id)
+        body = CommandResultPublic.from_row(row, res.catalog).model_dump_json().encode()
+        return service.StoredAnswer(200, "application/json", body)
     if produced.loop_index is not None:
         outcome = await loops_service.recorded_outcome(res, produced.session_id, produced.loop_index)
         body = RecommendationPublic.from_outcome(outcome, res.catalog).model_dump_json().encode()
         if streamed:  # the stream's result event alone: its update events were not stored
-            return service.StoredAnswer(200, "text/event-stream; charset=utf-8", _result_event(body))
-        return service.StoredAnswer(200, "application/json", body)
+            return service.StoredAnswer(200, _EVENT_STREAM, _event(b"result", body))
+        return _json(body)
     session = await sessions_service.get_session(res, caller, produced.session_id)
-    created = 201 if path == "/v1/sessions" else 200
     body = SessionPublic.model_validate(session).model_dump_json().encode()
-    return service.StoredAnswer(created, "application/json", body)
+    return _json(body, 201 if path == "/v1/sessions" else 200)
 
 
-def _result_event(data: bytes) -> bytes:
-    return b"event: result\r\ndata: " + data + b"\r\n\r\n"
+async def _rebuild_protocol(
+    res: ServiceResources, caller: Caller, produced: service.Produced, path: str
+) -> service.StoredAnswer:
+    """A thread as it is now; a run as recorded; a wait's or stream's final state (a stream
+    replays as its ``metadata`` event and one ``values`` event: its other events were not stored)."""
+    session = await sessions_service.get_session(res, caller, produced.session_id)
+    if produced.loop_index is None:
+        return _json(json.dumps(thread_public(session)).encode())
+    run_id = protocol_service.run_id_for(session.id, produced.loop_index)
+    if path.endswith("/runs"):
+        run = await protocol_service.get_run(res, caller, session.thread_id, run_id)
+        return _json(json.dumps(run).encode())
+    final = json.dumps(final_values(await protocol_service.thread_state(res, session))).encode()
+    if not path.endswith("/stream"):
+        return _json(final)
+    metadata = json.dumps({"run_id": run_id, "attempt": 1}).encode()
+    return service.StoredAnswer(200, _EVENT_STREAM, _event(b"metadata", metadata) + _event(b"values", final))
+
+
+def _json(body: bytes, status_code: int = 200) -> service.StoredAnswer:
+    return service.StoredAnswer(status_code, "application/json", body)
+
+
+_EVENT_STREAM = "text/event-stream; charset=utf-8"
+
+
+def _event(name: bytes, data: bytes) -> bytes:
+    return b"event: " + name + b"\r\ndata: " + data + b"\r\n\r\n"
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.db.models import Session
 from app.services.protocol import THREAD_STATUS
-from graph.runner import ThreadSnapshot
+from graph.runner import INTERRUPT, ThreadSnapshot
 
 ProtocolStreamMode = Literal[
     "values",
@@ -109,6 +109,14 @@ class RunCreate(_Body):
         if self.command is not None and self.input is not None:
             return "input", "give input (a new loop) or command.resume (answer a paused one), not both"
         return None
+
+
+def final_values(snapshot: ThreadSnapshot) -> dict[str, Any]:
+    """What a wait or a join answers: the thread's state values, with its interrupts if it paused."""
+    values = dict(snapshot.values)
+    if snapshot.interrupts:
+        values[INTERRUPT] = snapshot.interrupts
+    return values
 
 
 def thread_public(session: Session, snapshot: ThreadSnapshot | None = None) -> dict[str, Any]:

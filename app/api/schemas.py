@@ -17,8 +17,10 @@ from pydantic_core import PydanticCustomError
 
 from graph.config import AgentMode
 from graph.state import JudgeMode
+from graph.steering.preferences import Preferences, PreferenceUpdate
 
 if TYPE_CHECKING:
+    from app.db.models import SteeringCommand
     from app.services.loops import LoopOutcome
     from recmodels.dataset import Dataset
 
@@ -74,7 +76,7 @@ class ErrorBody(BaseModel):
 class SessionCreate(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"user_id": "user-42", "history": [49, 180, 257, 293]}]}
+        json_schema_extra={"examples": [{"user_id": "user-42", "history": [49, 180, 257, 293]}]},
     )
 
     user_id: str = Field(
@@ -177,6 +179,38 @@ class ItemPublic(BaseModel):
     id: int
     title: str
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, catalog: Dataset, item_id: int) -> ItemPublic:
+        found = catalog.item(item_id)
+        return cls(id=found.id, title=found.title, attributes=found.attributes)
+
+
+class CommandResultPublic(BaseModel):
+    preferences: Preferences = Field(description="The session's preference memory after the command.")
+    parsed: PreferenceUpdate = Field(description="What this command changed.")
+    recommendations: list[ItemPublic] = Field(description="The candidate list the loop now works on.")
+    understood: bool = Field(description="Every part of the command was understood.")
+    unparsed: list[str] = Field(description="Parts not understood, and why (nothing was guessed).")
+    parser: str = Field(description="Which parser read the command: offline, llm or learned.")
+    fallback: bool = Field(description="The LLM parser failed and the offline parser answered.")
+    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
+    usage: UsagePublic = Field(description="LLM calls and tokens of this parse (zeros offline).")
+
+    @classmethod
+    def from_row(cls, row: SteeringCommand, catalog: Dataset) -> CommandResultPublic:
+        """The answer from the stored command (a keyed retry whose first answer was lost)."""
+        return cls(
+            preferences=Preferences.model_validate(row.preferences),
+            parsed=PreferenceUpdate.model_validate(row.parsed),
+            recommendations=[ItemPublic.of(catalog, i) for i in row.recommendations],
+            understood=row.understood,
+            unparsed=list(row.unparsed),
+            parser=row.parser or "",
+            fallback=row.fallback,
+            fallback_cause=row.fallback_cause,
+            usage=UsagePublic(**row.usage),
+        )
 
 
 class LLMAttemptPublic(BaseModel):

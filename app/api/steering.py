@@ -11,10 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
-from app.api.schemas import MAX_OFFSET, SOME_TEXT, ItemPublic, UsagePublic
+from app.api.schemas import MAX_OFFSET, SOME_TEXT, CommandResultPublic, UsagePublic
 from app.services import steering as service
 from graph.steering.preferences import Preferences, PreferenceUpdate
-from recmodels.dataset import Dataset
 
 router = APIRouter(prefix="/v1/sessions", tags=["steering"], responses={**V1_ERRORS, **error_responses(404)})
 CHANGES = error_responses(409)
@@ -26,7 +25,7 @@ class CommandCreate(BaseModel):
         extra="forbid",
         json_schema_extra={
             "examples": [{"text": "more like Toy Story but not animated"}, {"text": "no horror"}]
-        }
+        },
     )
 
     text: str = Field(
@@ -34,18 +33,6 @@ class CommandCreate(BaseModel):
         pattern=SOME_TEXT,
         description="What the user wants, in their words (at most RECLOOP_STEERING_MAX_COMMAND_CHARS).",
     )
-
-
-class CommandResultPublic(BaseModel):
-    preferences: Preferences = Field(description="The session's preference memory after the command.")
-    parsed: PreferenceUpdate = Field(description="What this command changed.")
-    recommendations: list[ItemPublic] = Field(description="The candidate list the loop now works on.")
-    understood: bool = Field(description="Every part of the command was understood.")
-    unparsed: list[str] = Field(description="Parts not understood, and why (nothing was guessed).")
-    parser: str = Field(description="Which parser read the command: offline, llm or learned.")
-    fallback: bool = Field(description="The LLM parser failed and the offline parser answered.")
-    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
-    usage: UsagePublic = Field(description="LLM calls and tokens of this parse (zeros offline).")
 
 
 class CommandPublic(BaseModel):
@@ -71,10 +58,6 @@ class CommandsPublic(BaseModel):
     count: int = Field(description="Commands of the session (all pages).")
 
 
-def _items(catalog: Dataset, ids: list[int]) -> list[ItemPublic]:
-    return [ItemPublic(id=i, title=catalog.title(i), attributes=catalog.item(i).attributes) for i in ids]
-
-
 @router.post(
     "/{session_id}/commands", response_model=CommandResultPublic, responses=CHANGES, dependencies=IDEMPOTENT
 )
@@ -83,17 +66,7 @@ async def send_command(
 ) -> CommandResultPublic:
     """Parse a command into the session's preferences; returns them and the new recommendations."""
     outcome = await service.send_command(res, caller, session_id, text=body.text)
-    return CommandResultPublic(
-        preferences=outcome.preferences,
-        parsed=outcome.parse.update,
-        recommendations=_items(res.catalog, outcome.recommendations),
-        understood=outcome.parse.understood,
-        unparsed=outcome.parse.unparsed,
-        parser=outcome.parse.parser,
-        fallback=outcome.parse.fallback,
-        fallback_cause=outcome.parse.fallback_cause,
-        usage=UsagePublic(**outcome.parse.usage),
-    )
+    return CommandResultPublic.from_row(outcome.command, res.catalog)  # as a keyed retry rebuilds it
 
 
 @router.get("/{session_id}/commands", response_model=CommandsPublic)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.protocol_schemas import RunCreate
+from app.api.protocol_schemas import RunCreate, final_values
 from app.api.sse import EventQueue, relay
 from app.services import loops
 from app.services import protocol as service
@@ -133,11 +133,7 @@ async def get_run(thread_id: str, run_id: str, res: ResourcesDep, caller: Caller
 async def join_run(thread_id: str, run_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     """Wait for the run to end or pause; the thread's state then (as for a wait)."""
     session = await service.join_run(res, caller, thread_id, run_id)
-    snapshot = await service.thread_state(res, session)
-    values = dict(snapshot.values)
-    if snapshot.interrupts:
-        values[INTERRUPT] = snapshot.interrupts
-    return values
+    return final_values(await service.thread_state(res, session))
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -38,6 +38,7 @@ async def _upsert(
         "body": None,
         "session_id": None,
         "loop_index": None,
+        "command_id": None,
         "created_at": func.now(),
         "expires_at": func.now() + timedelta(seconds=ttl_s),
     }
@@ -55,10 +56,16 @@ async def link(
     fingerprint: str,
     session_id: uuid.UUID,
     loop_index: int | None,
+    command_id: int | None,
     ttl_s: int,
 ) -> None:
     """Record what the key's request produced, in the transaction that produces it (no answer yet)."""
-    values = {"fingerprint": fingerprint, "session_id": session_id, "loop_index": loop_index}
+    values = {
+        "fingerprint": fingerprint,
+        "session_id": session_id,
+        "loop_index": loop_index,
+        "command_id": command_id,
+    }
     await _upsert(db, owner_key_id=owner_key_id, key=key, ttl_s=ttl_s, values=values, replace=True)
 
 
@@ -81,3 +88,17 @@ async def put(
         "body": body,
     }
     await _upsert(db, owner_key_id=owner_key_id, key=key, ttl_s=ttl_s, values=values, replace=False)
+
+
+async def delete_expired(db: AsyncSession, *, before: datetime, limit: int) -> int:
+    """Delete up to ``limit`` keys (every owner's) that expired by ``before``, oldest first; how many."""
+    oldest = (
+        select(IdempotencyKey.owner_key_id, IdempotencyKey.key)
+        .where(IdempotencyKey.expires_at <= before)
+        .order_by(IdempotencyKey.expires_at)
+        .limit(limit)
+    )
+    done = await db.execute(
+        delete(IdempotencyKey).where(tuple_(IdempotencyKey.owner_key_id, IdempotencyKey.key).in_(oldest))
+    )
+    return done.rowcount

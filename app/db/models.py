@@ -254,9 +254,9 @@ def usage_columns(usage: dict[str, Any]) -> dict[str, Any]:
 class IdempotencyKey(Base):
     """A request sent with an Idempotency-Key: what it produced and its answer, replayed until it expires.
 
-    A loop or session request writes its row in the transaction of its work (``session_id`` and
-    ``loop_index`` name what it produced; no answer yet), so the outcome of a request whose answer
-    was lost is known; the answer is added once it has been sent.
+    A loop, session or command request writes its row in the transaction of its work
+    (``session_id``, ``loop_index`` and ``command_id`` name what it produced; no answer yet), so the
+    outcome of a request whose answer was lost is known; the answer is added once it has been sent.
     """
 
     __tablename__ = "idempotency_keys"
@@ -272,8 +272,12 @@ class IdempotencyKey(Base):
         UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE")
     )
     loop_index: Mapped[int | None] = mapped_column(Integer)
+    command_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("steering_commands.id", ondelete="CASCADE")
+    )
+    """The steering command the request stored (its answer is rebuilt from that row)."""
     created_at: Mapped[datetime] = _now_column()
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
 
 
 class RateWindow(Base):

@@ -3,14 +3,15 @@
 The guarantee (docs/deploy.md, "Retries"):
 
 - The first request with a key runs while holding an advisory lock named after the key (any
-  worker). A loop, a new session or a consumption writes the key's row *in the transaction of
-  its work*, naming what it produced (session, loop); the answer is added once it has been sent.
-  So the outcome of a keyed request is known even when its answer was lost (a 503 after the
-  commit, a dropped connection, a dead worker).
+  worker). Every keyed request that stores something writes the key's row *in the transaction
+  of its work*, naming what it produced: a loop (recommendations, feedback, a protocol run), a
+  new session or thread, a consumption, a steering command. The answer is added once it has
+  been sent. So the outcome of a keyed request is known even when its answer was lost (a 503
+  after the commit, a dropped connection, a dead worker).
 - A retry with the same key and request (method, path, body, streamed or not) then gets the
   stored answer again (``Idempotent-Replayed: true``) and runs nothing. If only the work was
   stored, the answer is rebuilt from it: the loop from the loop history (an event stream
-  replays as its ``result`` event alone), a session as it is now.
+  replays as its ``result`` event alone), a command from its row, a session as it is now.
 - A retry while the first still runs gets 409 with ``Retry-After``: while the key's lock is
   held, and while the loop it started is still ``running`` (its worker may have lost the lock
   in a database restart and still finish the loop; a dead worker's loop is resolved as failed
@@ -18,9 +19,8 @@ The guarantee (docs/deploy.md, "Retries"):
 - A loop that failed produced nothing durable: a retry runs it again (a new loop number). A
   request that answered an error before any work (4xx, 503 before the commit) stored nothing
   and may be retried with the same key.
-- The same key with another request gets 422. Keys are kept ``Settings.idempotency_ttl_s``.
-Steering commands store their answer after it was sent (not with their work): a 503 after
-their commit may run a retried command again.
+- The same key with another request gets 422. Keys are kept ``Settings.idempotency_ttl_s``;
+  expired ones are ignored at once and deleted by `recloop db prune`.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class Produced:
 
     session_id: uuid.UUID
     loop_index: int | None
+    command_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ async def claim(
         elif stored.body is not None:
             found = StoredAnswer(stored.status_code or 200, stored.content_type or "", stored.body)
         elif stored.loop_index is None:
-            found = Produced(stored.session_id, None)
+            found = Produced(stored.session_id, None, stored.command_id)
         elif loop == "running":
             raise _in_flight(res)
         elif loop in ("completed", "awaiting_feedback"):
@@ -143,8 +144,11 @@ async def claim(
             CLAIM.reset(token)
 
 
-async def link(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | None = None) -> None:
-    """In the transaction of a keyed request's work: the key now stands for this session (and loop).
+async def link(
+    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | None = None, command_id: int | None = None
+) -> None:
+    """In the transaction of a keyed request's work: the key now stands for this session (and loop,
+    or steering command).
 
     Nothing when the request carries no key."""
     current = CLAIM.get()
@@ -157,6 +161,7 @@ async def link(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | Non
         fingerprint=current.fingerprint,
         session_id=session_id,
         loop_index=loop_index,
+        command_id=command_id,
         ttl_s=current.ttl_s,
     )
 

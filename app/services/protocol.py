@@ -30,7 +30,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
 from app.db.sessions import SessionFilter
-from app.services import loops, sessions
+from app.services import idempotency, loops, sessions
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
@@ -184,7 +184,7 @@ async def create_thread(
             raise InvalidInput("thread_id: a thread id is a UUID", field="thread_id") from None
     try:
         async with res.sessionmaker.begin() as db:
-            return await sessions_repo.add_session(
+            session = await sessions_repo.add_session(
                 db,
                 owner_key_id=caller.key_id,
                 user_id=user_id,
@@ -193,6 +193,8 @@ async def create_thread(
                 session_id=session_id,
                 metadata=metadata,
             )
+            await idempotency.link(db, session_id=session.id)  # a keyed retry finds this thread
+            return session
     except IntegrityError:
         if if_exists == "do_nothing" and session_id is not None:
             return await sessions.get_session(res, caller, session_id)  # 404 if another owner's

@@ -21,7 +21,7 @@ from typing import Any
 from app.db import loops as loops_repo
 from app.db import steering as store
 from app.db.models import Session, SteeringCommand, usage_columns
-from app.services import limits, metrics
+from app.services import idempotency, limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
@@ -87,6 +87,8 @@ async def send_command(
             await loops_repo.add_key_usage(
                 db, owner_key_id=session.owner_key_id, usage=parse.usage, fallbacks=int(parse.fallback)
             )
+            # A keyed retry finds this command (its answer rebuilt from the row), never applies it again.
+            await idempotency.link(db, session_id=session.id, command_id=row.id)
     metrics.observe_llm("parser", parse.usage, parse.fallback, parse.fallback_cause)
     return CommandOutcome(row, parse, preferences, recommendations)
 
@@ -138,6 +140,15 @@ async def reset_preferences(res: ServiceResources, caller: Caller, session_id: u
                 recommendations=recommendations,
             )
     return Preferences()
+
+
+async def recorded_command(res: ServiceResources, command_id: int) -> SteeringCommand:
+    """A stored command, to answer a keyed retry whose first answer was lost."""
+    async with res.sessionmaker() as db:
+        row = await db.get(SteeringCommand, command_id)
+    if row is None:  # the key's row cascades with its command: a linked key names a stored one
+        raise RuntimeError(f"steering command {command_id} is not stored")
+    return row
 
 
 async def command_history(
