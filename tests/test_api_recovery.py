@@ -93,3 +93,75 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resolves_a_dead_one(
     assert await _state(resources, session_id) == ("idle", [(1, "failed", recovery.ABANDONED)])
     again = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
     assert again.status_code == 200 and again.json()["loop_index"] == 2
+
+
+async def test_a_dead_workers_loop_waits_while_its_session_lock_is_still_held(
+    api, service_resources, monkeypatch
+):
+    session_id = await _abandoned_loop(api, monkeypatch)
+    async with service_resources.sessionmaker.begin() as db:  # another worker's, whose lock is free
+        await db.execute(
+            update(Loop).where(Loop.session_id == uuid.UUID(session_id)).values(worker_id=str(uuid.uuid4()))
+        )
+    settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
+    resources = dataclasses.replace(service_resources, settings=settings)
+    watch = recovery._Watch()
+    session_lock = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold_the_session() -> None:  # the run's own connection, still seen by PostgreSQL
+        async with resources.locks.hold(session_id, busy=RuntimeError("busy")):
+            session_lock.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold_the_session())
+    await session_lock.wait()
+    try:
+        for _ in range(4):
+            await watch.sweep(resources)
+            await asyncio.sleep(0.2)
+        assert (await _state(resources, session_id))[1] == [(1, "running", None)]
+    finally:
+        release.set()
+        await holder
+    for _ in range(3):
+        await watch.sweep(resources)
+        await asyncio.sleep(0.2)
+    assert await _state(resources, session_id) == ("idle", [(1, "failed", recovery.ABANDONED)])
+
+
+async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_says_so(
+    api, service_resources, held_rec_agent
+):
+    """A worker cut off for longer than the grace: another worker resolved its loop as abandoned,
+    then it finished after all. Its result is discarded under the loop's row lock (503, the
+    cause noted on the loop), and a keyed retry runs the loop once more, not twice."""
+    from app.db import loops as loops_repo
+    from app.services.loops import DISCARDED
+
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    headers = {"Idempotency-Key": str(uuid.uuid4())}
+    first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
+    for _ in range(200):
+        if (await _state(service_resources, session_id))[1] == [(1, "running", None)]:
+            break
+        await asyncio.sleep(0.05)
+    async with service_resources.sessionmaker.begin() as db:  # what another worker's sweep does
+        assert await loops_repo.resolve_running(
+            db, session_id=uuid.UUID(session_id), loop_index=1, error=recovery.ABANDONED
+        )
+    held_rec_agent.set()
+    late = await first
+    assert late.status_code == 503 and late.headers["retry-after"] == "2", late.text
+    assert "its result was discarded" in late.json()["detail"]
+    assert await _state(service_resources, session_id) == (
+        "idle",
+        [(1, "failed", recovery.ABANDONED + DISCARDED)],
+    )
+    retry = await api.post(url, json=BODY, headers=headers)
+    assert retry.status_code == 200 and retry.json()["loop_index"] == 2
+    replay = await api.post(url, json=BODY, headers=headers)
+    assert replay.headers["idempotent-replayed"] == "true" and replay.json() == retry.json()
+    status, loops = await _state(service_resources, session_id)
+    assert status == "idle" and [(i, s) for i, s, _ in loops] == [(1, "failed"), (2, "completed")]

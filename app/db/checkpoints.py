@@ -375,6 +375,12 @@ def commit_with(saver: BaseCheckpointSaver, thread_id: str) -> AbstractAsyncCont
     return nullcontext([])
 
 
+async def discard(saver: BaseCheckpointSaver, thread_id: str) -> None:
+    """Drop what the thread wrote and has not committed (a run whose result is discarded)."""
+    if isinstance(saver, PooledPostgresSaver):
+        await saver._forget(str(thread_id))
+
+
 async def flush(saver: BaseCheckpointSaver, thread_id: str) -> None:
     """Make what the thread wrote durable now (a run that failed keeps its finished rounds)."""
     if isinstance(saver, PooledPostgresSaver):

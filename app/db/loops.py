@@ -209,6 +209,38 @@ async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index
     return True
 
 
+async def lock_for_record(
+    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int
+) -> tuple[str, str | None] | None:
+    """Row-lock the loop until the transaction ends; its (status, worker), None if it is gone.
+
+    A recovery's :func:`resolve_running` of the same loop waits for this transaction (and then
+    finds it recorded), or has committed first (and this transaction sees it failed)."""
+    stmt = (
+        select(Loop.status, Loop.worker_id)
+        .where(Loop.session_id == session_id, Loop.loop_index == loop_index)
+        .with_for_update()
+    )
+    row = (await db.execute(stmt)).one_or_none()
+    return None if row is None else (row[0], row[1])
+
+
+async def note_discarded_result(
+    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, worker_id: str, note: str
+) -> None:
+    """Append ``note`` to a failed loop's error (its own worker finished it after all; nothing kept)."""
+    await db.execute(
+        update(Loop)
+        .where(
+            Loop.session_id == session_id,
+            Loop.loop_index == loop_index,
+            Loop.status == "failed",
+            Loop.worker_id == worker_id,
+        )
+        .values(error=func.left(func.concat(Loop.error, note), 500))
+    )
+
+
 async def without_sync_commit(db: AsyncSession) -> None:
     """This transaction's commit does not wait for its WAL flush (for rows a crash may lose)."""
     await db.execute(text("SET LOCAL synchronous_commit TO OFF"))

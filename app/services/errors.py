@@ -68,6 +68,11 @@ class Unavailable(ServiceError):
     status = 503
 
 
+class LoopSuperseded(Unavailable):
+    """The loop was resolved as abandoned while its worker was cut off from the database; the
+    worker finished it later and its result was discarded (a retry runs it again)."""
+
+
 class LoopFailed(ServiceError):
     """The loop raised while it ran; it is recorded as failed in the session's history."""
 

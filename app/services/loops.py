@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
@@ -28,6 +30,7 @@ from app.services.errors import (
     AwaitingFeedback,
     InvalidInput,
     LoopFailed,
+    LoopSuperseded,
     NotAwaitingFeedback,
     ServiceError,
     Unavailable,
@@ -55,6 +58,7 @@ ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
 ABANDONED = recovery.ABANDONED
 CANCELLED = "cancelled: the client cancelled the run"
+DISCARDED = "; its worker had lost the database and finished the loop later: that result was discarded"
 _log = logging.getLogger(__name__)
 
 
@@ -128,6 +132,8 @@ class LoopRun:
             duration_ms = (time.perf_counter() - started) * 1000
             outcome = self._outcome(self._streamed.values, pending, duration_ms)
             await self._record(outcome)
+        except LoopSuperseded:
+            raise  # recorded as failed by another worker already, the late result's fate noted there
         except asyncio.CancelledError as exc:
             if exc.args and exc.args[0] == CANCELLED:  # the client's cancel (LangGraph's runs.cancel)
                 await asyncio.shield(self._record_failure(exc, (time.perf_counter() - started) * 1000))
@@ -226,7 +232,8 @@ class LoopRun:
     async def _record_failure(self, exc: BaseException, duration_ms: float) -> bool:
         """The loop keeps its number, the rounds it finished and why it failed; the session is free.
 
-        True when the loop was found recorded already (its record committed, the error came after)."""
+        True when the loop was found recorded by this run already (its record committed, the error
+        came after)."""
         database_down = isinstance(exc, DATABASE_DOWN)
         if isinstance(exc, asyncio.CancelledError):
             error = CANCELLED
@@ -241,7 +248,9 @@ class LoopRun:
             async with self.res.sessionmaker.begin() as db:
                 loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
                 if loop is not None and loop.status != "running":
-                    return True  # recorded (or resolved) already: never overwrite a recorded loop
+                    # Recorded (or resolved) already: never overwritten. Only this run's own record
+                    # makes it completed or paused; failed means another worker resolved it.
+                    return loop.status in ("completed", "awaiting_feedback")
                 if loop is not None:
                     stored = {r.round for r in loop.rounds}
                     new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
@@ -294,38 +303,67 @@ class LoopRun:
         # in the history's transaction: one durable commit, and both or neither.
         handover = checkpoints.commit_with(self.res.saver, self.session.thread_id)
         async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
-            loop = self._loop  # a new loop's row, as _start inserted it
-            if loop is None:
-                loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
-            if loop is None:
-                raise RuntimeError(
-                    f"loop {self.loop_index} of session {self.session.id} is not in the history"
-                )
-            stored = {r.round for r in loop.rounds} if self.resumed else set()
-            new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
-            _finish_loop(loop, outcome)
-            loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
-            await sessions_repo.set_loop_status(
-                db,
-                session_id=self.session.id,
-                status="awaiting_feedback" if outcome.pending is not None else "idle",
-                n_loops=outcome.loop_index,
+            found = await loops_repo.lock_for_record(
+                db, session_id=self.session.id, loop_index=self.loop_index
             )
-            await loops_repo.add_key_usage(
-                db,
-                owner_key_id=self.session.owner_key_id,
-                usage=dict(total_usage(new_rounds, "llm_usage")),
-                fallbacks=_fallbacks(new_rounds),
-            )
-            if checkpoint_statements:
-                await db.flush()
-                raw = await (await db.connection()).get_raw_connection()
-                await checkpoints.execute_in_transaction(
-                    raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
+            if found != ("running", self.res.worker_id):
+                # Resolved meanwhile: another worker found this one's lock free for stale_grace_s
+                # (cut off from the database) and a retry may already have run the loop again, so
+                # this result must not land. Its checkpoint rows are dropped, never committed.
+                await loops_repo.note_discarded_result(
+                    db,
+                    session_id=self.session.id,
+                    loop_index=self.loop_index,
+                    worker_id=self.res.worker_id,
+                    note=DISCARDED,
                 )
+                superseded, new_rounds = True, []
+            else:
+                superseded = False
+                new_rounds = await self._stage_record(db, outcome, checkpoint_statements)
+        if superseded:
+            await checkpoints.discard(self.res.saver, self.session.thread_id)
+            raise LoopSuperseded(
+                f"loop {self.loop_index} was resolved as abandoned while this worker could not reach "
+                "the database; its result was discarded: retry (the same Idempotency-Key runs it again)",
+                field=None,
+            )
         metrics.observe_rounds(new_rounds)
         if outcome.status == "completed":
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
+
+    async def _stage_record(
+        self, db: AsyncSession, outcome: LoopOutcome, checkpoint_statements: list
+    ) -> list[dict[str, Any]]:
+        """Stage the loop, its new rounds, the session's status and the key's usage; the new rounds."""
+        loop = self._loop  # a new loop's row, as _start inserted it
+        if loop is None:
+            loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
+        if loop is None:
+            raise RuntimeError(f"loop {self.loop_index} of session {self.session.id} is not in the history")
+        stored = {r.round for r in loop.rounds} if self.resumed else set()
+        new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
+        _finish_loop(loop, outcome)
+        loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
+        await sessions_repo.set_loop_status(
+            db,
+            session_id=self.session.id,
+            status="awaiting_feedback" if outcome.pending is not None else "idle",
+            n_loops=outcome.loop_index,
+        )
+        await loops_repo.add_key_usage(
+            db,
+            owner_key_id=self.session.owner_key_id,
+            usage=dict(total_usage(new_rounds, "llm_usage")),
+            fallbacks=_fallbacks(new_rounds),
+        )
+        if checkpoint_statements:
+            await db.flush()
+            raw = await (await db.connection()).get_raw_connection()
+            await checkpoints.execute_in_transaction(
+                raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
+            )
+        return new_rounds
 
 
 async def start_run(

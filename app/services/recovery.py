@@ -12,7 +12,15 @@ cancelled (a shutdown), or its worker died (SIGKILL, out of memory). Every worke
   named after itself for its whole life, taken again about a second after the database is
   back. A worker whose lock stays free for ``Settings.stale_grace_s`` while the same database
   server stays up (``pg_postmaster_start_time``) is gone: right after a restart every worker's
-  lock is free for a moment, so one look is never enough.
+  lock is free for a moment, so one look is never enough. Its loop is resolved only if its
+  session's lock (held by the run on another connection) is free as well.
+
+A worker cut off from the database for longer than the grace (a network partition that
+PostgreSQL noticed) cannot be told from a dead one, and its loop may be resolved while it still
+runs. Its late record then finds the loop no longer ``running`` under its row lock and lands
+nothing (app/services/loops.py ``LoopRun._record``): the loop stays failed, its error notes that
+the result came later and was discarded, the request answers 503 with Retry-After, and a keyed
+retry runs the loop again, once.
 
 A request on a session shown ``running`` (:func:`settle`) resolves this worker's abandoned loop
 at once and answers 409 with Retry-After while another worker's loop is still undecided.
@@ -103,7 +111,11 @@ class _Watch:
                 self.free_since.pop(worker, None)
         self.free_since = {w: t for w, t in self.free_since.items() if w in others}
         gone = {w for w, t in self.free_since.items() if now - t >= res.settings.stale_grace_s}
-        decided += [((s, k), ABANDONED) for s, k, w in running if w in gone]
+        for session_id, loop_index, worker in running:
+            # The run holds its session's lock on a connection of its own: while PostgreSQL still
+            # sees that one, the worker is alive whatever became of its worker lock.
+            if worker in gone and await res.locks.is_free(str(session_id)):
+                decided.append(((session_id, loop_index), ABANDONED))
         for key, error in decided:
             await _resolve(res, key, error)
 
