@@ -174,7 +174,9 @@ class Settings(BaseSettings):
     idempotency_ttl_s: int = Field(
         86_400,
         ge=60,
-        description="How long an Idempotency-Key's answer is kept for replay (per API key, in PostgreSQL).",
+        description="How long an Idempotency-Key's answer is kept for replay (per API key, in "
+        "PostgreSQL); `recloop db prune` deletes older keys. 24 h, as Stripe keeps keys: retries "
+        "after an outage come within minutes, and a day covers a client that retries the next morning.",
     )
     rate_limit_per_minute: int = Field(
         600,

@@ -5,6 +5,7 @@ are left alone; idle sessions past the TTL are deleted with their checkpoints; `
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -131,6 +132,32 @@ async def test_idle_sessions_past_the_ttl_are_deleted_with_their_checkpoints(api
     }
 
 
+async def test_idempotency_keys_past_their_ttl_are_deleted_and_fresh_ones_kept(api, service_resources):
+    old, fresh = str(uuid.uuid4()), str(uuid.uuid4())
+    body = {"user_id": "retention-keys", "history": HISTORY}
+    created = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": old})
+    assert created.status_code == 201
+    second = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": fresh})
+    assert second.status_code == 201
+    async with service_resources.sessionmaker.begin() as db:  # the first key was stored a day ago
+        await db.execute(
+            text("UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = :k"),
+            {"k": old},
+        )
+    settings = service_resources.settings.model_copy(update={"prune_batch_size": 1})  # batches of one
+    report = await prune(_store(service_resources), settings, now=datetime.now(UTC) + LATER)
+    assert report.idempotency_keys_expired >= 1
+    async with service_resources.sessionmaker() as db:
+        query = text("SELECT key FROM idempotency_keys WHERE key IN (:a, :b)")
+        left = await db.execute(query, {"a": old, "b": fresh})
+        assert [row[0] for row in left] == [fresh]
+    retried = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": fresh})
+    assert retried.headers["idempotent-replayed"] == "true" and retried.json() == second.json()
+    again = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": old})
+    assert again.status_code == 201 and "idempotent-replayed" not in again.headers  # a new request now
+    assert again.json()["id"] != created.json()["id"]
+
+
 def test_db_prune_command_prints_counts_as_json(service_db_url, data_dir, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", service_db_url)
     monkeypatch.setenv("RECLOOP_CHECKPOINT_HISTORY_DAYS", "3")
@@ -141,7 +168,9 @@ def test_db_prune_command_prints_counts_as_json(service_db_url, data_dir, monkey
         "checkpoint_retention": "keep_latest",
         "checkpoint_history_days": 3.0,
         "session_idle_ttl_days": 0.0,
+        "idempotency_ttl_s": 86_400,
     }
-    assert {"sessions_pruned", "sessions_expired", "sessions_skipped_busy"} <= set(report)
+    keys = {"sessions_pruned", "sessions_expired", "sessions_skipped_busy", "idempotency_keys_expired"}
+    assert keys <= set(report)
     assert set(report["storage_after"]) == {"checkpoints", "checkpoint_blobs", "checkpoint_writes"}
     assert all(t["rows"] >= 0 and t["bytes"] >= 0 for t in report["storage_after"].values())

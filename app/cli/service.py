@@ -176,13 +176,13 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         bootstrap.prepare_database(_settings(), _echo)
         _echo("database is up to date")
 
-
     @db_cli.command("prune")
     def db_prune(
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the counts) last."),
     ) -> None:
         """Apply the retention policy now: expire idle sessions past RECLOOP_SESSION_IDLE_TTL_DAYS, and
-        keep only the newest checkpoint of sessions idle past RECLOOP_CHECKPOINT_HISTORY_DAYS.
+        keep only the newest checkpoint of sessions idle past RECLOOP_CHECKPOINT_HISTORY_DAYS, and
+        delete Idempotency-Keys older than RECLOOP_IDEMPOTENCY_TTL_S.
 
         Safe while the service runs (each session under its lock; busy ones are skipped). The loop
         history is never pruned; a pruned session lists, shows its history and runs new loops."""
@@ -206,7 +206,8 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         after = sum(t["bytes"] for t in report.storage_after.values())
         _echo(
             f"pruned {report.sessions_pruned} sessions' checkpoint histories, expired "
-            f"{report.sessions_expired} sessions, skipped {report.sessions_skipped_busy} busy; "
+            f"{report.sessions_expired} sessions and {report.idempotency_keys_expired} idempotency keys, "
+            f"skipped {report.sessions_skipped_busy} busy; "
             f"checkpoint rows {before:,} -> {after:,} bytes"
         )
         if as_json:

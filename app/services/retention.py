@@ -1,8 +1,8 @@
-"""Retention: prune finished sessions' checkpoint histories to their newest checkpoint, and expire
-idle sessions (docs/deploy.md, "Retention"). Run by `recloop db prune`, from any machine, while
-the service serves: each session is pruned under its own advisory lock, so a loop that starts on
-it meanwhile gets 409 for that moment instead of racing the deletes, and a busy session is skipped
-(the next prune takes it)."""
+"""Retention: prune finished sessions' checkpoint histories to their newest checkpoint, expire
+idle sessions and old Idempotency-Keys (docs/deploy.md, "Retention"). Run by `recloop db prune`,
+from any machine, while the service serves: each session is pruned under its own advisory lock,
+so a loop that starts on it meanwhile gets 409 for that moment instead of racing the deletes, and
+a busy session is skipped (the next prune takes it)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.db import idempotency as idempotency_repo
 from app.db import retention as retention_repo
 from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import checkpoint_pool, create_engine, create_sessionmaker, lock_pool
@@ -32,6 +33,7 @@ class PruneReport:
     sessions_pruned: int = 0
     sessions_expired: int = 0
     sessions_skipped_busy: int = 0
+    idempotency_keys_expired: int = 0
     storage_before: dict[str, dict[str, int]] = field(default_factory=dict)
     storage_after: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -71,6 +73,7 @@ def policy_of(settings: Settings) -> dict[str, object]:
         "checkpoint_retention": settings.checkpoint_retention,
         "checkpoint_history_days": settings.checkpoint_history_days,
         "session_idle_ttl_days": settings.session_idle_ttl_days,
+        "idempotency_ttl_s": settings.idempotency_ttl_s,
     }
 
 
@@ -117,9 +120,24 @@ async def prune(
             "sessions_pruned",
             progress,
         )
+    report.idempotency_keys_expired = await _expire_keys(store, settings, now, progress)
     async with store.sessionmaker() as db:
         report.storage_after = await retention_repo.checkpoint_storage(db, schema=store.schema)
     return report
+
+
+async def _expire_keys(store: RetentionStore, settings: Settings, now: datetime, progress) -> int:
+    """Delete the Idempotency-Keys past ``idempotency_ttl_s`` (no retry replays them any more; a
+    key's owner drops its own expired keys when it stores a new one, an idle owner never does)."""
+    total = 0
+    while True:
+        async with store.sessionmaker.begin() as db:
+            deleted = await idempotency_repo.delete_expired(db, before=now, limit=settings.prune_batch_size)
+        total += deleted
+        if progress is not None and deleted:
+            progress("idempotency_keys_expired", total)
+        if deleted < settings.prune_batch_size:
+            return total
 
 
 async def _expire(store: RetentionStore, candidate: retention_repo.Candidate, idle_before: datetime) -> bool:
