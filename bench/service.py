@@ -165,7 +165,7 @@ def start_variant(
     key = new_key(url, settings, owner="bench").secret
     port = free_port()
     env = {
-        "RECLOOP_DATA_DIR": str(data_dir),
+        "RECLOOP_DATA_DIR": str(data_dir.resolve()),  # absolute: a --baseline server runs elsewhere
         "RECLOOP_DATABASE_URL": url,
         "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
         "RECLOOP_REWARD_MODEL": args.reward_model,
