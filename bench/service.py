@@ -12,7 +12,7 @@ recommendation requests with offline agents and a 4-round limit at each concurre
 Variants: ``postgres`` (the service default: pooled saver, one durable commit per round),
 ``postgres_nobatch`` (pooled saver, every checkpoint write its own commit), ``postgres_stock``
 (LangGraph's AsyncPostgresSaver as shipped), ``memory`` (InMemorySaver, nothing durable).
-``--baseline PATH`` adds the ``--baseline-variants`` run from another checkout's code (``NAME@baseline``),
+``--baseline PATH...`` adds the ``--baseline-variants`` run from other checkouts' code (``NAME@DIRNAME``),
 taking turns with the others. Each slice measures the worker's CPU time per loop (/proc).
 Results: a markdown table on stdout and JSON in reports/bench_service.json.
 """
@@ -158,7 +158,7 @@ def start_variant(
     module: str = "uvicorn",
     ready_s: float = 120,
 ) -> VariantServer:
-    """The variant's server on a fresh database; ``code_dir``: another checkout's code (``NAME@baseline``)."""
+    """The variant's server on a fresh database; ``code_dir``: another checkout's code (``NAME@DIRNAME``)."""
     url = _create_database(server_url)
     settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
     migrate_all(url, settings.checkpoint_schema)
@@ -182,7 +182,7 @@ def start_variant(
         **VARIANTS[name],
         **(extra_env or {}),
     }
-    label = name if code_dir is None else f"{name}@baseline"
+    label = name if code_dir is None else f"{name}@{code_dir.name}"
     return VariantServer(
         label,
         url,
@@ -305,8 +305,9 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         type=Path,
-        default=None,
-        help="Another checkout (e.g. a worktree of main): its code also serves, in turns with the others.",
+        nargs="+",
+        default=[],
+        help="Other checkouts (e.g. a worktree of main): their code also serves, in turns with the others.",
     )
     parser.add_argument("--baseline-variants", nargs="+", choices=sorted(VARIANTS), default=["postgres"])
     parser.add_argument(
@@ -333,12 +334,14 @@ def main() -> None:
             for name in args.variants:
                 echo(f"starting {name} ...")
                 servers.append(start_variant(name, args.database_url, data_dir, args, ready_s=args.ready_s))
-            for name in args.baseline_variants if args.baseline is not None else []:
-                echo(f"starting {name} from {args.baseline} ...")
-                baseline = args.baseline.resolve()
-                servers.append(
-                    start_variant(name, args.database_url, data_dir, args, baseline, ready_s=args.ready_s)
-                )
+            for baseline in args.baseline:
+                for name in args.baseline_variants:
+                    echo(f"starting {name} from {baseline} ...")
+                    servers.append(
+                        start_variant(
+                            name, args.database_url, data_dir, args, baseline.resolve(), ready_s=args.ready_s
+                        )
+                    )
             results = measure(servers, args, echo)
         finally:
             for server in servers:
