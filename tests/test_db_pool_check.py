@@ -26,3 +26,26 @@ async def test_a_live_connection_passes_and_a_terminated_one_is_refused(service_
             await asyncio.sleep(0.02)
         else:
             pytest.fail("a terminated connection passed the check")
+
+
+async def test_the_service_engine_replaces_a_connection_the_server_closed(service_db_url):
+    """The SQLAlchemy engine's checkout check (instead of pool_pre_ping's query per checkout)."""
+    from sqlalchemy import text
+
+    from app.db.engine import create_engine
+    from app.settings import Settings
+
+    engine = create_engine(
+        service_db_url, Settings(database_url=service_db_url, db_pool_size=1, _env_file=None)
+    )
+    try:
+        async with engine.connect() as conn:
+            first = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        async with await psycopg.AsyncConnection.connect(service_db_url, autocommit=True) as admin:
+            await admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+        await asyncio.sleep(0.3)  # the server's goodbye reaches the pooled connection's socket
+        async with engine.connect() as conn:  # not the dead connection: no error, a new backend
+            second = (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        assert second != first
+    finally:
+        await engine.dispose()
