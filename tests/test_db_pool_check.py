@@ -49,3 +49,30 @@ async def test_the_service_engine_replaces_a_connection_the_server_closed(servic
         assert second != first
     finally:
         await engine.dispose()
+
+
+async def test_a_read_session_runs_its_query_outside_a_transaction(service_db_url):
+    """res.read(): one round trip per read (no BEGIN before it, no ROLLBACK after it)."""
+    from psycopg.pq import TransactionStatus
+    from sqlalchemy import text
+
+    from app.db.engine import create_engine, create_read_sessionmaker, create_sessionmaker
+    from app.settings import Settings
+
+    engine = create_engine(
+        service_db_url, Settings(database_url=service_db_url, db_pool_size=1, _env_file=None)
+    )
+
+    async def status_after_a_read(sessionmaker) -> TransactionStatus:
+        async with sessionmaker() as db:
+            assert (await db.execute(text("SELECT 1"))).scalar_one() == 1
+            raw = await (await db.connection()).get_raw_connection()
+            return raw.driver_connection.info.transaction_status
+
+    try:
+        assert await status_after_a_read(create_read_sessionmaker(engine)) == TransactionStatus.IDLE
+        assert await status_after_a_read(create_sessionmaker(engine)) == TransactionStatus.INTRANS
+        # The pool's connection is back to transactions for the plain sessions after a read one.
+        assert await status_after_a_read(create_sessionmaker(engine)) == TransactionStatus.INTRANS
+    finally:
+        await engine.dispose()

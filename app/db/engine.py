@@ -48,6 +48,12 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions for one-statement reads on the request path, on autocommit connections of the
+    same pool: the read is one round trip, not three (BEGIN, the query, ROLLBACK at close)."""
+    return async_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False)
+
+
 async def check_alive(conn: AsyncConnection) -> None:
     """Pool check without a round trip: refuse a connection the server has closed.
 
