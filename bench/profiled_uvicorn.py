@@ -3,11 +3,14 @@
     RECLOOP_BENCH_PROFILE_OUT=stacks.txt python -m bench.profiled_uvicorn app.main:create_app --factory
 
 Takes uvicorn's own arguments. SIGUSR1 starts sampling, SIGUSR2 stops it and writes the samples
-as collapsed stacks (``frame;frame;... count``). The sampler is the kernel's profiling timer
+as collapsed stacks (``frame;frame;... microseconds``). The sampler is the kernel's profiling timer
 (``ITIMER_PROF``): it fires after every ``INTERVAL_S`` of CPU the process uses, and records the
-main thread's Python stack (where the event loop, the routes and the graph run). So samples are
-CPU time, not wall time: on a shared, loaded machine a wall-clock sampler (py-spy included, which
-counts a runnable thread that waits for a core as busy) mostly measures the queue for the CPU.
+main thread's Python stack (where the event loop, the routes and the graph run) with the process
+CPU time since the previous sample: Python runs the handler only between bytecodes, so the signals
+of a long C call (a torch op, a syscall) arrive as one, and weighing by CPU time keeps its share.
+So samples are CPU time, not wall time: on a shared, loaded machine a wall-clock sampler (py-spy
+included, which counts a runnable thread that waits for a core as busy) mostly measures the queue
+for the CPU.
 Time inside C code (uvloop, torch, psycopg's libpq) is charged to the Python frame that called it.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -40,22 +44,26 @@ def _where(frame: FrameType) -> str:
 def main() -> None:
     out = Path(os.environ["RECLOOP_BENCH_PROFILE_OUT"])
     samples: Counter[str] = Counter()
+    last = [0.0]
 
     def sample(_signum: int, frame: FrameType | None) -> None:
+        now = time.process_time()
+        spent, last[0] = now - last[0], now
         stack = []
         while frame is not None:
             stack.append(_where(frame))
             frame = frame.f_back
-        samples[";".join(reversed(stack))] += 1
+        samples[";".join(reversed(stack))] += spent
 
     def start(*_) -> None:
         samples.clear()
+        last[0] = time.process_time()
         signal.setitimer(signal.ITIMER_PROF, INTERVAL_S, INTERVAL_S)
 
     def stop(*_) -> None:
         signal.setitimer(signal.ITIMER_PROF, 0, 0)
         tmp = out.with_suffix(".tmp")
-        tmp.write_text("".join(f"{stack} {count}\n" for stack, count in samples.items()))
+        tmp.write_text("".join(f"{stack} {round(s * 1e6)}\n" for stack, s in samples.items() if s > 0))
         tmp.replace(out)
 
     signal.signal(signal.SIGPROF, sample)

@@ -98,10 +98,10 @@ def start_server(
     """A uvicorn server of the service (``workers`` processes), once its /readyz answers 200.
 
     With ``log_path`` its output goes there, and a server that exits shows the log's tail. With
-    ``code_dir`` it runs that checkout's code (imported first), not this one's; ``module`` runs
-    uvicorn through a wrapper that takes its arguments (bench/profiled_uvicorn.py)."""
+    ``code_dir`` it runs that checkout's code (imported first), not this one's; ``module`` (a module
+    or a script's path) runs uvicorn through a wrapper that takes its arguments (bench/profiled_uvicorn.py)."""
     command = [
-        sys.executable, "-m", module, "app.main:create_app_from_env", "--factory",
+        sys.executable, *([module] if module.endswith(".py") else ["-m", module]), "app.main:create_app_from_env", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
     ]  # fmt: skip
     env = {**os.environ, **env}

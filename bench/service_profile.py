@@ -45,6 +45,24 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("the service's code (app/)", r"^app/"),
     ("other", r""),
 )
+# Area of a sample = the first of these whose pattern matches a frame anywhere in its stack.
+AREAS: tuple[tuple[str, str], ...] = (
+    ("models: rec + reward scoring (torch)", r"\((recmodels|torch)/"),
+    (
+        "checkpoint saver: rows, serde, tip cache, its SQL",
+        r"\((app/db/(checkpoints|langgraph_postgres)\.py|langgraph/checkpoint/)",
+    ),
+    ("advisory lock + rate counter (lock pool)", r"\(app/db/(locks|limits)\.py"),
+    ("loop history + session rows (SQLAlchemy + psycopg)", r"\(sqlalchemy/"),
+    ("the loop's nodes and agents (graph/)", r"\(graph/(?!runner\.py)"),
+    ("LangGraph engine (tasks, channels, checkpoints)", r"\((langgraph|langchain_core)/"),
+    (
+        "HTTP: uvicorn, FastAPI, middlewares, pydantic, JSON",
+        r"\((uvicorn|fastapi|starlette|pydantic|app/api)/",
+    ),
+    ("other psycopg (waits, pools)", r"\(psycopg"),
+    ("event loop, other", r""),
+)
 FRAME = re.compile(r"^(?P<name>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 
@@ -61,6 +79,7 @@ def _frames(stack: str) -> list[tuple[str, str]]:
 def summarise(raw: str, top: int = 20) -> dict:
     """Self share by layer, and the top functions by self and by cumulative share of the samples."""
     layers: Counter[str] = Counter()
+    areas: Counter[str] = Counter()
     self_counts: Counter[str] = Counter()
     cumulative: Counter[str] = Counter()
     total = 0
@@ -70,6 +89,7 @@ def summarise(raw: str, top: int = 20) -> dict:
         stack, count_text = line.rsplit(" ", 1)  # the weight: microseconds of CPU
         count = int(count_text)
         frames = _frames(stack)
+        areas[next(label for label, pattern in AREAS if re.search(pattern, stack))] += count
         total += count
         leaf_name, leaf_file = frames[-1]
         layers[next(label for label, pattern in LAYERS if re.search(pattern, leaf_file))] += count
@@ -81,7 +101,8 @@ def summarise(raw: str, top: int = 20) -> dict:
         return [[key, round(value / total, 4)] for key, value in counter.most_common(n)]
 
     return {
-        "samples": total,
+        "sampled_cpu_s": round(total / 1e6, 3),
+        "areas": shares(areas, len(AREAS)),
         "layers_self": shares(layers, len(LAYERS)),
         "functions_self": shares(self_counts, top),
         "functions_cumulative": shares(cumulative, top * 3),
@@ -111,6 +132,7 @@ def main() -> None:
     parser.add_argument("--reward-model", default="gru4rec")
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--code-dir", type=Path, default=None, help="Profile another checkout's code.")
     parser.add_argument("--stacks-out", type=Path, default=None, help="Keep the collapsed stacks here.")
     parser.add_argument("--json", action="store_true", help="Print the summary as one JSON object.")
     args = parser.parse_args()
@@ -127,8 +149,9 @@ def main() -> None:
             args.database_url,
             data_dir,
             bench_args,
+            args.code_dir.resolve() if args.code_dir else None,
             extra_env={"RECLOOP_BENCH_PROFILE_OUT": str(stacks.resolve())},
-            module="bench.profiled_uvicorn",
+            module=str(Path(__file__).with_name("profiled_uvicorn.py")),  # also for a --code-dir
             ready_s=900,
         )
         pid = server.process.pid
@@ -192,6 +215,9 @@ def main() -> None:
         f"average {loaded['load_average']}; event-loop thread {result['event_loop_thread_share']:.0%} of "
         f"the worker's CPU; threads {result['busiest_threads']}"
     )
+    print("\n| area (first match in the stack) | share |\n|---|---:|")
+    for label, share in summary["areas"]:
+        print(f"| {label} | {share:.1%} |")
     print("\n| layer (innermost frame) | self share |\n|---|---:|")
     for label, share in summary["layers_self"]:
         print(f"| {label} | {share:.1%} |")
