@@ -99,9 +99,11 @@ def start_server(
 
     With ``log_path`` its output goes there, and a server that exits shows the log's tail. With
     ``code_dir`` it runs that checkout's code (imported first), not this one's; ``module`` (a module
-    or a script's path) runs uvicorn through a wrapper that takes its arguments (bench/profiled_uvicorn.py)."""
+    or a script's path) runs uvicorn through a wrapper that takes its arguments
+    (bench/profiled_uvicorn.py)."""
+    launcher = [module] if module.endswith(".py") else ["-m", module]
     command = [
-        sys.executable, *([module] if module.endswith(".py") else ["-m", module]), "app.main:create_app_from_env", "--factory",
+        sys.executable, *launcher, "app.main:create_app_from_env", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
     ]  # fmt: skip
     env = {**os.environ, **env}
@@ -183,13 +185,12 @@ def start_variant(
         **(extra_env or {}),
     }
     label = name if code_dir is None else f"{name}@{code_dir.name}"
-    return VariantServer(
-        label,
-        url,
-        key,
-        port,
-        start_server(env, port, args.workers, code_dir=code_dir, module=module, ready_s=ready_s),
-    )
+    try:
+        process = start_server(env, port, args.workers, code_dir=code_dir, module=module, ready_s=ready_s)
+    except BaseException:
+        _drop_database(server_url, url)  # a server that never started leaves no database behind
+        raise
+    return VariantServer(label, url, key, port, process)
 
 
 def stop_variant(server: VariantServer, server_url: str) -> None:
