@@ -7,10 +7,13 @@ recommendation requests with offline agents and a 4-round limit at each concurre
     python -m bench.service                      # postgres vs memory, concurrency 1 and 32
     python -m bench.service --variants postgres_stock postgres_nobatch postgres memory
     python -m bench.service --fsync-delay-ms 4     # on a private server whose fsyncs take 4 ms more
+    python -m bench.service --baseline ../main     # also main's code, in the same run (CPU before/after)
 
 Variants: ``postgres`` (the service default: pooled saver, one durable commit per round),
 ``postgres_nobatch`` (pooled saver, every checkpoint write its own commit), ``postgres_stock``
 (LangGraph's AsyncPostgresSaver as shipped), ``memory`` (InMemorySaver, nothing durable).
+``--baseline PATH...`` adds the ``--baseline-variants`` run from other checkouts' code (``NAME@DIRNAME``),
+taking turns with the others. Each slice measures the worker's CPU time per loop (/proc).
 Results: a markdown table on stdout and JSON in reports/bench_service.json.
 """
 
@@ -83,22 +86,34 @@ def _drop_database(server_url: str, url: str) -> None:
 
 
 def start_server(
-    env: dict[str, str], port: int, workers: int, *, log_path: Path | None = None, ready_s: float = 120
+    env: dict[str, str],
+    port: int,
+    workers: int,
+    *,
+    log_path: Path | None = None,
+    ready_s: float = 120,
+    code_dir: Path | None = None,
+    module: str = "uvicorn",
 ) -> subprocess.Popen:
     """A uvicorn server of the service (``workers`` processes), once its /readyz answers 200.
 
-    With ``log_path`` its output goes there, and a server that exits shows the log's tail."""
+    With ``log_path`` its output goes there, and a server that exits shows the log's tail. With
+    ``code_dir`` it runs that checkout's code (imported first), not this one's; ``module`` (a module
+    or a script's path) runs uvicorn through a wrapper that takes its arguments
+    (bench/profiled_uvicorn.py)."""
+    launcher = [module] if module.endswith(".py") else ["-m", module]
     command = [
-        sys.executable, "-m", "uvicorn", "app.main:create_app_from_env", "--factory",
+        sys.executable, *launcher, "app.main:create_app_from_env", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
     ]  # fmt: skip
+    env = {**os.environ, **env}
+    if code_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code_dir), env.get("PYTHONPATH")]))
     if log_path is None:
-        server = subprocess.Popen(command, env={**os.environ, **env})
+        server = subprocess.Popen(command, env=env, cwd=code_dir)
     else:
         with log_path.open("wb") as log:
-            server = subprocess.Popen(
-                command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT
-            )
+            server = subprocess.Popen(command, env=env, cwd=code_dir, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + ready_s
     while time.time() < deadline:
         try:
@@ -114,16 +129,6 @@ def start_server(
     raise RuntimeError(f"server not ready after {ready_s:.0f} s")
 
 
-def _load(port: int, key: str, concurrency: int, duration: float, args: argparse.Namespace) -> dict:
-    command = [
-        sys.executable, "-m", "bench.service_loadgen", "--url", f"http://127.0.0.1:{port}", "--key", key,
-        "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(args.warmup),
-        "--max-rounds", str(args.max_rounds),
-    ]  # fmt: skip
-    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 @dataclass
 class VariantServer:
     name: str
@@ -133,14 +138,36 @@ class VariantServer:
     process: subprocess.Popen
 
 
-def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Namespace) -> VariantServer:
+def _load(server: VariantServer, concurrency: int, duration: float, args: argparse.Namespace) -> dict:
+    command = [
+        sys.executable, "-m", "bench.service_loadgen", "--url", f"http://127.0.0.1:{server.port}",
+        "--key", server.key, "--concurrency", str(concurrency), "--duration", str(duration),
+        "--warmup", str(args.warmup), "--max-rounds", str(args.max_rounds),
+        "--server-pid", str(server.process.pid),
+    ]  # fmt: skip
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)  # stderr passes through
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def start_variant(
+    name: str,
+    server_url: str,
+    data_dir: Path,
+    args: argparse.Namespace,
+    code_dir: Path | None = None,
+    *,
+    extra_env: dict[str, str] | None = None,
+    module: str = "uvicorn",
+    ready_s: float = 120,
+) -> VariantServer:
+    """The variant's server on a fresh database; ``code_dir``: another checkout's code (``NAME@DIRNAME``)."""
     url = _create_database(server_url)
     settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
     migrate_all(url, settings.checkpoint_schema)
     key = new_key(url, settings, owner="bench").secret
     port = free_port()
     env = {
-        "RECLOOP_DATA_DIR": str(data_dir),
+        "RECLOOP_DATA_DIR": str(data_dir.resolve()),  # absolute: a --baseline server runs elsewhere
         "RECLOOP_DATABASE_URL": url,
         "RECLOOP_ACCEPT_TOP_K": str(args.accept_top_k),
         "RECLOOP_REWARD_MODEL": args.reward_model,
@@ -151,9 +178,19 @@ def start_variant(name: str, server_url: str, data_dir: Path, args: argparse.Nam
         "RECLOOP_CHECKPOINT_POOL_SIZE": "4",
         # One key sends every request: counted (the limiter's cost is measured), never refused.
         "RECLOOP_RATE_LIMIT_PER_MINUTE": "100000000",
+        # Offline loops never steer: loading the text model at start-up would only burn CPU in the
+        # first slices (seconds of it, counted as the loops' own).
+        "RECLOOP_STEERING_WARMUP": "false",
         **VARIANTS[name],
+        **(extra_env or {}),
     }
-    return VariantServer(name, url, key, port, start_server(env, port, args.workers))
+    label = name if code_dir is None else f"{name}@{code_dir.name}"
+    try:
+        process = start_server(env, port, args.workers, code_dir=code_dir, module=module, ready_s=ready_s)
+    except BaseException:
+        _drop_database(server_url, url)  # a server that never started leaves no database behind
+        raise
+    return VariantServer(label, url, key, port, process)
 
 
 def stop_variant(server: VariantServer, server_url: str) -> None:
@@ -174,6 +211,8 @@ def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> 
     latencies = sorted(x for s in slices for x in s["latencies_ms"])
     rounds = [r for s in slices for r in s["rounds"]]
     seconds = sum(s["seconds"] for s in slices)
+    cpu = [s["server_cpu_s"] for s in slices if s.get("server_cpu_s") is not None]
+    loads = [x for s in slices for x in s.get("load_average", [])]
     return {
         "variant": name,
         "concurrency": concurrency,
@@ -186,6 +225,10 @@ def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> 
         "p50_ms": round(percentile(latencies, 0.50), 1),
         "p99_ms": round(percentile(latencies, 0.99), 1),
         "mean_rounds": round(statistics.fmean(rounds), 2) if rounds else 0.0,
+        # The worker's CPU time over the recorded requests (all slices), and per slice.
+        "cpu_ms_per_loop": round(1000 * sum(cpu) / len(latencies), 2) if cpu and latencies else None,
+        "cpu_ms_per_loop_slices": [s.get("server_cpu_ms_per_loop") for s in slices],
+        "load_average": [min(loads), max(loads)] if loads else None,
     }
 
 
@@ -197,9 +240,12 @@ def measure(servers: list[VariantServer], args: argparse.Namespace, echo) -> lis
         for turn in range(args.slices):
             order = servers[turn % len(servers) :] + servers[: turn % len(servers)]
             for server in order:
-                piece = _load(server.port, server.key, concurrency, args.duration / args.slices, args)
+                piece = _load(server, concurrency, args.duration / args.slices, args)
                 slices[server.name].append(piece)
-                echo(f"{server.name} c={concurrency} slice {turn + 1}: {piece['throughput_rps']} req/s")
+                echo(
+                    f"{server.name} c={concurrency} slice {turn + 1}: {piece['throughput_rps']} req/s, "
+                    f"{piece['server_cpu_ms_per_loop']} ms CPU/loop, load {piece['load_average']}"
+                )
         for server in servers:
             result = aggregate(server.name, concurrency, args.workers, slices[server.name])
             echo(json.dumps(result))
@@ -209,17 +255,21 @@ def measure(servers: list[VariantServer], args: argparse.Namespace, echo) -> lis
 
 def markdown(results: list[dict]) -> str:
     lines = [
-        "| checkpointer | concurrency | req/s | p50 ms | p99 ms | mean rounds | errors | vs memory |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| checkpointer | concurrency | req/s | p50 ms | p99 ms | mean rounds | errors | vs memory "
+        "| worker CPU ms/loop | load average |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     memory = {r["concurrency"]: r["throughput_rps"] for r in results if r["variant"] == "memory"}
     for r in results:
         ratio = (
             r["throughput_rps"] / memory[r["concurrency"]] if memory.get(r["concurrency"]) else float("nan")
         )
+        cpu = "" if r.get("cpu_ms_per_loop") is None else f"{r['cpu_ms_per_loop']:.1f}"
+        load = r.get("load_average") or []
         lines.append(
             f"| {r['variant']} | {r['concurrency']} | {r['throughput_rps']:.1f} | {r['p50_ms']:.1f} | "
-            f"{r['p99_ms']:.1f} | {r['mean_rounds']:.2f} | {r['errors']} | {ratio:.2f} |"
+            f"{r['p99_ms']:.1f} | {r['mean_rounds']:.2f} | {r['errors']} | {ratio:.2f} | {cpu} | "
+            f"{'-'.join(f'{x:.1f}' for x in load)} |"
         )
     return "\n".join(lines)
 
@@ -253,6 +303,17 @@ def main() -> None:
         "--reward-model", default="gru4rec", help="A reward model other than the rec model disagrees more."
     )
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="Other checkouts (e.g. a worktree of main): their code also serves, in turns with the others.",
+    )
+    parser.add_argument("--baseline-variants", nargs="+", choices=sorted(VARIANTS), default=["postgres"])
+    parser.add_argument(
+        "--ready-s", type=float, default=120, help="How long a server may take to start (a busy machine)."
+    )
     parser.add_argument("--out", type=Path, default=Path("reports/bench_service.json"))
     args = parser.parse_args()
     if args.workers > 1 and "memory" in args.variants:
@@ -273,7 +334,15 @@ def main() -> None:
         try:
             for name in args.variants:
                 echo(f"starting {name} ...")
-                servers.append(start_variant(name, args.database_url, data_dir, args))
+                servers.append(start_variant(name, args.database_url, data_dir, args, ready_s=args.ready_s))
+            for baseline in args.baseline:
+                for name in args.baseline_variants:
+                    echo(f"starting {name} from {baseline} ...")
+                    servers.append(
+                        start_variant(
+                            name, args.database_url, data_dir, args, baseline.resolve(), ready_s=args.ready_s
+                        )
+                    )
             results = measure(servers, args, echo)
         finally:
             for server in servers:

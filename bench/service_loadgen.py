@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import time
+from pathlib import Path
 
 import httpx
 
@@ -26,6 +28,26 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 N_ITEMS = 1682  # MovieLens-100k
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its live descendants (/proc, Linux).
+
+    CPU time, not wall time: on a shared, loaded machine it is what a request costs the worker
+    whatever else runs beside it."""
+    total = 0.0
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # exited meanwhile
+    return total
 
 
 def _request_body(rng: random.Random, max_rounds: int, random_candidates: bool) -> dict:
@@ -63,6 +85,7 @@ async def run(
     warmup: float,
     max_rounds: int,
     random_candidates: bool,
+    server_pid: int | None = None,
 ) -> dict:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     headers = {"Authorization": f"Bearer {key}"}
@@ -78,10 +101,14 @@ async def run(
         stop = time.perf_counter() + warmup
         await asyncio.gather(*(_client_loop(client, s, body, stop, False, warm) for s in sessions))
         out: dict = {"latencies": [], "rounds": [], "errors": []}
+        load_before = os.getloadavg()[0]
+        cpu_before = process_tree_cpu_s(server_pid) if server_pid else None
         started = time.perf_counter()
         stop = started + duration
         await asyncio.gather(*(_client_loop(client, s, body, stop, True, out) for s in sessions))
         wall = time.perf_counter() - started
+        server_cpu = process_tree_cpu_s(server_pid) - cpu_before if cpu_before is not None else None
+        load_after = os.getloadavg()[0]
     lat = sorted(out["latencies"])
     return {
         "concurrency": concurrency,
@@ -93,6 +120,9 @@ async def run(
         "p50_ms": round(percentile(lat, 0.50) * 1000, 1),
         "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
         "mean_rounds": round(statistics.fmean(out["rounds"]), 2) if out["rounds"] else 0.0,
+        "server_cpu_s": None if server_cpu is None else round(server_cpu, 3),
+        "server_cpu_ms_per_loop": round(1000 * server_cpu / len(lat), 2) if server_cpu and lat else None,
+        "load_average": [round(load_before, 2), round(load_after, 2)],
         "latencies_ms": [round(x * 1000, 2) for x in out["latencies"]],
         "rounds": out["rounds"],
     }
@@ -107,8 +137,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--default-candidates", action="store_true", help="Use the rec model's top-20.")
+    parser.add_argument(
+        "--server-pid", type=int, default=None, help="Also measure this server's CPU time per loop (/proc)."
+    )
     args = parser.parse_args()
-    options = (args.duration, args.warmup, args.max_rounds, not args.default_candidates)
+    options = (args.duration, args.warmup, args.max_rounds, not args.default_candidates, args.server_pid)
     result = asyncio.run(run(args.url, args.key, args.concurrency, *options))
     print(json.dumps(result))
 

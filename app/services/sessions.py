@@ -74,7 +74,7 @@ async def locked_session(
             retry_after_s=1,
         )
         async with res.locks.hold(str(session_id), busy=busy, on_busy=BUSY_REJECTIONS.inc):
-            async with res.sessionmaker() as db:
+            async with res.read() as db:
                 session = await sessions_repo.get_owned_session(
                     db, session_id=session_id, owner_key_id=caller.key_id
                 )

@@ -216,7 +216,7 @@ def _check_text(text: str, settings: Settings) -> str:
 
 
 async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
-    async with res.sessionmaker() as db:
+    async with res.read() as db:
         row = await store.latest_command(db, session_id=session_id)
     return Preferences() if row is None else Preferences.model_validate(row.preferences)
 
