@@ -5,7 +5,7 @@
 Commands: a natural-command set when given, else simulated commands from the held-out phrasings.
 Each parser warms up on the first commands, then every command is parsed once and timed
 (wall clock, one torch thread). Prints a table and, with --json, one JSON line:
-{parser: {"p50_ms", "p99_ms", "mean_ms", "n"}}.
+{parser: {"p50_ms", "p99_ms", "mean_ms", "n"}, "load_average_1m": ...}.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -63,8 +64,13 @@ def main() -> None:
             "p99_ms": round(percentile(timings, 99), 2),
             "mean_ms": round(statistics.fmean(timings), 2),
         }
+    # The box is shared: the load beside the run says how far the timings are from an idle machine's.
+    results["load_average_1m"] = round(os.getloadavg()[0], 2)  # type: ignore[assignment]
+    print(f"load average (1 min): {results['load_average_1m']}")
     print("| parser | n | p50 ms | p99 ms | mean ms |\n|---|---|---|---|---|")
     for kind, r in results.items():
+        if not isinstance(r, dict):
+            continue
         print(f"| {kind} | {r['n']} | {r['p50_ms']} | {r['p99_ms']} | {r['mean_ms']} |")
     if args.json:
         print(json.dumps(results, sort_keys=True))
