@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.steering.mentions import MentionFinder
+from app.steering.mentions import GENRE_WORDS, MentionFinder, fold
 from app.steering.reading import Reading, Role, assemble
 from app.steering.scoring import score_all, score_command, wilson_interval
 from app.steering.simulator import label_roles, simulate
@@ -145,3 +145,35 @@ def test_scoring_follows_the_labelling_contract():
     total = score_all([(expected, same), (expected, inverted)])
     assert total.exact == 1 and total.inversions == 1 and total.f1("genres") == 0.5
     assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == 1.0
+
+
+def test_labels_keep_slasher_soft_and_old_fashioned_no_era(finder):
+    slasher = _one(finder, "a good slasher")
+    assert slasher.kind == "mood"
+    assert all(m.kind != "year" for m in finder.find("something old-fashioned"))
+    assert all(m.kind != "year" for m in finder.find("something old fashioned"))
+
+
+def test_simulated_bare_wishes_and_double_negations_are_wanted(finder):
+    commands = [
+        *simulate(finder.index, 3000, split="train", seed=3),
+        *simulate(finder.index, 3000, split="val", seed=3),
+    ]
+    words = {w for w, genres in GENRE_WORDS.items() if len(genres) == 1}
+    bare = [c for c in commands if c.text.casefold().strip(" !?.") in words]
+    assert bare and all(c.expected.positive.genres and not c.expected.negative.genres for c in bare)
+    double = [c for c in commands if "don't want anything but" in c.text.casefold()]
+    assert double and all(c.expected.positive.genres or c.expected.positive.year_range for c in double)
+    assert all(not c.expected.negative.genres for c in double if len(c.planted) == 1)
+
+
+def test_simulated_titles_follow_the_catalogs_convention(finder, lastfm_finder):
+    """'more X' is a taste anchor for a film and the artist itself on a music catalog."""
+    for f, field in ((finder, "soft"), (lastfm_finder, "items")):
+        more = [
+            c for c in simulate(f.index, 3000, split="train", seed=5)
+            if len(c.planted) == 1 and c.planted[0].mention.kind == "item"
+            and fold(c.text).startswith("more ") and " like " not in fold(c.text)
+        ]  # fmt: skip
+        assert more
+        assert all(getattr(c.expected.positive, field) for c in more), [c.text for c in more][:5]

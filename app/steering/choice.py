@@ -1,18 +1,21 @@
 """Which command parser answers: ``RECLOOP_STEERING_PARSER`` = auto | offline | llm | learned.
 
-``auto`` picks the best one available, by the natural-command measurements of bench/README.md:
-the learned parser when its artifact exists for the catalog (and the embeddings extra that
-carries its encoder is installed), else the LLM parser when an endpoint is configured, else the
-rule-based offline parser.
+``auto`` picks the best one available: the learned parser when its artifact exists for the
+catalog (and the embeddings extra that carries its encoder is installed) *and* it inverted no
+more hard constraints than the rules on the held-out simulated commands of its training, with a
+better exact reading there (both recorded in the artifact); else the LLM parser when an endpoint
+is configured, else the rule-based offline parser. A parser that reads more but flips more
+"no X" into "more X" is not the better one.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from app.settings import Settings
-from app.steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path
+from app.steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
 from app.steering.llm_parser import LLMParser
 from app.steering.parser import CommandParser, OfflineParser
 from graph.steering.catalog_index import Catalog, CatalogIndex
@@ -34,9 +37,30 @@ def parser_kind(settings: Settings, dataset: str) -> ParserKind:
     choice = settings.steering_parser
     if choice != "auto":
         return choice
-    if text_available() and learned_artifact(settings, dataset).is_file():
+    artifact = learned_artifact(settings, dataset)
+    if (
+        text_available()
+        and artifact.is_file()
+        and _learned_beats_rules(artifact, artifact.stat().st_mtime_ns)
+    ):
         return "learned"
     return "llm" if settings.llm_enabled else "offline"
+
+
+@lru_cache(maxsize=16)
+def _learned_beats_rules(artifact: Path, _mtime_ns: int) -> bool:
+    """From the artifact's validation record (cached per file version: ``auto`` asks per command)."""
+    try:
+        info = learned_info(artifact)
+    except ParserArtifactError:
+        return False
+    learned, rules = info.get("val"), info.get("offline_val")
+    if not isinstance(learned, dict) or not isinstance(rules, dict):
+        return False  # trained before the comparison was recorded: not shown to be safer
+    return (
+        learned["commands_with_inversion"] <= rules["commands_with_inversion"]
+        and learned["exact"] > rules["exact"]
+    )
 
 
 def build_parser(

@@ -23,8 +23,9 @@ from typing import Any
 import torch
 
 from app.steering.mentions import Mention, MentionFinder, fold, non_latin_share
-from app.steering.parser import CommandParser, ParseResult
+from app.steering.parser import CommandParser, OfflineParser, ParseResult
 from app.steering.reading import HARD_ROLES, Reading, Role, assemble
+from app.steering.scoring import hard_facts
 from app.steering.student import (
     MAX_TOKENS,
     SENTENCE_FLAGS,
@@ -119,6 +120,9 @@ class ParserArtifactError(ValueError):
 class Thresholds:
     hard_confidence: float = 0.6
     """A hard constraint (genre, year, title) is applied only when its role is at least this likely."""
+    agreed_confidence: float = 0.6
+    """... or at least this likely when the rule parser reads the same constraint on the same side
+    (two readers that fail differently agreeing is evidence; one reading it on another side vetoes)."""
     soft_confidence: float = 0.5
     reset: float = 0.5
     free_soft: float = 0.5
@@ -160,25 +164,18 @@ class LearnedParser(CommandParser):
         self.encoder = encoder
         self.thresholds = thresholds
         self.finder = MentionFinder(self.index, common_words(encoder))
+        self.rules = OfflineParser(self.index)
         self.info = info or {}
 
     @classmethod
     def load(
         cls, path: Path, catalog: Catalog | CatalogIndex, encoder: CommandEncoder | None = None
     ) -> LearnedParser:
-        if not path.is_file():
-            raise ParserArtifactError(
-                f"{path}: no learned parser (train one: recloop train-parser --dataset D)"
-            )
-        try:
-            payload = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # a torn or foreign file: say which, never a stack trace to the user
-            raise ParserArtifactError(f"{path}: unreadable ({exc})") from exc
-        if payload.get("format") != ARTIFACT_FORMAT:
-            raise ParserArtifactError(f"{path}: format {payload.get('format')!r}, expected {ARTIFACT_FORMAT}")
+        payload = _read_artifact(path)
         student = CommandStudent(StudentConfig(**payload["config"]))
         student.load_state_dict(payload["state"])
         encoder = encoder or CommandEncoder(load_text_encoder("the learned steering parser"))
+        encoder = encoder.configured(student.config)
         return cls(catalog, student, encoder, Thresholds(**payload["thresholds"]), payload.get("info"))
 
     def save(self, path: Path) -> None:
@@ -222,6 +219,9 @@ class LearnedParser(CommandParser):
             )
         return None
 
+    def rule_facts(self, text: str) -> set[tuple]:
+        return hard_facts(self.rules.read(text).update)
+
     def predict(self, texts: Sequence[str]) -> list[_Prediction]:
         mentions = [self.finder.find(t) for t in texts]
         return self.predict_features(mentions, self.encoder.encode(texts, mentions))
@@ -243,7 +243,10 @@ class LearnedParser(CommandParser):
             at += n
         return out
 
-    def read(self, text: str, prediction: _Prediction, prefer: set[int]) -> ParseResult:
+    def read(
+        self, text: str, prediction: _Prediction, prefer: set[int], rules: set[tuple] | None = None
+    ) -> ParseResult:
+        """``rules``: the rule parser's hard facts for the text (computed here when not given)."""
         t = self.thresholds
         mentions, roles, unparsed = [], [], []
         for mention, probs, unread in zip(
@@ -256,7 +259,14 @@ class LearnedParser(CommandParser):
             if role is Role.NONE:
                 continue
             hard = mention.kind != "mood" and role in HARD_ROLES
-            if confidence < (t.hard_confidence if hard else t.soft_confidence):
+            needed = t.soft_confidence
+            if hard:
+                if rules is None:
+                    rules = self.rule_facts(text)
+                mine = hard_facts(assemble(Reading([mention], [role]), self.index, prefer))
+                agreement = _agreement(mine, rules)
+                needed = {"agree": t.agreed_confidence, "silent": t.hard_confidence}.get(agreement, 2.0)
+            if confidence < needed:
                 unparsed.append(f"'{mention.text}': unsure whether you want it, want none of it or lift it")
                 continue
             mentions.append(mention)
@@ -278,6 +288,35 @@ class LearnedParser(CommandParser):
         if update.is_neutral() and not unparsed:
             unparsed.append(f"'{_short(text.strip())}': no genre, year, title or wish I can act on")
         return ParseResult(update=update, unparsed=unparsed, parser=self.name)
+
+
+def _agreement(mine: set[tuple], rules: set[tuple]) -> str:
+    """'agree' when the rules hold every fact of the mention on its side, 'conflict' when they hold
+    one of its values on another side, else 'silent'."""
+    if mine and mine <= rules:
+        return "agree"
+    values = {(field, *rest) for field, _side, *rest in mine}
+    if any((field, *rest) in values for field, _side, *rest in rules - mine):
+        return "conflict"
+    return "silent"
+
+
+def _read_artifact(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ParserArtifactError(f"{path}: no learned parser (train one: recloop train-parser --dataset D)")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a torn or foreign file: say which, never a stack trace to the user
+        raise ParserArtifactError(f"{path}: unreadable ({exc})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != ARTIFACT_FORMAT:
+        found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
+        raise ParserArtifactError(f"{path}: format {found!r}, expected {ARTIFACT_FORMAT}")
+    return payload
+
+
+def learned_info(path: Path) -> dict[str, Any]:
+    """How the artifact was trained and what it measured (no model built)."""
+    return dict(_read_artifact(path).get("info") or {})
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -42,7 +42,7 @@ GENRE_WORDS: dict[str, tuple[str, ...]] = {
     "documentary": ("Documentary",), "documentaries": ("Documentary",), "docs": ("Documentary",),
     "drama": ("Drama",), "dramas": ("Drama",), "dramatic": ("Drama",), "fantasy": ("Fantasy",),
     "film noir": ("Film-Noir",), "noir": ("Film-Noir",), "horror": ("Horror",), "scary": ("Horror",),
-    "horrors": ("Horror",), "slasher": ("Horror",), "slashers": ("Horror",), "musical": ("Musical",),
+    "horrors": ("Horror",), "musical": ("Musical",),
     "musicals": ("Musical",), "mystery": ("Mystery",), "mysteries": ("Mystery",),
     "detective": ("Mystery",), "whodunit": ("Mystery",), "whodunits": ("Mystery",),
     "romance": ("Romance",), "romances": ("Romance",), "romantic": ("Romance",),
@@ -71,6 +71,7 @@ MOOD_WORDS: dict[str, str] = {
     "quirky": "quirky", "silly": "silly", "cheesy": "cheesy", "clever": "clever thoughtful",
     "thoughtful": "clever thoughtful", "smart": "clever thoughtful", "emotional": "emotional",
     "romantic mood": "romantic", "cozy": "cozy", "cosy": "cozy", "inspiring": "inspiring",
+    "slasher": "slasher gore", "slashers": "slasher gore", "old fashioned": "old-fashioned",
     "danceable": "danceable", "dance": "dance", "party": "party", "acoustic": "acoustic",
     "instrumental": "instrumental", "ambient": "ambient", "melancholic": "melancholic",
     "melancholy": "melancholic", "aggressive": "aggressive", "sleepy": "sleepy",
@@ -114,7 +115,7 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("recent", r"\b(recent|new|newer|newest|latest|modern|contemporary|more recent|current)\b"),
         (
             "old",
-            r"\b(old(?:[- ]school|[- ]fashioned)?(?: classics?)?|older|oldies|classics?|vintage"
+            r"\b(old(?:[- ]school)?(?! fashioned|-fashioned)(?: classics?)?|older|oldies|classics?|vintage"
             r"|golden age)\b",
         ),
     )

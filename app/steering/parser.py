@@ -159,6 +159,10 @@ class OfflineParser(CommandParser):
         self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
     ) -> ParseResult:
         """Pure string work (no I/O): async only to share the parsers' one interface."""
+        return self.read(text, recommendations)
+
+    def read(self, text: str, recommendations: Sequence[int] = ()) -> ParseResult:
+        """The same reading, synchronously (the learned parser checks its hard constraints against it)."""
         command = _normalize(text)
         if not command:
             return ParseResult(unparsed=["empty command"])

@@ -61,6 +61,12 @@ def read_natural_set(path: Path) -> list[NaturalCommand]:
     return commands
 
 
+def hard_facts(update: PreferenceUpdate) -> set[tuple]:
+    """(field, side, value) of the update's hard constraints: genres, year ranges, items."""
+    facts = _facts(update)
+    return {(name, *fact) for name in ("genres", "years", "items") for fact in facts[name]}
+
+
 def _facts(update: PreferenceUpdate) -> dict[str, set[tuple]]:
     """(side, value) pairs per field."""
     facts: dict[str, set[tuple]] = {name: set() for name in FIELDS}

@@ -35,6 +35,18 @@ _POSITIVE = (
     "i'd rather have {x}", "what about {x}", "got any {x}?", "i'm up for {x}", "let's go with {x}",
     "i want to see {x}", "something like {x} would hit the spot", "mostly {x}", "i'd like {x}",
     "more of the {x} please", "i'm after {x}", "in the mood for {x} today", "let's do {x}",
+    # bare and elliptical requests: a wanted phrase needs no verb
+    "{x}", "{x}?", "{x} tonight", "{x} pls", "{x}!", "{x} maybe", "um, {x}", "{x}, either works",
+    "{x} would be great", "any good {x}?", "do you have {x}?", "is there any {x}?", "got {x}?",
+    "i'm thinking {x}", "feeling like {x}", "kinda want {x}", "i guess {x}", "idk, {x}?", "{x} for sure",
+    "gimme {x}", "{x} all the way", "something {x}", "a good {x}", "{x} sounds good", "{x} is what i want",
+    "we want {x}", "me and my wife want {x}", "preferably {x}", "ideally {x}", "{x} if you have it",
+    "could you find me {x}", "can you recommend {x}", "recommend me {x}", "looking for {x}",
+    "i need {x}", "only {x} from now on", "strictly {x}", "{x} and nothing else", "{x} only",
+    # double negation and exclusions phrased as inclusions: what is left is wanted
+    "i don't want anything but {x}", "i don't want anything except {x}", "nothing except {x}",
+    "i want nothing but {x}", "don't show me anything other than {x}", "nothing other than {x}",
+    "i won't watch anything but {x}", "no, i want {x}",
 )  # fmt: skip
 _NEGATIVE = (
     "no {x}", "no more {x}", "less {x}", "fewer {x}", "i'm sick of {x}", "enough with the {x}",
@@ -46,6 +58,21 @@ _NEGATIVE = (
     "i'd rather not see {x}", "no {x} at all", "hold the {x}", "way too much {x} lately", "drop the {x}",
     "i really don't want {x}", "{x} bores me", "stay away from {x}", "none of the {x}", "i'm over {x}",
     "nothing {x}", "hide {x}", "ditch the {x}", "too many {x}, cut back", "i could do without {x}",
+    # idioms and elliptical refusals
+    "i'm good on {x}", "i'm good on {x} for now", "i've had my fill of {x}", "hard no on {x}",
+    "{x} is a hard no", "{x}? nah", "nah, no {x}", "not feeling {x}", "not really feeling {x} tonight",
+    "anything except {x}", "everything except {x}", "everything but {x}", "please, anything but {x}",
+    "i'll pass on {x}", "pass on the {x}", "not into {x}", "{x} is not for me", "enough {x}",
+    "{x} is overdone", "too much {x}", "less {x} please", "no {x} whatsoever", "nope to {x}",
+    "zero {x}", "i'd prefer no {x}", "i'm not in the mood for {x}", "no {x} pls", "{x} gets old",
+    "{x} again? no", "so done with {x}", "i can't do {x} right now", "i've seen too many {x}",
+    "no thanks to {x}", "{x} is a no from me", "not {x} again", "don't want {x}", "i'd rather skip {x}",
+    "leave out the {x}", "leave {x} out", "minus the {x}", "anything that isn't {x}",
+    "just not {x}", "whatever, just not {x}", "{x} is too much for me", "i never want {x}",
+    # exclusions that follow a wish ("anything from the 90s except dramas") and permission around one
+    "except {x}", "except for {x}", "but no {x}", "but not {x}", "just no {x}", "without the {x}",
+    "everything except {x} is fine", "anything but {x} is ok", "all good except {x}",
+    "anything is fine except {x}", "whatever you want, just no {x}", "everything but {x} works for me",
 )  # fmt: skip
 _LIFT = (
     "{x} is fine again", "{x} is ok now", "i don't mind {x} anymore", "you can show me {x} again",
@@ -55,11 +82,43 @@ _LIFT = (
     "i'm ok with {x} now", "go ahead and show {x} again", "no need to exclude {x} anymore",
     "stop filtering out {x}", "{x} can come back", "{x} are okay again", "i take back what i said about {x}",
     "it's fine to show {x} again", "{x} is alright now", "i no longer mind {x}",
+    "{x} is fine i guess", "{x} is ok i suppose", "{x} is fine", "{x} are fine", "{x} is fine by me",
+    "actually {x} is fine", "sure, {x} is ok", "{x} would be fine too", "i'm ok with {x}",
+    "it doesn't have to be {x}", "doesn't need to be {x}", "{x} is cool again", "ok {x} can come back",
+    "{x} is okay", "i can live with {x}", "{x} is not a dealbreaker", "{x} no longer off limits",
+    "{x} wouldn't hurt", "you can put {x} back", "{x} is allowed",
+    # a withdrawn refusal names the refusal: "no" here is not a wish
+    "i said no {x} earlier, but i take that back", "forget the whole no-{x} thing", "scratch the no {x} rule",
+    "about the {x} ban, forget it", "the {x} ban is over", "ignore what i said about no {x}",
+    "i said no {x} but i changed my mind", "drop the {x} filter", "remove the {x} block",
+    "you don't have to avoid {x} anymore", "no need to skip {x}", "stop excluding {x}",
 )  # fmt: skip
 _ITEM_POSITIVE = (
     "play more {x}", "i want {x}", "more {x}", "put on some {x}", "i'd like to hear {x}", "play {x}",
     "give me {x}", "i'm in the mood for {x}", "some {x} please", "i love {x}, more of it",
     "queue up {x}", "i want to listen to {x}", "let's hear {x}", "more {x} please", "{x} please",
+)  # fmt: skip
+_MOVIE_POSITIVE = (
+    "show me {x}", "put on {x}", "i want to rewatch {x}", "{x}!", "i want to watch {x}", "let's watch {x}",
+    "can you put on {x}", "play {x}", "i'd like to see {x}", "queue up {x}", "watch {x}", "{x} please",
+    "is {x} on here?", "find me {x}", "i want {x}", "can we watch {x}", "pull up {x}", "start {x}",
+)  # fmt: skip
+_MOVIE_SOFT_POSITIVE = (
+    "more {x}", "{x} vibes", "i liked {x}", "{x} is my favorite", "i loved {x}", "something like {x}",
+    "more stuff like {x}", "{x} type of thing", "i really enjoyed {x}", "big fan of {x}",
+    "{x} was great, more of that", "similar to {x} please",
+)  # fmt: skip
+_ARTIST_POSITIVE_EXTRA = (
+    "{x}", "{x}!", "{x} pls", "more {x}!", "i need {x}", "{x} now", "some {x}?", "i'm feeling {x} today",
+    "blast some {x}", "crank up {x}", "throw on some {x}",
+)  # fmt: skip
+_ARTIST_SOFT_POSITIVE_EXTRA = (
+    "{x} vibes", "{x} type stuff", "{x}-esque", "{x} fan here", "sounds like {x}",
+    "stuff that sounds like {x}", "artists like {x}", "bands like {x}",
+)  # fmt: skip
+_ARTIST_NEGATIVE_EXTRA = (
+    "less {x}", "{x} is overplayed", "{x} is annoying", "too much {x}", "{x} is too much", "less {x} please",
+    "{x} is getting old", "i'm good on {x}", "no more {x} pls",
 )  # fmt: skip
 _ITEM_NEGATIVE = (
     "no more {x}", "i never want to see {x} again", "don't show me {x}", "skip {x}", "not {x}",
@@ -105,6 +164,12 @@ _FREE_SOFT_POSITIVE = (
     "something to watch with my parents", "something that will make me laugh out loud",
     "a hidden gem", "something cozy for a sunday", "music for a road trip", "songs for studying",
     "something with a twist", "stuff that gets me pumped", "something good for a party",
+    "i wanna laugh", "i need a good cry", "date night", "it's halloween", "we just want explosions",
+    "space movies", "something for a long flight", "i want to feel good", "something to unwind",
+    "my kids are watching with me tonight", "my daughter is 10", "it's for my little brother",
+    "watching with the family", "something the kids won't hate", "girls night in", "guys night",
+    "something mind-bending", "something with great music", "a movie about friendship",
+    "something to wake me up", "music for cooking", "something for a breakup", "background music",
 )  # fmt: skip
 _FREE_SOFT_NEGATIVE = (
     "nothing that makes me sad", "nothing too slow please", "nothing that keeps me up at night",
@@ -120,23 +185,22 @@ _NOTHING = (
     "je voudrais un film", "quiero algo diferente", "ich möchte etwas anderes", "vorrei qualcosa di nuovo",
     "что-нибудь другое", "何か別のもの", "no sé qué quiero", "can you hear me", "test test",
     "what did i ask for earlier?", "is this thing on", "i don't know", "whatever", "surprise me",
+    "turn the volume up", "skip this song", "show the lyrics", "make a playlist",
+    "are there concert tickets?",
+    "how long is this", "can i get subtitles", "pause", "next", "i need some fresh air", "brb",
+    "what's your name", "nvm", "never mind", "can you recommend a restaurant", "is it raining",
 )  # fmt: skip
 _PREFIXES = (
     "hmm ", "ok so ", "honestly, ", "i think ", "please, ", "hey, ", "well, ", "actually, ", "so ",
-    "ugh, ", "right, ", "tonight ", "for now ", "um, ", "you know what, ", "okay, ",
+    "ugh, ", "right, ", "tonight ", "for now ", "um, ", "you know what, ", "okay, ", "maybe ", "idk ",
+    "tbh ", "ngl ", "lowkey ", "could you ", "hi! ", "yo ", "pls ", "hey there, ", "alright, ", "hmm, ",
+    "ok ", "oh and ", "also ", "fine, ", "kinda ", "i guess ", "perhaps ",
 )  # fmt: skip
 _SUFFIXES = (
-    " please",
-    " tonight",
-    " for a change",
-    " thanks",
-    "!",
-    " if possible",
-    " :)",
-    " lol",
-    ".",
-    "...",
-)
+    " please", " tonight", " for a change", " thanks", "!", " if possible", " :)", " lol", ".", "...",
+    " 🍿", " 😂", " 🙏", " 👻", " 😴", " ❤️", " 🤘", " 🎸", " thx", " pls", " rn", " tbh", " ok?", "!!",
+    " thank you", " for tonight", " this time",
+)  # fmt: skip
 _CONNECTORS = (
     ", ", " and ", " but ", ". ", "; ", " - ", ", also ", " and also ", ", plus ", ", but ", " & ",
     " and then ", ". also ", ", and ",
@@ -234,10 +298,16 @@ class CommandSimulator:
             weights.append(0.28)
         kind = rng.choices(kinds, weights=weights)[0]
         if kind == "genre":
+            if self.years and rng.random() < 0.15:
+                return self._genre_year_clause(used)
+            if rng.random() < 0.06:
+                return self._genre_anchor_clause(used)
             return self._genre_clause(used)
         if kind == "year":
             return self._year_clause()
         if kind == "item":
+            if not self.genres and rng.random() < 0.15:
+                return self._artist_list_clause(used)
             return self._item_clause(used)
         if kind == "mood":
             return self._mood_clause(used)
@@ -266,7 +336,8 @@ class CommandSimulator:
             return None
         noun = rng.choice(_GENRE_NOUNS)
         parts = [(self._noise(word), genres) for word, genres in objects]
-        joiner = rng.choice((" and ", " or ", ", ", " & ")) if len(parts) > 1 else ""
+        # "crime dramas", "action comedies": two genre words side by side want both
+        joiner = rng.choice((" and ", " or ", ", ", " & ", " ", " + ", " or ")) if len(parts) > 1 else ""
         template = self._pick(self._templates(role))
         pieces: list[tuple[str, tuple[str, ...] | None]] = []
         for i, (word, genres) in enumerate(parts):
@@ -289,11 +360,103 @@ class CommandSimulator:
             before = rng.choice(
                 ("", "movies ", "films ", "something ", "anything ", "stuff ", "movies made ")
             )
+        elif rng.random() < 0.45:  # "90s movies", "80s stuff": the bare decade as an adjective
+            after = rng.choice((" movies", " films", " stuff", " flicks", ""))
         else:
             before = rng.choice(("from ", "movies from ", "films from ", "stuff from ", "something from "))
         template = self._pick(self._templates(role))
         pieces = [(before, None), (surface, years), (after, None)]
         return self._fill(template, pieces, lambda y, s, e, t: Mention("year", s, e, t, years=y), role)
+
+    def _artist_list_clause(self, used: set[object]) -> _Clause | None:
+        """Two or three artists named together ("Amy Winehouse and Adele", "oasis or blur, either"):
+        on a music catalog, each is wanted itself."""
+        rng = self.rng
+        items = rng.sample(self.titled, rng.choice((2, 2, 3)))
+        if any(item.id in used for item in items):
+            return None
+        used |= {item.id for item in items}
+        lower = rng.random() < 0.4
+        pieces: list[tuple[str, tuple[int, ...] | None]] = [
+            (rng.choice(("", "", "more ", "some ", "play ")), None)
+        ]
+        for i, item in enumerate(items):
+            if i:
+                last = i == len(items) - 1
+                pieces.append(
+                    (rng.choice((" and ", " or ", " & ")) if last else rng.choice((", ", " ")), None)
+                )
+            pieces.append((item.title.lower() if lower else item.title, (item.id,)))
+        pieces.append((rng.choice(("", "", ", either", " please", " all day", " tonight")), None))
+        return self._fill(
+            "{x}", pieces, lambda ids, s, e, t: Mention("item", s, e, t, items=ids), Role.POSITIVE
+        )
+
+    def _genre_anchor_clause(self, used: set[object]) -> _Clause | None:
+        """A wanted genre anchored on a title ("westerns like Unforgiven", "comedies like Clueless",
+        "a Fargo-type crime movie"): the genre is hard, the title a taste anchor."""
+        rng = self.rng
+        genre, item = rng.choice(self.genres), rng.choice(self.titled)
+        if genre in used or item.id in used or not self._genre_surfaces[genre]:
+            return None
+        used |= {genre, item.id}
+        word = self._noise(rng.choice(self._genre_surfaces[genre]))
+        title = item.title.lower() if rng.random() < 0.3 else item.title
+        g, t = (word, ("genre", (genre,))), (title, ("item", (item.id,)))
+        noun = rng.choice(("", "", " movies", " films"))
+        shape = rng.randrange(5)
+        if shape == 0:
+            pieces = [g, (noun + " like ", None), t]
+        elif shape == 1:
+            pieces = [("more ", None), g, (noun + " like ", None), t]
+        elif shape == 2:
+            pieces = [("a ", None), t, ("-type ", None), g]
+        elif shape == 3:
+            pieces = [("something like ", None), t, (" but ", None), g]
+        else:
+            pieces = [g, (" in the style of ", None), t]
+        text, planted = "", []
+        for piece, value in pieces:
+            if value is not None:
+                kind, v = value
+                end = len(text) + len(piece)
+                if kind == "genre":
+                    mention, role = Mention("genre", len(text), end, piece, genres=v), Role.POSITIVE
+                else:
+                    mention, role = Mention("item", len(text), end, piece, items=v), Role.SOFT_POSITIVE
+                planted.append((len(text), end, mention, role))
+            text += piece
+        return _Clause(text, planted)
+
+    def _genre_year_clause(self, used: set[object]) -> _Clause | None:
+        """A genre and an era in one phrase ("90s comedies", "old westerns", "dramas from the 80s"):
+        both wanted (a refusal of the pair, "no old westerns", is not a refusal of either alone)."""
+        rng = self.rng
+        genre = rng.choice(self.genres)
+        if genre in used or not self._genre_surfaces[genre]:
+            return None
+        used.add(genre)
+        word = self._noise(rng.choice(self._genre_surfaces[genre]))
+        surface, years, form = self._year_surface()
+        if form not in ("decade", "modified", "recent", "old", "pair"):
+            return None
+        noun = rng.choice(("", "", " movies", " films", " stuff"))
+        role = rng.choices((Role.POSITIVE, Role.LIFT), weights=(0.93, 0.07))[0]
+        template = self._pick(self._templates(role))
+        genre_piece = (word, ("genre", (genre,)))
+        year_piece = (surface, ("year", years))
+        if form in ("recent", "old") or rng.random() < 0.5:
+            pieces = [year_piece, (" ", None), genre_piece, (noun, None)]
+        else:
+            pieces = [genre_piece, (noun + " from ", None), year_piece]
+
+        def make(value, s, e, t):
+            kind, v = value
+            if kind == "genre":
+                return Mention("genre", s, e, t, genres=v)
+            return Mention("year", s, e, t, years=v)
+
+        return self._fill(template, pieces, make, role)
 
     def _year_surface(self) -> tuple[str, YearRange, str]:
         rng = self.rng
@@ -360,12 +523,19 @@ class CommandSimulator:
             return None
         used.add(item.id)
         roles = [Role.NEGATIVE, Role.LIFT, Role.SOFT_POSITIVE, Role.SOFT_NEGATIVE, Role.POSITIVE]
-        weights = [0.3, 0.1, 0.35, 0.1, 0.15 if not self.genres else 0.03]
+        music = not self.genres
+        weights = [0.25, 0.08, 0.32, 0.08, 0.27 if music else 0.15]
         role = rng.choices(roles, weights=weights)[0]
+        # The contract: on a music catalog "more X" / "play X" / a bare name want the artist itself; on
+        # a film catalog asking for a title wants it, and "more X" / "X vibes" use it as a taste anchor.
         templates = {
-            Role.NEGATIVE: _ITEM_NEGATIVE, Role.LIFT: _LIFT, Role.SOFT_POSITIVE: _ITEM_SOFT_POSITIVE,
-            Role.SOFT_NEGATIVE: _ITEM_SOFT_NEGATIVE, Role.POSITIVE: _ITEM_POSITIVE,
-        }[role]  # fmt: skip
+            Role.NEGATIVE: _ITEM_NEGATIVE + (_ARTIST_NEGATIVE_EXTRA if music else ()),
+            Role.LIFT: _LIFT,
+            Role.SOFT_POSITIVE: _ITEM_SOFT_POSITIVE
+            + (_ARTIST_SOFT_POSITIVE_EXTRA if music else _MOVIE_SOFT_POSITIVE),
+            Role.SOFT_NEGATIVE: _ITEM_SOFT_NEGATIVE,
+            Role.POSITIVE: (_ITEM_POSITIVE + _ARTIST_POSITIVE_EXTRA) if music else _MOVIE_POSITIVE,
+        }[role]
         title = item.title
         if rng.random() < 0.25:
             title = title.lower()

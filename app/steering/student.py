@@ -9,6 +9,7 @@ the wanted / unwanted side that no catalog field holds (free soft text).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -21,7 +22,9 @@ from app.steering.mentions import MENTION_KINDS, Mention
 from app.steering.reading import ALLOWED_ROLES, N_ROLES
 from recmodels.text import TEXT_DIM
 
-MAX_TOKENS = 128
+MAX_TOKENS = 96
+ENCODER_LAYERS = 6
+"""MiniLM-L6's depth: a student trained over fewer of its layers reads the truncated encoder."""
 # Words that say which way a wish goes, whatever the phrasing around them: each is a 0/1 feature of a
 # mention's clause, left and right of it, so a new phrasing that shares a cue ("not in the mood for")
 # is read like the known ones that have it.
@@ -32,6 +35,12 @@ CUE_WORDS = (
     "dislike", "fan", "rather", "more", "only", "just", "want", "like", "love", "prefer", "mood", "again",
     "anymore", "back", "fine", "ok", "okay", "allowed", "mind", "changed", "forget", "include", "filtering",
     "unblock", "longer", "limits", "similar", "too", "so", "much", "some", "give", "show", "play", "please",
+    # exclusions, idioms and withdrawn refusals: shared by many phrasings, so they carry to new ones
+    "except", "other", "than", "besides", "unless", "good", "pass", "nah", "nope", "ban", "filter", "block",
+    "said", "take", "whole", "fill", "had", "seen", "overplayed", "annoying", "overdone", "hard", "zero",
+    "minus", "doesn't", "have", "need", "either", "works", "any", "is", "are", "all", "everything",
+    "whatever", "sure", "actually", "yes", "ew", "ugh", "meh", "out", "off", "away", "instead", "earlier",
+    "before", "thing", "rule", "vibes", "type", "esque", "sounds", "watch", "see", "rewatch", "put",
 )  # fmt: skip
 _CUE_INDEX = {w: i for i, w in enumerate(CUE_WORDS)}
 _CUE_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -50,6 +59,11 @@ class StudentConfig:
     dropout: float = 0.1
     window: int = 4
     """Tokens either side of a mention pooled as its context ("anything but", "is fine again")."""
+    encoder_layers: int = 3
+    """How many of MiniLM's layers the student reads (fewer: faster, and the cue features carry
+    most of the direction)."""
+    quantized: bool = True
+    """The encoder's Linear layers as dynamic int8 (the same encoder in training and serving)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,11 +84,28 @@ class Features:
 class CommandEncoder:
     """Frozen MiniLM token vectors with character offsets (loaded once per process)."""
 
-    def __init__(self, sentence_model: Any):
+    def __init__(self, sentence_model: Any, *, layers: int = ENCODER_LAYERS, quantized: bool = False):
         self.tokenizer = sentence_model.tokenizer
-        self.transformer = sentence_model[0].auto_model.eval()
+        self._sentence_model = sentence_model
+        self.layers, self.quantized = layers, quantized
+        transformer = sentence_model[0].auto_model.eval()
+        if layers < len(transformer.encoder.layer) or quantized:
+            # A private copy: the sentence model may serve text similarity elsewhere in the process.
+            transformer = copy.deepcopy(transformer)
+            transformer.encoder.layer = nn.ModuleList(list(transformer.encoder.layer)[:layers])
+            if quantized:
+                transformer = torch.ao.quantization.quantize_dynamic(
+                    transformer, {nn.Linear}, dtype=torch.qint8
+                )
+        self.transformer = transformer
         vocab = self.tokenizer.get_vocab()
         self._breaks = torch.tensor(sorted(vocab[w] for w in CLAUSE_BREAKS if w in vocab))
+
+    def configured(self, config: StudentConfig) -> CommandEncoder:
+        """This encoder cut to the depth (and precision) a student was trained over."""
+        if (config.encoder_layers, config.quantized) == (self.layers, self.quantized):
+            return self
+        return CommandEncoder(self._sentence_model, layers=config.encoder_layers, quantized=config.quantized)
 
     def boundaries(self, texts: Sequence[str]) -> list[torch.Tensor]:
         """Clause-break flags per token (the tokenizer alone: no model call)."""

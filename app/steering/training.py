@@ -3,14 +3,17 @@
 The simulator is the teacher: it writes commands and knows what each span means. Training
 commands come from the training share of its templates; the thresholds are chosen on
 validation commands written from the held-out share (phrasings the student never saw), so
-the choice measures generalisation. Selection: the lowest hard-constraint confidence whose
-validation polarity-inversion rate is within 0.1 point of the strictest's, and then the best
-exact-reading rate. The final head is then refitted on training and held-out commands together
-(the reported validation figures are those of the selection head, before the refit).
+the choice measures generalisation. Two thresholds are chosen together: the confidence a hard
+constraint needs on its own, and the (lower) one it needs when the rule parser reads the same
+constraint on the same side. Selection: the fewest validation commands with a polarity
+inversion, then the best exact-reading rate. The final head is then refitted on training and
+held-out commands together (the reported validation figures are those of the selection head,
+before the refit).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
@@ -24,18 +27,21 @@ from torch import nn
 
 from app.steering.learned_parser import LearnedParser, Thresholds, encode_all
 from app.steering.mentions import MentionFinder
+from app.steering.parser import OfflineParser
 from app.steering.reading import Role
 from app.steering.scoring import score_all
 from app.steering.simulator import SimulatedCommand, label_roles, simulate
 from app.steering.student import CommandEncoder, CommandStudent, Features, StudentConfig, mention_cues
 from graph.steering.catalog_index import CatalogIndex
+from graph.steering.preferences import Preferences
 
-HARD_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+HARD_CONFIDENCE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
+AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    n_train: int = 3_000
+    n_train: int = 6_000
     n_val: int = 600
     epochs: int = 10
     batch_size: int = 64
@@ -79,6 +85,7 @@ def train_parser(
     """A trained parser (thresholds chosen on validation) and what training measured."""
     started = time.perf_counter()
     torch.manual_seed(config.seed)
+    encoder = encoder.configured(student_config)
     parser = LearnedParser(index, CommandStudent(student_config), encoder)
     finder = parser.finder
     train = simulate(index, config.n_train, split="train", seed=config.seed)
@@ -118,20 +125,23 @@ def train_parser(
     val_flags = torch.tensor([[float(c.reset), float(c.soft_positive), float(c.soft_negative)] for c in val])
     best: tuple[tuple, Thresholds, dict[str, object]] | None = None
     scored = []
+    rule_facts = [parser.rule_facts(c.text) for c in val]
     for hard in HARD_CONFIDENCE_GRID:
-        thresholds = replace(parser.thresholds, hard_confidence=hard)
-        parser.thresholds = thresholds
-        score = score_all(
-            (c.expected, parser.read(c.text, p, set()).update) for c, p in zip(val, predictions, strict=True)
-        )
-        scored.append((hard, score))
-    strictest = min(s.commands_with_inversion for _h, s in scored)
-    for hard, score in scored:
-        if score.commands_with_inversion > strictest + 0.001 * len(val):
+        for agreed in (a for a in AGREED_CONFIDENCE_GRID if a <= hard):
+            parser.thresholds = replace(parser.thresholds, hard_confidence=hard, agreed_confidence=agreed)
+            score = score_all(
+                (c.expected, parser.read(c.text, p, set(), rules).update)
+                for c, p, rules in zip(val, predictions, rule_facts, strict=True)
+            )
+            scored.append((parser.thresholds, score))
+    # The fewest commands with an inverted hard constraint first, then the best exact reading.
+    strictest = min(s.commands_with_inversion for _t, s in scored)
+    for thresholds, score in scored:
+        if score.commands_with_inversion > strictest:
             continue
-        key = (score.exact, -hard)
+        key = (score.exact, -thresholds.hard_confidence, -thresholds.agreed_confidence)
         if best is None or key > best[0]:
-            best = (key, replace(parser.thresholds, hard_confidence=hard), score.summary())
+            best = (key, thresholds, score.summary())
     assert best is not None
     if config.refit_all:
         # The threshold is chosen; the final head learns from every phrasing, held-out ones included.
@@ -143,6 +153,7 @@ def train_parser(
         )  # fmt: skip
     parser.thresholds = best[1]
     oracle = _oracle_exact(val, finder, index)
+    offline = _offline_score(val, index)
     report = TrainReport(
         len(train), len(val), round(time.perf_counter() - started, 1), best[2], best[1], oracle
     )
@@ -151,8 +162,9 @@ def train_parser(
         "fingerprint": getattr(index.catalog, "fingerprint", None),
         "train": {"n_train": len(train), "n_val": len(val), "epochs": config.epochs, "seed": config.seed},
         "val": report.val,
-        "val_by_threshold": {str(h): s.summary() for h, s in scored},
+        "val_by_threshold": {f"{t.hard_confidence}/{t.agreed_confidence}": s.summary() for t, s in scored},
         "oracle_val_exact": oracle,
+        "offline_val": offline,
         "seconds": report.seconds,
     }
     return parser, report
@@ -203,7 +215,14 @@ def _cached_encode(
     (the encoder is frozen: re-training the head with other settings need not re-encode)."""
     texts = [c.text for c in commands]
     key = hashlib.sha256(
-        json.dumps([texts, [[(m.start, m.end, m.kind) for m in ms] for ms in mentions]]).encode()
+        json.dumps(
+            [
+                texts,
+                [[(m.start, m.end, m.kind) for m in ms] for ms in mentions],
+                encoder.layers,
+                encoder.quantized,
+            ]
+        ).encode()
     )
     path = None if cache_dir is None else Path(cache_dir) / f"features-{key.hexdigest()[:16]}.pt"
     if path is not None and path.is_file():
@@ -221,6 +240,17 @@ def _cached_encode(
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save([f.__dict__ for f in features], path)
     return features
+
+
+def _offline_score(val: Sequence[SimulatedCommand], index: CatalogIndex) -> dict[str, object]:
+    """The rule parser on the same held-out commands: what ``auto`` compares the student with."""
+    rules = OfflineParser(index)
+
+    async def read_all() -> list:
+        return [(await rules.parse(c.text, memory=Preferences())).update for c in val]
+
+    updates = asyncio.run(read_all())
+    return score_all((c.expected, u) for c, u in zip(val, updates, strict=True)).summary()
 
 
 def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index: CatalogIndex) -> float:
