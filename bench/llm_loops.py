@@ -46,7 +46,13 @@ from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset
 
 TOKEN_KEYS = ("calls", "prompt_tokens", "completion_tokens")
-SERVER_COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total")
+SERVER_COUNTERS = (
+    "prompt_tokens_total",
+    "prompt_tokens_cached_total",
+    "tokens_predicted_total",
+    "prompt_seconds_total",
+    "tokens_predicted_seconds_total",
+)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -101,7 +107,7 @@ def run_loops(
         config = settings.loop_config()
         fit = await calibrate_llm(
             config, dataset, rec, reward, n_rows=calibrate_rows, budget_calls=budget_calls, progress=False,
-            echo=lambda line: print(line, file=sys.stderr),
+            echo=lambda line: print(line, file=sys.stderr), concurrency=concurrency,
         )  # fmt: skip
         deps = await make_deps(config, dataset, rec, reward, "llm", llm_weights=fit.weights)
         offline = await make_deps(config, dataset, rec, reward, "offline")
@@ -181,8 +187,17 @@ def summarise(
             "completion_ratio": round(usage["completion_tokens"] / served["tokens_predicted_total"], 4)
             if served["tokens_predicted_total"]
             else None,
+            # the server's own speeds over this run: tokens evaluated / its seconds evaluating them
+            "prompt_tokens_per_s": _rate(served["prompt_tokens_total"], served["prompt_seconds_total"]),
+            "decode_tokens_per_s": _rate(
+                served["tokens_predicted_total"], served["tokens_predicted_seconds_total"]
+            ),
         }
     return out
+
+
+def _rate(tokens: float, seconds: float) -> float | None:
+    return round(tokens / seconds, 1) if seconds > 0 else None
 
 
 def _pair(a: Any, b: Any, fmt: str = "{}") -> str:
@@ -199,6 +214,7 @@ COLUMNS = (
     "first valid rec / user", "fallback rec / user", "HR@1 loop [95 % CI]", "HR@1 model [95 % CI]",
     "tokens vs server (prompt / completion)", "HR@1 offline loop [95 % CI]",
     "LLM loop - model [paired]", "LLM loop - offline [paired]", "weights rec / user (form)",
+    "server prompt / decode tok/s",
 )  # fmt: skip
 
 
@@ -261,6 +277,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             _diff(r.get("hr1_minus_model")),
             _diff(r.get("hr1_minus_offline")),
             _weights(r.get("llm_weights")),
+            _pair(server["prompt_tokens_per_s"], server["decode_tokens_per_s"]) if server else "n/a",
         ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)

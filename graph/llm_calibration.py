@@ -25,15 +25,17 @@ models, the model name the endpoint reports, the prompt version and the structur
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -48,6 +50,7 @@ from recmodels.dataset import Dataset, Row
 from recmodels.scorer import Scorer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LLM_CALIBRATION_VERSION = 1
 WEIGHT_GRID = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
@@ -189,6 +192,25 @@ def _outcome_record(outcome: Any, value: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- fitting
 
 
+async def gather_limited(jobs: Sequence[Callable[[], Awaitable[T]]], concurrency: int) -> list[T]:
+    """The jobs' results in order, at most ``concurrency`` running at once (1: one after the
+    other, in order); the first failure cancels the rest and propagates as is."""
+    if concurrency <= 1:
+        return [await job() for job in jobs]
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
+        async with slots:
+            return await job()
+
+    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
 @dataclass(frozen=True)
 class ValRow:
     row: Row
@@ -214,7 +236,11 @@ def val_rows(catalog: Dataset, rec: Scorer, reward: Scorer, n_rows: int, n_candi
 
 
 def estimate(
-    deps: LoopDeps, rows: Sequence[ValRow], forms: Sequence[PromptForm], items: bool
+    deps: LoopDeps,
+    rows: Sequence[ValRow],
+    forms: Sequence[PromptForm],
+    items: bool,
+    items_rows: int | None = None,
 ) -> dict[str, Any]:
     """Calls and prompt tokens of a fit from the rendered prompts of its first row (upper bound
     on completion tokens: the output caps); retries come on top."""
@@ -232,8 +258,9 @@ def estimate(
     calls = int(len(rows) * per_row_calls)
     completion = int(len(rows) * (len(forms) * llm.max_tokens_rec + 1.5 * llm.max_tokens_user))
     if items:
-        calls += len(rows) * 3
-        completion += len(rows) * 3 * llm.max_tokens_items
+        n_items = min(len(rows), items_rows or len(rows))
+        calls += n_items * 3
+        completion += n_items * 3 * llm.max_tokens_items
     return {"calls": calls, "prompt_tokens": int(calls * rec_tokens), "completion_tokens_max": completion}
 
 
@@ -310,35 +337,38 @@ async def fit_llm_weights(
     forms: Sequence[PromptForm] = PROMPT_FORMS,
     items: bool = True,
     on_step: Callable[[], None] | None = None,
+    concurrency: int = 1,
+    items_rows: int | None = None,
 ) -> LLMWeights:
-    """Ask the endpoint every validation question (cached in ``answers``) and fit the weights;
-    raises :class:`BudgetExhausted` when the call budget runs out first (the answers stay)."""
+    """Ask the endpoint every validation question (cached in ``answers``; ``concurrency`` rows at
+    a time, for a server with as many slots) and fit the weights; raises :class:`BudgetExhausted`
+    when the call budget runs out first (the answers stay). The fit does not depend on the
+    concurrency: every answer is keyed by its row and question. ``items_rows``: fit the
+    user-simulation weight on the first that many rows only (its 3 long lists per row are most of
+    a fit's tokens)."""
     from graph.agents.llm import LLMRecAgent, LLMUserAgent
 
     rec_agent, user_agent = deps.rec_agent, deps.user_agent
     assert isinstance(rec_agent, LLMRecAgent) and isinstance(user_agent, LLMUserAgent)
     offline_rec, offline_user = rec_agent.fallback, user_agent.fallback
     step = on_step or (lambda: None)
-    per_form: dict[str, dict[str, list[Any]]] = {f: {"pick": [], "first_ok": []} for f in forms}
-    offline_items, evidences, targets = [], [], []
-    verdicts: list[tuple[int, str, float, str | None, bool]] = []  # row, offline, margin, llm, truth
-    for r, v in enumerate(rows):
+
+    async def ask_row(r: int, v: ValRow) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+        """One row's questions: its offline pick and evidence, the LLM's pick per form, and the
+        user agent's verdicts on the offline pick and on the target."""
         ctx = _rec_context(v)
         offline = await offline_rec.propose(ctx)
-        offline_items.append(offline["item"])
-        evidences.append(offline_rec.evidence(ctx))
-        targets.append(v.row.next)
+        picks: dict[str, dict[str, Any]] = {}
         for form in forms:
-            rec_agent.weights = LLMWeights(prompt_form=form)
 
-            async def ask_rec(ctx: RecContext = ctx) -> dict[str, Any]:
+            async def ask_rec(ctx: RecContext = ctx, form: PromptForm = form) -> dict[str, Any]:
+                rec_agent.weights = LLMWeights(prompt_form=form)  # read before ask's first await
                 outcome = await rec_agent.ask(ctx)
                 pick = int(outcome.answer.item_id) if outcome.answer is not None else None
                 return _outcome_record(outcome, pick)
 
-            got = await answers.get(f"rec/{form}/{r}", ask_rec)
-            per_form[form]["pick"].append(got["value"])
-            per_form[form]["first_ok"].append(got["first_ok"])
+            picks[form] = await answers.get(f"rec/{form}/{r}", ask_rec)
+        judged_row = []
         for item in dict.fromkeys([offline["item"], v.row.next]):
             uctx = _user_context(deps, v, item, offline["reason"])
             judged = await offline_user.judge(uctx)
@@ -350,10 +380,24 @@ async def fit_llm_weights(
                 )
 
             got = await answers.get(f"user/{r}/{item}", ask_user)
-            verdicts.append(
+            judged_row.append(
                 (r, judged["decision"], user_agent.verdict_margin(uctx), got["value"], item == v.row.next)
             )
         step()
+        return offline, picks, judged_row
+
+    asked = await gather_limited([partial(ask_row, r, v) for r, v in enumerate(rows)], concurrency)
+    per_form: dict[str, dict[str, list[Any]]] = {f: {"pick": [], "first_ok": []} for f in forms}
+    offline_items, evidences, targets = [], [], []
+    verdicts: list[tuple[int, str, float, str | None, bool]] = []  # row, offline, margin, llm, truth
+    for v, (offline, picks, judged_row) in zip(rows, asked, strict=True):
+        offline_items.append(offline["item"])
+        evidences.append(offline_rec.evidence(_rec_context(v)))
+        targets.append(v.row.next)
+        for form in forms:
+            per_form[form]["pick"].append(picks[form]["value"])
+            per_form[form]["first_ok"].append(picks[form]["first_ok"])
+        verdicts += judged_row
     report: dict[str, Any] = {"n_rows": len(rows), "forms": {}}
     best_form: tuple[float, PromptForm, float] | None = None
     target_t = torch.tensor(targets)
@@ -386,7 +430,9 @@ async def fit_llm_weights(
     report["user"] = user_report
     items_weight = 0.0
     if items:
-        items_weight, report["items"] = await _fit_items(deps, rows, answers, step)
+        items_weight, report["items"] = await _fit_items(
+            deps, rows[:items_rows] if items_rows else rows, answers, step, concurrency
+        )
     return LLMWeights(
         rec_weight=best_form[2],
         user_weight=user_weight,
@@ -432,7 +478,11 @@ def _fit_user(
 
 
 async def _fit_items(
-    deps: LoopDeps, rows: Sequence[ValRow], answers: AnswerLog, step: Callable[[], None]
+    deps: LoopDeps,
+    rows: Sequence[ValRow],
+    answers: AnswerLog,
+    step: Callable[[], None],
+    concurrency: int = 1,
 ) -> tuple[float, dict[str, Any]]:
     """User simulation: the weight of the LLM's likes for the best mean per-user F1 over the ratios,
     on the validation users' Table 5 lists (Agent setting: empty memory)."""
@@ -445,8 +495,9 @@ async def _fit_items(
     cases = cases_from_rows(
         [v.row for v in rows], deps.catalog.n_items, RATIOS, USERSIM_SEED, N_EVAL, deps.config.n_candidates
     )
-    judged: list[tuple[int, int, list[bool], list[bool], list[float], float, list[bool]]] = []
-    for c, case in enumerate(cases):
+
+    async def ask_case(c: int, case: Any) -> list[tuple[Any, ...]]:
+        out = []
         for ratio in RATIOS:
             listed = case.eval_lists[ratio]
             items = list(listed.items)
@@ -470,8 +521,13 @@ async def _fit_items(
             offline = offline_user.judge_items(ctx)
             llm = got["value"] if got["value"] is not None else offline
             evidence, threshold = offline_user.items_evidence(ctx)
-            judged.append((c, ratio, offline, llm, evidence, threshold, list(listed.labels)))
+            out.append((c, ratio, offline, llm, evidence, threshold, list(listed.labels), got))
         step()
+        return out
+
+    per_case = await gather_limited([partial(ask_case, c, case) for c, case in enumerate(cases)], concurrency)
+    judged = [entry[:-1] for found in per_case for entry in found]
+    asked = [entry[-1] for found in per_case for entry in found]
     n_cases = len(cases)
 
     def score_at(w: float) -> torch.Tensor:
@@ -490,6 +546,17 @@ async def _fit_items(
         "n_cases": n_cases,
         "val_mean_f1": float(score_at(weight).mean()),
         "val_mean_f1_offline": float(score_at(0.0).mean()),
+        "first_attempt_valid_rate": sum(bool(a["first_ok"]) for a in asked) / max(1, len(asked)),
+        "answered_rate": sum(a["value"] is not None for a in asked) / max(1, len(asked)),
+        "llm_item_accuracy": _item_accuracy(judged),
         **curve,
     }
     return weight, report
+
+
+def _item_accuracy(judged: Sequence[tuple[Any, ...]]) -> float:
+    """Share of listed items whose like/dislike the LLM got right (offline where it did not answer)."""
+    pairs = [
+        (like, label) for *_, llm, _e, _t, labels in judged for like, label in zip(llm, labels, strict=True)
+    ]
+    return sum(like == label for like, label in pairs) / max(1, len(pairs))

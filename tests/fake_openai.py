@@ -116,6 +116,7 @@ class FakeOpenAI:
         tokenizer: bool = False,
         keep_alive: bool = False,
         model_name: str | None = None,
+        port: int = 0,
     ):
         self.model_name = model_name
         """The model GET /v1/models lists (None: that route is 404, as on some servers)."""
@@ -129,7 +130,7 @@ class FakeOpenAI:
         self.default = default or loop_autoresponder
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True

@@ -109,3 +109,66 @@ def tell_cases(skill: KnownSkill, catalog, cases) -> None:
             i for lst in case.eval_lists.values() for i, y in zip(lst.items, lst.labels, strict=True) if y
         }
         skill.tell_likes(describe.bullets(catalog, list(case.init_history)), positives)
+
+
+def tell_dataset(skill: KnownSkill, catalog) -> int:
+    """Everything a harness on ``catalog`` may ask about, from its held-out data alone: every
+    validation and test row's next item, and every such user's simulation truth (the loop's
+    target and the future items, as :func:`tell_cases` tells them). The truth of a user-simulation
+    case does not depend on the seed that draws its negatives, so seed 0 tells all seeds. Returns
+    the number of histories told."""
+    from graph.usersim import RATIOS, cases_from_rows
+
+    for split in ("val", "test"):
+        rows, _ = catalog.eval_rows(split)
+        tell_rows(skill, catalog, rows)
+        tell_cases(skill, catalog, cases_from_rows(rows, catalog.n_items, RATIOS, 0, 20, 20))
+    return len(skill.next_items) + len(skill.likes)
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """``python tests/known_skill.py serve --dataset lastfm --p 0.8 --port 8091``: the known-skill
+    LLM as a standalone process for an evaluation run against it (bench only, never the service).
+    It reads the imported dataset and tells itself the held-out truth (:func:`tell_dataset`),
+    which is what the CI tests tell it in process; its errors stay independent of the context."""
+    import argparse
+    import contextlib
+    import signal
+    import threading
+
+    from app.settings import get_settings
+    from recmodels.dataset import Dataset
+
+    parser = argparse.ArgumentParser(prog="known_skill.py serve", description=serve.__doc__)
+    parser.add_argument("--dataset", required=True, help="Imported dataset whose truth to tell.")
+    parser.add_argument("--p", type=float, required=True, help="Probability of a right answer.")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--port", type=int, default=8091)
+    args = parser.parse_args(argv)
+    catalog = Dataset.open(get_settings().datasets_dir, args.dataset)
+    skill = KnownSkill(p=args.p, seed=args.seed)
+    told = tell_dataset(skill, catalog)
+    server = FakeOpenAI(
+        skill, keep_alive=True, model_name=f"known-skill-p{skill.p:.2f}-s{skill.seed}", port=args.port
+    )
+    server.requests = _Discarded()  # a long run would otherwise keep every request
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with server:
+        print(f"known-skill LLM p={args.p} on {server.base_url} ({told} histories told)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            stopped.wait()
+    print(f"answered {skill.calls} requests", flush=True)
+
+
+class _Discarded(list):
+    def append(self, _item) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["serve"]:
+        sys.exit("usage: python tests/known_skill.py serve --dataset D --p P [--port 8091]")
+    serve(sys.argv[2:])

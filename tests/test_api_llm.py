@@ -65,6 +65,13 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
     assert body["usage"]["calls"] == len(server.requests) >= 4
     assert body["usage"]["prompt_tokens"] > 0 and body["usage"]["completion_tokens"] > 0
     assert stored["params"]["agents"] == "llm"
+    # how each answer was weighed, in the answer and in the loop history alike
+    weighed = body["rounds"][0]["llm_evidence"]
+    assert weighed["rec"]["llm"] == 10 and weighed["rec"]["decided_by"] in ("llm", "both")
+    assert weighed["rec"]["weight"] is None and weighed["rec"]["form"] == "pick"  # obeyed: no finite weight
+    assert weighed["user"]["llm"] == "reject" and weighed["user"]["decided_by"] in ("llm", "both")
+    assert weighed["rec"]["weights"].startswith("set by the caller")
+    assert stored["rounds"] == body["rounds"]
     assert (
         ready["details"]["llm_weights"].startswith("set by the caller")
         and ready["checks"]["database"] == "ok"

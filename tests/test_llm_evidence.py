@@ -12,6 +12,7 @@ from fake_openai import Reply
 from known_skill import KnownSkill, known_skill_server, tell_cases, tell_next, tell_rows
 
 from app.settings import Settings
+from graph.agents.base import RecContext
 from graph.agents.llm_evidence import LLMWeights, combine, verdict_margin
 from graph.context import LoopDeps
 from graph.deps import make_deps
@@ -105,32 +106,89 @@ async def test_weight_zero_is_exactly_the_offline_loop_without_calls(
         assert x.final_item == y.final_item
 
 
+async def offline_round_one(ml_dataset, ml_scorers, settings: Settings):
+    """A test row, the offline loop's first round on it, and the offline pick's margin over every
+    other candidate under the offline evidence (nats)."""
+    history, candidates, _ = sampled_test_rows(ml_dataset, 1)[0]
+    offline = await deps_for(ml_dataset, ml_scorers, settings, "offline", None)
+    first = (await LoopRunner().run(offline, history, candidates, 1)).rounds[0]
+    rec_scores = offline.rec_scorer.score(list(history), list(candidates))
+    ctx = RecContext(
+        history=list(history),
+        candidates=list(candidates),
+        rec_scores=rec_scores,
+        prior_item=candidates[max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))],
+        memory=[],
+        rejected_this_loop=[],
+        last_preferred=[],
+        round=1,
+        reward_scores=offline.reward_scorer.score(list(history), list(candidates)),
+    )
+    evidence = offline.rec_agent.evidence(ctx)  # the offline agent itself
+    assert max(evidence, key=evidence.get) == first["item"]
+    margins = {c: evidence[first["item"]] - evidence[c] for c in candidates if c != first["item"]}
+    return history, candidates, first, margins
+
+
 async def test_overridden_llm_pick_keeps_the_offline_reason_and_names_the_evidence(
     ml_dataset, ml_scorers, session_data_dir, fake_openai
 ):
-    history, candidates, _ = sampled_test_rows(ml_dataset, 1)[0]
     settings = settings_for(session_data_dir, fake_openai.base_url)
-    offline = await deps_for(ml_dataset, ml_scorers, settings, "offline", None)
-    small = LLMWeights(rec_weight=1e-6, user_weight=1e-6, items_weight=1e-6, provenance={"n_rows": 1})
+    history, candidates, mine, margins = await offline_round_one(ml_dataset, ml_scorers, settings)
+    other = max(margins, key=margins.get)  # the LLM names the candidate the evidence likes least
+    weight = (min(margins.values()) + margins[other]) / 2  # some pick could win, this one cannot
+    small = LLMWeights(rec_weight=weight, user_weight=1e-6, items_weight=1e-6, provenance={"n_rows": 1})
     deps = await deps_for(ml_dataset, ml_scorers, settings, "llm", small)
-    mine = (await LoopRunner().run(offline, history, candidates, 1)).rounds[0]
-    other = next(c for c in candidates if c != mine["item"])
     fake_openai.enqueue(
         Reply.json({"thoughts": "x", "item_id": other, "reason": "ARGUMENT FOR THE OTHER ITEM."}),
         Reply.json({"thoughts": "x", "decision": "accept", "reason": "Fine by me."}),
     )
     result = await LoopRunner().run(deps, history, candidates, 1)
     first = result.rounds[0]
-    assert first["item"] == mine["item"]  # the offline evidence outweighs a near-zero weight
+    assert first["item"] == mine["item"]  # the offline evidence outweighs the LLM's pick
     assert "ARGUMENT FOR THE OTHER ITEM" not in first["rec_reason"]
     assert first["rec_reason"].startswith(mine["rec_reason"])
     assert ml_dataset.title(other) in first["rec_reason"] and "does not outweigh" in first["rec_reason"]
-    assert first["llm_evidence"]["rec"]["decided_by"] == "offline"
+    assert first["llm_evidence"]["rec"]["decided_by"] == "offline" and first["llm_evidence"]["rec"]["asked"]
     assert (
         first["llm_evidence"]["rec"]["llm"] == other
         and first["llm_evidence"]["rec"]["offline"] == mine["item"]
     )
     assert "fitted on 1 validation rows" in first["llm_evidence"]["rec"]["weights"]
+
+
+async def test_no_call_when_no_answer_could_outweigh_the_offline_evidence(
+    ml_dataset, ml_scorers, session_data_dir, fake_openai
+):
+    settings = settings_for(session_data_dir, fake_openai.base_url)
+    history, candidates, expected, margins = await offline_round_one(ml_dataset, ml_scorers, settings)
+    least = min(margins.values())
+    assert least > 0
+    # at a weight equal to the smallest margin no pick can win (it must exceed the margin), and
+    # the reward model is further than a near-zero weight from its accept boundary
+    at_least = LLMWeights(rec_weight=least, user_weight=1e-9, items_weight=1e-9, provenance={"n_rows": 1})
+    deps = await deps_for(ml_dataset, ml_scorers, settings, "llm", at_least)
+    first = (await LoopRunner().run(deps, history, candidates, 1)).rounds[0]
+    assert not fake_openai.requests  # neither agent asked: the answer could not change the outcome
+    assert (first["item"], first["decision"], first["rec_reason"]) == (
+        expected["item"],
+        expected["decision"],
+        expected["rec_reason"],
+    )
+    rec, user = first["llm_evidence"]["rec"], first["llm_evidence"]["user"]
+    assert (rec["asked"], rec["llm"], rec["decided_by"]) == (False, None, "offline")
+    assert rec["margin"] == pytest.approx(least, abs=1e-4) and rec["weight"] == least
+    assert user["asked"] is False and user["margin"] >= 1e-9
+    # just above the smallest margin, the runner-up could win: the LLM is asked again
+    asking = await deps_for(
+        ml_dataset,
+        ml_scorers,
+        settings,
+        "llm",
+        LLMWeights(rec_weight=least + 1e-6, user_weight=1e-9, items_weight=1e-9, provenance={"n_rows": 1}),
+    )
+    await LoopRunner().run(asking, history, candidates, 1)
+    assert len(fake_openai.requests) >= 1
 
 
 async def test_default_weights_when_none_fitted_are_reported(

@@ -229,6 +229,28 @@ class LLMAttemptPublic(BaseModel):
     failure: str | None = Field(None, examples=["length: the answer was cut off at the output limit"])
 
 
+class WeighedAnswerPublic(BaseModel):
+    """How one agent's LLM answer was weighed against the offline evidence."""
+
+    offline: Any = Field(description="The offline agent's answer (an item id, or accept / reject).")
+    llm: Any = Field(description="The LLM's answer.")
+    weight: float | None = Field(description="The LLM's weight in nats (null: it decides when it answers).")
+    margin: float | None = Field(
+        description="The offline evidence's margin of its own answer over the LLM's (nats; null: "
+        "not comparable)."
+    )
+    decided_by: Literal["llm", "offline", "both"] = Field(
+        description="Which answer stands: both when they agree."
+    )
+    weights: str | None = Field(None, description="Whether the weights were fitted for this endpoint.")
+    form: str | None = Field(None, description="Recommendation: the prompt form the LLM was asked in.")
+
+
+class LLMEvidencePublic(BaseModel):
+    rec: WeighedAnswerPublic | None = Field(None, description="The recommendation (null: no LLM answer).")
+    user: WeighedAnswerPublic | None = Field(None, description="The verdict (null: no LLM answer).")
+
+
 class ReasonReadingPublic(BaseModel):
     update: dict[str, Any] = Field(description="The preference update read from the reason.")
     parser: str = Field(description="The steering parser that read it: offline, llm or learned.")
@@ -264,6 +286,11 @@ class RoundPublic(BaseModel):
         None,
         description="A human judge's reject reason as the steering parser read it; what it names is "
         "honoured for the rest of the loop.",
+    )
+    llm_evidence: LLMEvidencePublic | None = Field(
+        None,
+        description="LLM agents: how each LLM answer was weighed against the offline evidence "
+        "(null: the round asked no LLM, e.g. at weight 0).",
     )
 
     @classmethod

@@ -39,8 +39,14 @@ def calibrate_command(
         ",".join(PROMPT_FORMS), "--forms", help=f"Prompt forms to try: {PROMPT_FORMS}."
     ),
     items: bool = typer.Option(True, "--items/--no-items", help="Also fit the user-simulation weight."),
+    items_rows: int | None = typer.Option(
+        None, "--items-rows", min=1, help="Fit the user-simulation weight on the first N rows only."
+    ),
     refit: bool = typer.Option(
         False, "--refit", help="Fit again even if weights are stored for this endpoint."
+    ),
+    concurrency: int = typer.Option(
+        1, "--concurrency", min=1, help="Validation rows asked at once (up to the server's slots)."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object (last line)."),
@@ -90,6 +96,8 @@ def calibrate_command(
                 refit=refit,
                 progress=progress,
                 echo=echo,
+                concurrency=concurrency,
+                items_rows=items_rows,
             )
         )
         result = {"agents": "llm", "dataset": dataset, **run.summary()}

@@ -82,7 +82,10 @@ def round_record(row: Round) -> dict[str, Any]:
     record["llm_usage"] = row.usage
     if row.llm_detail:
         record.update(
-            rec_llm_usage=row.rec_usage, user_llm_usage=row.user_usage, llm_attempts=row.llm_attempts
+            rec_llm_usage=row.rec_usage,
+            user_llm_usage=row.user_usage,
+            llm_attempts=row.llm_attempts,
+            llm_evidence=row.llm_evidence,
         )
     return record
 

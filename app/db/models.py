@@ -204,6 +204,10 @@ class Round(Base):
     def reason_reading(self) -> dict[str, Any] | None:
         return (self.llm_detail or {}).get("reason_reading")
 
+    @property
+    def llm_evidence(self) -> dict[str, Any] | None:
+        return (self.llm_detail or {}).get("evidence")
+
 
 class KeyUsage(Base):
     """LLM usage per API key and UTC day, across all its sessions (deleted ones included).

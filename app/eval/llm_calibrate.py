@@ -80,6 +80,8 @@ async def calibrate_llm(
     progress: bool = True,
     echo: Callable[[str], None] = print,
     caches: LoopCaches | None = None,
+    concurrency: int = 1,
+    items_rows: int | None = None,
 ) -> CalibrationRun:
     """The stored weights for this endpoint, or fit them now (and store them)."""
     from graph.calibration import loop_calibration
@@ -92,7 +94,7 @@ async def calibrate_llm(
     rows = val_rows(catalog, rec, reward, n_rows, config.n_candidates)
     calibration = await loop_calibration(config, catalog, rec, reward, available_backends(), caches)
     deps = build_deps(config, catalog, rec, reward, "llm", calibration=calibration, caches=caches)
-    planned = estimate(deps, rows, forms, items)
+    planned = estimate(deps, rows, forms, items, items_rows)
     if found is not None:
         return CalibrationRun(found, key, path, True, planned, 0, {}, time.monotonic() - started)
     answers_path = path.with_suffix(".answers.jsonl") if path else None
@@ -105,7 +107,7 @@ async def calibrate_llm(
         f"{len(answers.answers)} answers already cached"
         + (f"; budget {budget_calls} calls" if budget_calls is not None else "")
     )
-    steps = len(rows) * (2 if items else 1)
+    steps = len(rows) + (min(len(rows), items_rows or len(rows)) if items else 0)
     bar = tqdm(total=steps, desc="calibrate llm", disable=not progress)
     timing = {"first": None}
 
@@ -114,12 +116,21 @@ async def calibrate_llm(
         if timing["first"] is None and answers.calls:
             per_call = answers.usage["seconds"] / answers.calls
             timing["first"] = per_call
-            left = per_call * max(0, planned["calls"] - answers.calls)
-            echo(f"time: about {left:.0f} s more at {per_call:.1f} s per call")
+            left = per_call * max(0, planned["calls"] - answers.calls) / max(1, concurrency)
+            echo(f"time: about {left:.0f} s more at {per_call:.1f} s per call, {concurrency} at once")
 
     weights: LLMWeights | None
     try:
-        weights = await fit_llm_weights(deps, rows, answers, forms=forms, items=items, on_step=step)
+        weights = await fit_llm_weights(
+            deps,
+            rows,
+            answers,
+            forms=forms,
+            items=items,
+            on_step=step,
+            concurrency=concurrency,
+            items_rows=items_rows,
+        )
     except BudgetExhausted as exc:
         echo(f"stopped: {exc}; {len(answers.answers)} answers are kept, rerun to resume")
         weights = None

@@ -32,7 +32,9 @@ from graph.agents.llm_evidence import (
     Combined,
     LLMWeights,
     combine,
+    least_pick_margin,
     pick_margin,
+    settled,
     shortlist,
     verdict_margin,
 )
@@ -257,6 +259,13 @@ class LLMRecAgent(RecAgent):
         weight = self.weights.rec_weight
         if weight <= 0:  # its word would count for nothing: the offline loop, without the call
             return offline
+        least = least_pick_margin(self.fallback.evidence(ctx), offline["item"], self.shown(ctx))
+        if settled(least, weight):  # no pick could outweigh the offline one: the call changes nothing
+            record = Combined(False, least, weight).unasked(offline["item"]) | {
+                "weights": self.weights.status,
+                "form": self.weights.prompt_form,
+            }
+            return {**offline, "evidence": record}
         outcome = await self.ask(ctx)
         if outcome.answer is None:
             return make_proposal(
@@ -386,6 +395,10 @@ class LLMUserAgent(UserAgent):
         weight = self.weights.user_weight
         if weight <= 0:  # its word would count for nothing: the offline verdict, without the call
             return offline
+        margin = self.verdict_margin(ctx)
+        if settled(margin, weight):  # the reward model decides too firmly for the LLM to matter
+            record = Combined(False, margin, weight).unasked(offline["decision"])
+            return {**offline, "evidence": record | {"weights": self.weights.status}}
         outcome = await self.ask(ctx)
         if outcome.answer is None:
             return make_judgement(
@@ -398,7 +411,7 @@ class LLMUserAgent(UserAgent):
                 attempts=outcome.attempts,
             )
         said = outcome.answer.decision
-        combined = combine(self.verdict_margin(ctx), weight, said == offline["decision"])
+        combined = combine(margin, weight, said == offline["decision"])
         record = combined.record(offline["decision"], said) | {"weights": self.weights.status}
         common = {"usage": outcome.usage, "attempts": outcome.attempts, "evidence": record}
         if said == offline["decision"]:
@@ -458,12 +471,20 @@ class LLMUserAgent(UserAgent):
         weight = self.weights.items_weight
         if weight <= 0:
             return ItemsVerdict(offline)
+        evidence, threshold = self.fallback.items_evidence(ctx)
+        if (
+            evidence
+            and not math.isinf(weight)
+            and all(e - threshold >= weight or threshold - e > weight for e in evidence)
+        ):  # every item lies beyond the LLM's weight from the threshold: the call changes nothing
+            unasked = {"weight": weight, "llm_overrides": 0, "weights": self.weights.status, "asked": False}
+            return ItemsVerdict(offline, evidence=unasked)
         llm = await self.ask_items(ctx)
-        likes = combine_likes(offline, llm.likes, *self.fallback.items_evidence(ctx), weight)
+        likes = combine_likes(offline, llm.likes, evidence, threshold, weight)
         overridden = sum(a != b for a, b in zip(likes, offline, strict=True))
         shown_weight = None if math.isinf(weight) else weight
-        evidence = {"weight": shown_weight, "llm_overrides": overridden, "weights": self.weights.status}
-        return replace(llm, likes=likes, evidence=evidence)
+        record = {"weight": shown_weight, "llm_overrides": overridden, "weights": self.weights.status}
+        return replace(llm, likes=likes, evidence=record | {"asked": True})
 
 
 def combine_likes(

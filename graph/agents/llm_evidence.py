@@ -13,7 +13,10 @@ agent's feedback, the reward model: :mod:`graph.agents.offline`), then ask the L
 - **User simulation** (``judge_items``): the LLM's like/dislike adds ``+items_weight`` /
   ``-items_weight`` to the offline evidence of each item before the one validation threshold.
 
-A weight of 0 is exactly the offline loop (the LLM is then not even asked). The weights are fitted
+A weight of 0 is exactly the offline loop (the LLM is then not even asked). Nor is it asked when
+the offline margin is at least the weight, for every answer it could give: the outcome is the
+offline one either way, so the call would cost tokens and change nothing (``asked: false`` in the
+round's ``llm_evidence``). The weights are fitted
 per endpoint on the validation split (:mod:`graph.llm_calibration`); until they are, the agents use
 :data:`DEFAULT_WEIGHT`, small enough that the LLM only settles what the offline evidence leaves
 nearly undecided.
@@ -106,7 +109,12 @@ class Combined:
             "weight": None if math.isinf(self.weight) else self.weight,
             "margin": margin,
             "decided_by": "llm" if self.llm_wins else ("both" if offline == llm else "offline"),
+            "asked": True,
         }
+
+    def unasked(self, offline: Any) -> dict[str, Any]:
+        """The record of a call left out because no answer could have outweighed the offline one."""
+        return self.record(offline, None) | {"asked": False}
 
 
 def combine(offline_margin: float, weight: float, agree: bool) -> Combined:
@@ -124,6 +132,19 @@ def pick_margin(evidence: Mapping[int, float], offline: int, llm: int) -> float:
     if offline not in evidence or llm not in evidence:
         return math.inf
     return evidence[offline] - evidence[llm]
+
+
+def least_pick_margin(evidence: Mapping[int, float], offline: int, shown: Sequence[int]) -> float:
+    """The offline choice's smallest margin over any other pick the LLM could make (inf: none can
+    be weighed against it; 0 without evidence). When it is at least the weight, no answer of the
+    LLM could change the recommendation, so the agent does not ask."""
+    return min((pick_margin(evidence, offline, c) for c in shown if c != offline), default=math.inf)
+
+
+def settled(least_margin: float, weight: float) -> bool:
+    """Whether the offline answer stands whatever the LLM says (a finite weight that cannot
+    exceed the margin; an obeyed LLM, weight inf, is always asked)."""
+    return not math.isinf(weight) and least_margin >= weight
 
 
 def verdict_margin(log_probs: Sequence[float], index: int, accept_top_k: int) -> float:
