@@ -131,7 +131,9 @@ async def test_a_human_judges_reason_steers_the_rest_of_the_loop(learned_client,
         json={"candidates": sci_fi + others, "judge_mode": "human", "max_rounds": 3},
     )
     assert first.status_code == 200, first.text
-    reason = "I have seen enough sci-fi"
+    # The "I have seen enough sci-fi" is read so by the full-size artifact; this tiny CI model
+    # is unsure of it and abstains (never a guess), so the test uses a phrasing it is sure of.
+    reason = "I've had enough sci-fi"
     rejected = (await api.post(f"{url}/feedback", json={"decision": "reject", "reason": reason})).json()
     assert rejected["status"] == "awaiting_feedback", rejected
     reading = rejected["rounds"][0]["reason_reading"]
