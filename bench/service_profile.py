@@ -215,18 +215,17 @@ def main() -> None:
         f"average {loaded['load_average']}; event-loop thread {result['event_loop_thread_share']:.0%} of "
         f"the worker's CPU; threads {result['busiest_threads']}"
     )
-    print("\n| area (first match in the stack) | share |\n|---|---:|")
-    for label, share in summary["areas"]:
-        print(f"| {label} | {share:.1%} |")
-    print("\n| layer (innermost frame) | self share |\n|---|---:|")
-    for label, share in summary["layers_self"]:
-        print(f"| {label} | {share:.1%} |")
-    print("\n| function (self) | self share |\n|---|---:|")
-    for label, share in summary["functions_self"]:
-        print(f"| `{label}` | {share:.1%} |")
-    print("\n| function (cumulative) | cumulative share |\n|---|---:|")
-    for label, share in summary["functions_cumulative"]:
-        print(f"| `{label}` | {share:.1%} |")
+    _print_shares("area (first match in the stack)", "share", summary["areas"])
+    _print_shares("layer (innermost frame)", "self share", summary["layers_self"])
+    _print_shares("function (self)", "self share", summary["functions_self"], code=True)
+    _print_shares("function (cumulative)", "cumulative share", summary["functions_cumulative"], code=True)
+
+
+def _print_shares(label_header: str, share_header: str, rows, *, code: bool = False) -> None:
+    """One Markdown table of (label, share) rows; function names in code spans."""
+    print(f"\n| {label_header} | {share_header} |\n|---|---:|")
+    for label, share in rows:
+        print(f"| {f'`{label}`' if code else label} | {share:.1%} |")
 
 
 if __name__ == "__main__":
