@@ -67,6 +67,12 @@ def prompt_version() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def portable_model_name(reported: str) -> str:
+    """The endpoint's model name without the server's directories: llama.cpp reports the GGUF file's
+    absolute path, which would tie a fit to one machine's layout rather than to the model."""
+    return Path(reported).name if reported.startswith(("/", "~", "./", "../")) else reported
+
+
 def llm_weights_key(
     config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, endpoint_model: str
 ) -> dict[str, Any]:
@@ -78,7 +84,7 @@ def llm_weights_key(
         "rec_sha256": rec.info.artifact_sha256,
         "reward_model": reward.info.model_name,
         "reward_sha256": reward.info.artifact_sha256,
-        "endpoint_model": endpoint_model,
+        "endpoint_model": portable_model_name(endpoint_model),
         "prompt_version": prompt_version(),
         "structured_method": config.llm.structured_method,
         "n_candidates": config.n_candidates,
