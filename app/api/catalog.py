@@ -23,11 +23,11 @@ async def search_items(
 ) -> ItemsPublic:
     """Items whose title contains ``q`` (case-insensitive): exact matches first, then prefixes."""
     items = service.search(res, query=q, limit=limit)
-    data = [ItemPublic(id=i.id, title=i.title, attributes=i.attributes) for i in items]
+    data = [ItemPublic.from_item(i) for i in items]
     return ItemsPublic(data=data, count=len(data))
 
 
 @router.get("/{item_id}", response_model=ItemPublic, responses=error_responses(404))
 async def get_item(item_id: int, res: ResourcesDep, caller: CallerDep) -> ItemPublic:
     item = service.get_item(res, item_id)
-    return ItemPublic(id=item.id, title=item.title, attributes=item.attributes)
+    return ItemPublic.from_item(item)

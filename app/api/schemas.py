@@ -22,7 +22,7 @@ from graph.steering.preferences import Preferences, PreferenceUpdate
 if TYPE_CHECKING:
     from app.db.models import SteeringCommand
     from app.services.loops import LoopOutcome
-    from recmodels.dataset import Dataset
+    from recmodels.dataset import Dataset, Item
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL characters: strings that are stored refuse them."""
@@ -182,8 +182,11 @@ class ItemPublic(BaseModel):
 
     @classmethod
     def of(cls, catalog: Dataset, item_id: int) -> ItemPublic:
-        found = catalog.item(item_id)
-        return cls(id=found.id, title=found.title, attributes=found.attributes)
+        return cls.from_item(catalog.item(item_id))
+
+    @classmethod
+    def from_item(cls, item: Item) -> ItemPublic:
+        return cls(id=item.id, title=item.title, attributes=item.attributes)
 
 
 class CommandResultPublic(BaseModel):
@@ -324,8 +327,7 @@ class RecommendationPublic(BaseModel):
     def from_outcome(cls, outcome: LoopOutcome, catalog: Dataset) -> RecommendationPublic:
         item = None
         if outcome.final_item is not None:
-            found = catalog.item(outcome.final_item)
-            item = ItemPublic(id=found.id, title=found.title, attributes=found.attributes)
+            item = ItemPublic.of(catalog, outcome.final_item)
         return cls(
             session_id=outcome.session_id,
             loop_index=outcome.loop_index,
