@@ -65,8 +65,8 @@ async def send_command(
     session_id: uuid.UUID, body: CommandCreate, res: ResourcesDep, caller: CallerDep
 ) -> CommandResultPublic:
     """Parse a command into the session's preferences; returns them and the new recommendations."""
-    outcome = await service.send_command(res, caller, session_id, text=body.text)
-    return CommandResultPublic.from_row(outcome.command, res.catalog)  # as a keyed retry rebuilds it
+    command = await service.send_command(res, caller, session_id, text=body.text)
+    return CommandResultPublic.from_row(command, res.catalog)  # as a keyed retry rebuilds it
 
 
 @router.get("/{session_id}/commands", response_model=CommandsPublic)

@@ -15,7 +15,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from app.db import loops as loops_repo
@@ -29,7 +28,7 @@ from app.services.sessions import get_session, locked_session
 from app.settings import Settings
 from app.steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
 from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser, ParseResult
+from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights, steer_candidates
 from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
 from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
@@ -43,20 +42,11 @@ class PreferencesUnsatisfiable(Conflict):
     """The session's hard constraints exclude every unseen item: a loop has nothing to propose."""
 
 
-@dataclass(frozen=True)
-class CommandOutcome:
-    """A stored command: how it was parsed, the memory after it, the new candidate list."""
-
-    command: SteeringCommand
-    parse: ParseResult
-    preferences: Preferences
-    recommendations: list[int]
-
-
 async def send_command(
     res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, text: str
-) -> CommandOutcome:
-    """Parse ``text``, update the session's memory, store both, return the steered recommendations."""
+) -> SteeringCommand:
+    """Parse ``text``, update the session's memory, store both; the stored command (its parse, the
+    memory after it and the steered recommendations)."""
     text = _check_text(text, res.settings)
     parser = await asyncio.to_thread(session_parser, res)  # the first call builds the catalog's index
     if parser.name == "llm":  # the command goes to the LLM
@@ -90,7 +80,7 @@ async def send_command(
             # A keyed retry finds this command (its answer rebuilt from the row), never applies it again.
             await idempotency.link(db, session_id=session.id, command_id=row.id)
     metrics.observe_llm("parser", parse.usage, parse.fallback, parse.fallback_cause)
-    return CommandOutcome(row, parse, preferences, recommendations)
+    return row
 
 
 async def read_reason(res: ServiceResources, session: Session, reason: str) -> dict[str, Any] | None:
