@@ -149,6 +149,33 @@ def _load(server: VariantServer, concurrency: int, duration: float, args: argpar
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+_PREPARE = """
+import sys
+from app.db.migrate import migrate_all
+from app.services.bootstrap import new_key
+from app.settings import Settings
+url, data_dir = sys.argv[1], sys.argv[2]
+settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
+migrate_all(url, settings.checkpoint_schema)
+print(new_key(url, settings, owner="bench").secret)
+"""
+
+
+def _prepare_database(url: str, data_dir: Path, code_dir: Path | None) -> str:
+    """Migrate the variant's database and create its key, with the variant's own code (another
+    checkout's schema is the one its code was written for); the key's secret."""
+    if code_dir is None:
+        settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
+        migrate_all(url, settings.checkpoint_schema)
+        return new_key(url, settings, owner="bench").secret
+    env = {**os.environ, "PYTHONPATH": str(code_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", _PREPARE, url, str(data_dir.resolve())],
+        env=env, cwd=code_dir, check=True, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return done.stdout.strip().splitlines()[-1]
+
+
 def start_variant(
     name: str,
     server_url: str,
@@ -162,9 +189,7 @@ def start_variant(
 ) -> VariantServer:
     """The variant's server on a fresh database; ``code_dir``: another checkout's code (``NAME@DIRNAME``)."""
     url = _create_database(server_url)
-    settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)
-    migrate_all(url, settings.checkpoint_schema)
-    key = new_key(url, settings, owner="bench").secret
+    key = _prepare_database(url, data_dir, code_dir)
     port = free_port()
     env = {
         "RECLOOP_DATA_DIR": str(data_dir.resolve()),  # absolute: a --baseline server runs elsewhere
