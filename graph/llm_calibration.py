@@ -417,8 +417,7 @@ async def fit_llm_weights(
 
         def hits_at(w: float, picks: list[int | None] = picks) -> torch.Tensor:
             chosen = [
-                p if p is not None and combine(pick_margin(e, o, p), w, p == o).llm_wins else o
-                for p, o, e in zip(picks, offline_items, evidences, strict=True)
+                _combined_pick(o, e, p, w) for p, o, e in zip(picks, offline_items, evidences, strict=True)
             ]
             return (torch.tensor(chosen) == target_t).double()
 
@@ -458,6 +457,13 @@ async def fit_llm_weights(
         prompt_form=best_form[1],
         provenance=report | {"split": "val", "calls_made": answers.calls},
     )
+
+
+def _combined_pick(offline: int, evidence: dict[int, float], llm: int | None, weight: float) -> int:
+    """The recommendation the LLM agent makes from the offline pick and the LLM's (None: no answer)."""
+    if llm is None or not combine(pick_margin(evidence, offline, llm), weight, llm == offline).llm_wins:
+        return offline
+    return llm
 
 
 @dataclass(frozen=True)
@@ -519,13 +525,7 @@ async def _loop_case(
     assert isinstance(rec_agent, LLMRecAgent) and isinstance(user_agent, LLMUserAgent)
     offline_rec, offline_user = rec_agent.fallback, user_agent.fallback
 
-    def combined_pick(offline: int, weights: dict[int, float], llm: int | None) -> int:
-        if llm is None:
-            return offline
-        wins = combine(pick_margin(weights, offline, llm), rec_weight, llm == offline).llm_wins
-        return llm if wins else offline
-
-    first = combined_pick(offline_item, evidence, llm_pick)
+    first = _combined_pick(offline_item, evidence, llm_pick, rec_weight)
     uctx = _user_context(deps, v, first, "")
     judged = await offline_user.judge(uctx)
     first_verdict = Verdict(judged["decision"], user_agent.verdict_margin(uctx), llm_said.get(first))
@@ -538,7 +538,7 @@ async def _loop_case(
         ctx2 = replace(ctx, rejected_this_loop=[first], last_preferred=preferred, round=2)
         proposal = await offline_rec.propose(ctx2)
         later = llm_pick if llm_pick != first else None
-        second[named] = combined_pick(proposal["item"], offline_rec.evidence(ctx2), later)
+        second[named] = _combined_pick(proposal["item"], offline_rec.evidence(ctx2), later, rec_weight)
         if second[named] == v.row.next:
             uctx2 = replace(target_ctx, rejected_this_loop=[first], asked_for_this_loop=preferred, round=2)
             decided = await offline_user.judge(uctx2)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from graph.llm_calibration import LoopCase, Verdict, _fit_user
 
 
@@ -36,11 +34,11 @@ def test_more_right_verdicts_do_not_earn_a_weight_that_loses_hits():
     cases = [case(9, k, "accept", "reject", 100 + k, None) for k in range(8)]
     cases += [case(1, 1, "accept", "reject", 2, None)] + [case(5, 5, "accept", "accept", 6, None)] * 3
     verdicts = [(r, "accept", 0.5, c.first_verdict.llm, c.first == c.target) for r, c in enumerate(cases)]
+    right = [
+        sum((Verdict(off, m, llm).at(w) == "accept") == truth for _, off, m, llm, truth in verdicts)
+        for w in (0.0, 1.0)
+    ]
+    assert right[1] > right[0]  # the LLM's word makes more verdicts right...
     weight, report = _fit_user(verdicts, cases)
-    assert weight == 0.0
-    assert (
-        report["val_balanced_accuracy_offline"]
-        < max(report["val_balanced_accuracy"], float(torch.tensor(0.0)))
-        or report["curve"]["1"] < report["curve"]["0"]
-    )
-    assert report["curve"]["1"] < report["curve"]["0"] and report["objective"] == "loop_hr1"
+    assert report["curve"]["1"] < report["curve"]["0"]  # ...and loses a hit of the loop
+    assert weight == 0.0 and report["objective"] == "loop_hr1"
