@@ -134,6 +134,22 @@ async def test_runs_over_http_need_a_key_and_serve_report_settings_and_plots(
 
 
 @pytest.mark.integration
+async def test_an_svg_plot_is_served_sandboxed_so_its_script_cannot_run(
+    api, service_settings, write_eval_run
+):
+    name = f"table4-lastfm-{uuid.uuid4().hex[:8]}"
+    run_dir = write_eval_run(service_settings.runs_dir, name)
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script><rect width="4"/></svg>'
+    (run_dir / "table4_hr1.svg").write_text(svg)
+
+    plot = await api.get(f"/v1/runs/{name}/files/table4_hr1.svg")
+    assert plot.status_code == 200 and plot.headers["content-type"].startswith("image/svg+xml")
+    assert plot.text == svg
+    assert plot.headers["content-security-policy"] == "default-src 'none'; sandbox"
+    assert plot.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "path",
     [

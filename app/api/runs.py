@@ -85,9 +85,18 @@ async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
 @router.get(
     "/{name}/files/{file_name}",
     response_class=FileResponse,
-    responses={200: {"content": {"image/png": {}, "text/markdown": {}, "application/json": {}}}},
+    responses={
+        200: {
+            "content": {
+                "image/png": {},
+                "image/svg+xml": {},
+                "text/markdown": {},
+                "application/json": {},
+            }
+        }
+    },
 )
 async def get_run_file(name: str, file_name: str, res: ResourcesDep, caller: CallerDep) -> FileResponse:
-    """A plot (PNG), report.md, config.json or results.json of a run."""
+    """A plot (PNG or SVG), report.md, config.json or results.json of a run."""
     path, media_type = service.run_file(res.settings, name, file_name)
     return FileResponse(path, media_type=media_type, headers=FILE_HEADERS)

@@ -1,7 +1,7 @@
 """Evaluation runs on disk (``settings.runs_dir``): list them, read one run, hand out its files.
 
 A run directory is what `recloop eval` writes (app/eval/common.py): config.json, results.json,
-report.md and PNG plots. Run and file names arrive in URLs, so a name is accepted only if it
+report.md and plots (PNG and SVG). Run and file names arrive in URLs, so a name is accepted only if it
 is one plain path segment (letters, digits, '.', '_', '-'; no leading dot, so never '..'),
 and the resolved path must stay a direct child of its parent: a symlink that leads out of the
 runs directory is refused like a missing run.
@@ -21,8 +21,14 @@ from app.services.errors import NotFound
 from app.settings import Settings
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-FILE_TYPES = {".png": "image/png", ".md": "text/markdown", ".json": "application/json"}
-"""Files of a run that can be fetched, by suffix (rows.jsonl and anything else stay on disk)."""
+FILE_TYPES = {
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".md": "text/markdown",
+    ".json": "application/json",
+}
+"""Files of a run that can be fetched, by suffix (rows.jsonl and anything else stay on disk). An SVG
+can carry script: the route serves every file under a sandboxing CSP, so none of it runs."""
 MAX_TEXT_BYTES = 5_000_000
 """report.md, config.json and results.json larger than this are listed but not read into a reply."""
 
