@@ -45,8 +45,9 @@ import psycopg
 from app.db.migrate import migrate_all
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.ports import reserved_port
 from bench.service import start_server
-from bench.slow_disk import PrivatePostgres, free_port, private_postgres
+from bench.slow_disk import PrivatePostgres, private_postgres
 
 COUNTS = ("lost", "duplicate_loops", "false_errors", "stale_running", "unhandled_exceptions", "other_5xx")
 """The counts a run reports (a contract: every one is 0 when faults never lie)."""
@@ -284,7 +285,6 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         url = pg.url.rsplit("/", 1)[0] + "/recloop_faults"
         migrate_all(url, settings.checkpoint_schema)
         key = new_key(url, settings, owner="faults").secret
-        port = free_port()
         env = {
             "RECLOOP_DATA_DIR": str(data_dir),
             "RECLOOP_DATABASE_URL": url,
@@ -297,7 +297,8 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         }
         log_path = Path(tempfile.mkdtemp(prefix="recloop-faults-log-")) / "server.log"
         echo(f"starting {plan.workers} workers ...")
-        server = start_server(env, port, plan.workers, log_path=log_path, ready_s=180)
+        with reserved_port() as port:
+            server = start_server(env, port, plan.workers, log_path=log_path, ready_s=180)
         tally = Tally()
         faults: list[dict] = []
         try:

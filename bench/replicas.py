@@ -35,8 +35,8 @@ import psycopg
 
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.ports import http_ready, reserved_port, spawn_logged, wait_ready
 from bench.scale_common import DEFAULT_SERVER, bench_data_dir, create_database, drop_database, echo
-from bench.slow_disk import free_port
 
 HISTORY = [49, 180, 257, 293, 0, 171]
 
@@ -46,20 +46,6 @@ def haproxy_binary() -> str | None:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def _wait_ready(url: str, process: subprocess.Popen, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url}: exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"{url} not ready after {timeout_s:.0f} s")
 
 
 @contextmanager
@@ -76,14 +62,17 @@ def replicas(n: int, database_url: str, data_dir: Path, *, ready_timeout_s: floa
     }
     started: list[tuple[int, subprocess.Popen]] = []
     recloop = str(Path(sys.executable).parent / "recloop")
+    logs = Path(tempfile.mkdtemp(prefix="recloop-replicas-"))
     try:
-        for _ in range(n):
-            port = free_port()
-            command = [recloop, "serve", "--no-migrate", "--no-prepare", "--port", str(port)]
-            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            started.append((port, process))
-        for port, process in started:
-            _wait_ready(f"http://127.0.0.1:{port}", process, ready_timeout_s)
+        with ExitStack() as ports:  # each port held until its replica listens (bench/ports.py)
+            for i in range(n):
+                port = ports.enter_context(reserved_port())
+                command = [recloop, "serve", "--no-migrate", "--no-prepare", "--port", str(port)]
+                started.append((port, spawn_logged(command, logs / f"replica-{i}.log", env=env)))
+            for i, (port, process) in enumerate(started):
+                ready = http_ready(f"http://127.0.0.1:{port}/readyz")
+                what, log_path = f"replica {i} (recloop serve on port {port})", logs / f"replica-{i}.log"
+                wait_ready(process, ready, what=what, timeout_s=ready_timeout_s, log_path=log_path)
         yield started
     finally:
         for _, process in started:
@@ -94,6 +83,7 @@ def replicas(n: int, database_url: str, data_dir: Path, *, ready_timeout_s: floa
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+        shutil.rmtree(logs, ignore_errors=True)
 
 
 @contextmanager
@@ -102,11 +92,14 @@ def haproxy(backends: list[int]):
     binary = haproxy_binary()
     if binary is None:
         raise RuntimeError("needs HAProxy (Debian: apt-get install haproxy)")
-    port = free_port()
-    servers = "\n".join(
-        f"  server r{i} 127.0.0.1:{p} check inter 500ms fall 3 rise 2" for i, p in enumerate(backends)
-    )
-    config = f"""
+    with ExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix="recloop-haproxy-"))
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        port = stack.enter_context(reserved_port())  # held until haproxy listens (bench/ports.py)
+        servers = "\n".join(
+            f"  server r{i} 127.0.0.1:{p} check inter 500ms fall 3 rise 2" for i, p in enumerate(backends)
+        )
+        config = f"""
 global
   maxconn 1024
 defaults
@@ -130,17 +123,16 @@ backend replicas
   http-check expect status 200
 {servers}
 """
-    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as handle:
-        handle.write(config)
-    process = subprocess.Popen([binary, "-db", "-f", handle.name], stdout=subprocess.DEVNULL)
-    try:
+        (workdir / "haproxy.cfg").write_text(config)
+        log_path = workdir / "haproxy.log"
+        process = spawn_logged([binary, "-db", "-f", str(workdir / "haproxy.cfg")], log_path)
         url = f"http://127.0.0.1:{port}"
-        _wait_ready(url, process, 30)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        os.unlink(handle.name)
+        try:
+            wait_ready(process, http_ready(f"{url}/readyz"), what="haproxy", timeout_s=30, log_path=log_path)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
 
 
 @dataclass

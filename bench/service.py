@@ -26,13 +26,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import psycopg
 from psycopg import sql
 
@@ -40,8 +38,9 @@ from app.db.migrate import migrate_all
 from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.ports import http_ready, reserved_port, wait_ready
 from bench.service_loadgen import percentile
-from bench.slow_disk import commit_ms, free_port, slow_fsync_server
+from bench.slow_disk import commit_ms, slow_fsync_server
 
 VARIANTS = {
     "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},
@@ -97,7 +96,8 @@ def start_server(
 ) -> subprocess.Popen:
     """A uvicorn server of the service (``workers`` processes), once its /readyz answers 200.
 
-    With ``log_path`` its output goes there, and a server that exits shows the log's tail. With
+    ``port``: held by the caller (:func:`bench.ports.reserved_port`) until this returns. With
+    ``log_path`` its output goes there, and a server that exits shows the log's tail. With
     ``code_dir`` it runs that checkout's code (imported first), not this one's; ``module`` (a module
     or a script's path) runs uvicorn through a wrapper that takes its arguments
     (bench/profiled_uvicorn.py)."""
@@ -114,19 +114,9 @@ def start_server(
     else:
         with log_path.open("wb") as log:
             server = subprocess.Popen(command, env=env, cwd=code_dir, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + ready_s
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None:
-            tail = f":\n{log_path.read_text()[-3000:]}" if log_path is not None else ""
-            raise RuntimeError(f"server exited with {server.returncode}{tail}")
-        time.sleep(0.3)
-    server.terminate()
-    raise RuntimeError(f"server not ready after {ready_s:.0f} s")
+    ready = http_ready(f"http://127.0.0.1:{port}/readyz")
+    wait_ready(server, ready, what="the server", timeout_s=ready_s, log_path=log_path)
+    return server
 
 
 @dataclass
@@ -190,7 +180,6 @@ def start_variant(
     """The variant's server on a fresh database; ``code_dir``: another checkout's code (``NAME@DIRNAME``)."""
     url = _create_database(server_url)
     key = _prepare_database(url, data_dir, code_dir)
-    port = free_port()
     env = {
         "RECLOOP_DATA_DIR": str(data_dir.resolve()),  # absolute: a --baseline server runs elsewhere
         "RECLOOP_DATABASE_URL": url,
@@ -211,7 +200,8 @@ def start_variant(
     }
     label = name if code_dir is None else f"{name}@{code_dir.name}"
     try:
-        process = start_server(env, port, args.workers, code_dir=code_dir, module=module, ready_s=ready_s)
+        with reserved_port() as port:
+            process = start_server(env, port, args.workers, code_dir=code_dir, module=module, ready_s=ready_s)
     except BaseException:
         _drop_database(server_url, url)  # a server that never started leaves no database behind
         raise

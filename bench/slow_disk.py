@@ -15,15 +15,16 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
+
+from bench.ports import reserved_port, spawn_logged, wait_ready
 
 SHIM_SOURCE = Path(__file__).with_name("slow_fsync.c")
 
@@ -53,13 +54,6 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class PrivatePostgres:
     """A throwaway PostgreSQL cluster on 127.0.0.1 (a free port) that can be stopped and restarted.
 
@@ -73,7 +67,10 @@ class PrivatePostgres:
         self.pgdata = workdir / "data"
         self.env = {**os.environ, **(env or {})}
         self.max_connections = max_connections
-        self.port = free_port()
+        # Held for the cluster's whole life: no other program takes the port while it restarts.
+        self._port = ExitStack()
+        self.port = self._port.enter_context(reserved_port())
+        self.log_path = workdir / "server.log"
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.server: subprocess.Popen | None = None
         self.pgdata.mkdir(parents=True)
@@ -89,7 +86,7 @@ class PrivatePostgres:
         )
 
     def start(self, timeout_s: float = 30) -> None:
-        self.server = subprocess.Popen(
+        self.server = spawn_logged(
             _as_server_user(
                 [
                     str(self.bindir / "postgres"),
@@ -105,19 +102,19 @@ class PrivatePostgres:
                     f"max_connections={self.max_connections}",
                 ]
             ),  # fmt: skip
+            self.log_path,
             env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
         )
-        deadline = time.time() + timeout_s
-        while True:
+
+        def accepts() -> bool:
             try:
                 psycopg.connect(self.url, connect_timeout=2).close()
-                return
+                return True
             except psycopg.OperationalError:
-                if time.time() > deadline or self.server.poll() is not None:
-                    raise RuntimeError("the private PostgreSQL did not start") from None
-                time.sleep(0.1)
+                return False
+
+        what = f"the private PostgreSQL (port {self.port})"
+        wait_ready(self.server, accepts, what=what, timeout_s=timeout_s, log_path=self.log_path, poll_s=0.1)
 
     def stop(self, *, fast: bool = True) -> None:
         """Stop the server: fast (SIGINT: connections are cut, as in a restart) or smart (SIGTERM)."""
@@ -141,6 +138,7 @@ class PrivatePostgres:
         try:
             self.stop()
         finally:
+            self._port.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 

@@ -165,3 +165,47 @@ async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_sa
     assert replay.headers["idempotent-replayed"] == "true" and replay.json() == retry.json()
     status, loops = await _state(service_resources, session_id)
     assert status == "idle" and [(i, s) for i, s, _ in loops] == [(1, "failed"), (2, "completed")]
+
+
+async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unavailable(
+    api, service_resources, monkeypatch
+):
+    """The database went away at the COMMIT of a loop's start: the row is in, ``running``, but the
+    run saw the error and answered 503, and nothing runs the loop. A live worker's loop: resolved
+    with the database's cause, never as abandoned by a stopped worker. A start that never landed
+    leaves nothing behind."""
+    from app.services.loops import LoopRun
+
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}/recommendations"
+    write_start = LoopRun._write_start
+    cut = OperationalError("server closed the connection unexpectedly")
+
+    async def committed_then_cut(self):
+        await write_start(self)
+        raise cut
+
+    monkeypatch.setattr(LoopRun, "_write_start", committed_then_cut)
+    lost = await api.post(url, json=BODY)
+    assert lost.status_code == 503 and lost.headers["retry-after"] == "2", lost.text
+    assert await _state(service_resources, session_id) == ("running", [(1, "running", None)])
+    watch = recovery._Watch()
+    for _ in range(2):
+        await watch.sweep(service_resources)
+    assert await _state(service_resources, session_id) == (
+        "idle",
+        [(1, "failed", recovery.database_error(cut))],
+    )
+
+    async def cut_before_commit(self):
+        raise cut
+
+    monkeypatch.setattr(LoopRun, "_write_start", cut_before_commit)
+    assert (await api.post(url, json=BODY)).status_code == 503
+    assert (uuid.UUID(session_id), 2) in service_resources.unrecorded  # the row may have landed
+    for _ in range(2):
+        await watch.sweep(service_resources)
+    assert not service_resources.unrecorded  # it did not: forgotten
+    monkeypatch.setattr(LoopRun, "_write_start", write_start)
+    again = await api.post(url, json=BODY)
+    assert again.status_code == 200 and again.json()["loop_index"] == 2

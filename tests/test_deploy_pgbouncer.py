@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import psycopg
@@ -22,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from app.db.engine import checkpoint_pool, lock_pool
 from app.db.locks import AdvisoryLocks
+from bench.ports import port_listening, reserved_port, spawn_logged, wait_ready
 
 pytestmark = pytest.mark.integration
 
@@ -41,25 +41,6 @@ def _pgbouncer_binary() -> str:
     pytest.skip("needs PgBouncer (Debian: apt-get install pgbouncer)")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"pgbouncer exited: {process.stderr.read() if process.stderr else ''}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("pgbouncer did not start listening")
-
-
 @pytest.fixture
 def bouncer(make_database) -> Iterator:
     """Factory: a PgBouncer in ``mode`` with ``server_pool`` server connections per database in front
@@ -70,11 +51,12 @@ def bouncer(make_database) -> Iterator:
     # as root); pytest's tmp_path is private to its user.
     workdir = Path(tempfile.mkdtemp(prefix="recloop-pgbouncer-"))
     workdir.chmod(0o755)
+    ports = ExitStack()
 
     def start(mode: str, server_pool: int) -> str:
         target = make_database()
         backend = conninfo_to_dict(target)
-        port = _free_port()
+        port = ports.enter_context(reserved_port())  # until PgBouncer listens on it (bench/ports.py)
         ini = workdir / f"{mode}-{port}.ini"
         users = workdir / "users.txt"
         users.write_text(f'"{backend.get("user", "postgres")}" ""\n')
@@ -89,15 +71,19 @@ def bouncer(make_database) -> Iterator:
         for path in (ini, users):
             path.chmod(0o644)
         command = [binary, *(["-u", "nobody"] if os.geteuid() == 0 else []), str(ini)]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        log_path = workdir / f"{mode}-{port}.log"
+        process = spawn_logged(command, log_path)
         started.append(process)
-        _wait_for_port(port, process)
+        wait_ready(
+            process, port_listening(port), what="pgbouncer", timeout_s=10, log_path=log_path, poll_s=0.05
+        )
         return f"postgresql://{backend.get('user', 'postgres')}@127.0.0.1:{port}/{backend['dbname']}"
 
     yield start
     for process in started:
         process.terminate()
         process.wait(timeout=10)
+    ports.close()
     shutil.rmtree(workdir, ignore_errors=True)
 
 

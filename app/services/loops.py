@@ -193,11 +193,18 @@ class LoopRun:
         run would have kept, and the run's own record commits synchronously after it.
         """
         # In flight before the row is visible: the recovery watch never takes it for abandoned.
-        self.res.inflight.add((self.session.id, self.loop_index))
+        key = (self.session.id, self.loop_index)
+        self.res.inflight.add(key)
+        self.res.unrecorded.pop(key, None)  # an earlier start's, moot now (settled, or never landed)
         try:
             await self._write_start()
-        except BaseException:
-            self.res.inflight.discard((self.session.id, self.loop_index))
+        except BaseException as exc:
+            if isinstance(exc, DATABASE_DOWN):
+                # The connection died at COMMIT: the row may be in, ``running``, with nothing to run
+                # it. If so, the watch resolves it with this cause (not "worker stopped") once the
+                # database is back, or forgets it if it never landed.
+                self.res.unrecorded[key] = recovery.database_error(exc)
+            self.res.inflight.discard(key)
             raise
 
     async def _write_start(self) -> None:

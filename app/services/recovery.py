@@ -6,7 +6,8 @@ cancelled (a shutdown), or its worker died (SIGKILL, out of memory). Every worke
 (:func:`watch`, every ``Settings.stale_check_s``) and resolves
 
 - its own loops that it no longer runs, once the database answers, with the cause it knows:
-  "database unavailable: ..." or :data:`ABANDONED`. Only the worker itself knows that it no
+  "database unavailable: ..." (its record, or the commit of its start, failed with the database
+  gone) or :data:`ABANDONED`. Only the worker itself knows that it no
   longer runs a loop, so while it lives no other worker decides that;
 - the loops of workers that are gone, as :data:`ABANDONED`. Each worker holds an advisory lock
   named after itself for its whole life, taken again about a second after the database is
@@ -90,6 +91,7 @@ class _Watch:
         self.free_since: dict[str, float] = {}
         self.server_started: object = None
         self.idle_own: set[LoopKey] = set()
+        self.unrecorded_gone: set[LoopKey] = set()
 
     async def sweep(self, res: ServiceResources) -> None:
         async with res.sessionmaker() as db:
@@ -102,6 +104,13 @@ class _Watch:
         idle_own = {(s, k) for s, k, w in running if w == res.worker_id and (s, k) not in res.inflight}
         decided = [(key, res.unrecorded.get(key, ABANDONED)) for key in idle_own & self.idle_own]
         self.idle_own = idle_own
+        # A failure noted for a loop not running (a start whose commit never landed, a loop another
+        # worker resolved), on two sweeps in a row: nothing left to resolve.
+        shown = {(s, k) for s, k, _ in running}
+        gone_by = {key for key in res.unrecorded if key not in shown and key not in res.inflight}
+        for key in gone_by & self.unrecorded_gone:
+            res.unrecorded.pop(key, None)
+        self.unrecorded_gone = gone_by
         now = time.monotonic()
         others = {w for _, _, w in running if w is not None and w != res.worker_id}
         for worker in others:
