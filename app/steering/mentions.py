@@ -122,6 +122,7 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 _WORD = re.compile(r"[0-9a-z]+")
 _ARTICLES = frozenset({"the", "a", "an"})
+_AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
 
 
@@ -151,8 +152,9 @@ def fold(text: str) -> str:
 
 
 def non_latin_share(text: str) -> float:
-    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK, emoji...)."""
-    letters = [ch for ch in text if not ch.isspace()]
+    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK...). Emoji and other
+    symbols are not letters: "❤️ Adele ❤️" is an English command."""
+    letters = [ch for ch in text if ch.isalpha()]
     if not letters:
         return 0.0
     return sum(bool(_NON_LATIN.match(ch)) for ch in letters) / len(letters)
@@ -183,14 +185,17 @@ class MentionFinder:
     def _titles(self) -> dict[str, tuple[int, ...]]:
         titles: dict[str, list[int]] = {}
         for item in self.index.catalog.items:
-            key = _key(item.title)
-            words = key.split()
-            if words and words[0] in _ARTICLES and len(words) > 1:
-                key = " ".join(words[1:])
-            if len(key) < 2 or key.isdigit():
-                continue
-            titles.setdefault(key, []).append(item.id)
-        return {k: tuple(v) for k, v in titles.items()}
+            # "Simon & Garfunkel", "Florence + the Machine", "Guns N' Roses" are said with "and" too
+            spoken = _AMPERSAND.sub(" and ", item.title or "")
+            for name in dict.fromkeys((item.title or "", spoken)):
+                key = _key(name)
+                words = key.split()
+                if words and words[0] in _ARTICLES and len(words) > 1:
+                    key = " ".join(words[1:])
+                if len(key) < 2 or key.isdigit():
+                    continue
+                titles.setdefault(key, []).append(item.id)
+        return {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
 
     @cached_property
     def _vocabulary(self) -> dict[str, tuple[MentionKind, object]]:
