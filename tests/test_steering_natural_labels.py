@@ -147,3 +147,22 @@ def test_ampersand_titles_are_found_when_said_with_and(lastfm_dataset):
             "Simon & Garfunkel",
             "Guns N' Roses",
         )
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("jurasic park type of thing", "Jurassic Park"),  # a letter off
+        ("silense of the lambs but less gory", "The Silence of the Lambs"),
+        ("i loved the godfather, more like that", "The Godfather"),  # an everyday word after its article
+    ],
+)
+def test_misspelt_titles_and_titles_after_their_article(ml_dataset, text, title):
+    finder = MentionFinder(CatalogIndex(ml_dataset), common_words=frozenset({"godfather", "silence"}))
+    items = [m for m in finder.find(text) if m.kind == "item"]
+    assert [ml_dataset.item(m.items[0]).title for m in items] == [title]
+
+
+def test_an_everyday_word_is_neither_a_misspelt_nor_a_lower_case_title(ml_dataset):
+    finder = MentionFinder(CatalogIndex(ml_dataset), common_words=frozenset({"godfather", "something"}))
+    assert not [m for m in finder.find("something about a godfather") if m.kind == "item"]
