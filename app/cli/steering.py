@@ -31,6 +31,7 @@ from app.eval.steering import (
 )
 from app.settings import Settings, get_settings
 from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
+from app.steering.natural_labels import FrozenSetError, read_training_set
 from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights
 from app.steering.scoring import NaturalSetError, read_natural_set
@@ -169,6 +170,13 @@ def train_parser_command(
     n_val: int = typer.Option(TrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."),
     epochs: int = typer.Option(TrainConfig.epochs, "--epochs", min=1),
     seed: int = typer.Option(TrainConfig.seed, "--seed"),
+    natural: list[Path] = typer.Option(
+        [],
+        "--natural",
+        help="A retired natural-command set (development data) to train on too; repeatable. "
+        "A set whose README does not mark it retired is refused.",
+    ),
+    natural_repeat: int = typer.Option(TrainConfig.natural_repeat, "--natural-repeat", min=1),
     output: Path | None = typer.Option(None, "--output", help="Artifact path (default: beside the models)."),
     cache_dir: Path | None = typer.Option(
         None,
@@ -185,10 +193,15 @@ def train_parser_command(
     try:
         catalog = Dataset.open(settings.datasets_dir, dataset)
         encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
-    except (DatasetNotFound, TextEncoderUnavailable) as exc:
+        for path in natural:
+            read_training_set(path)  # refused before any work when the set is frozen
+    except (DatasetNotFound, TextEncoderUnavailable, FrozenSetError, NaturalSetError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    config = TrainConfig(n_train=n_train, n_val=n_val, epochs=epochs, seed=seed)
+    config = TrainConfig(
+        n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
+        natural_repeat=natural_repeat,
+    )  # fmt: skip
     bars: dict[str, tqdm] = {}
 
     def on_progress(stage: str, done: int, total: int) -> None:
@@ -209,7 +222,8 @@ def train_parser_command(
         f"learned parser for {catalog.name}: {trained.n_train} training commands, {trained.seconds:.0f} s; "
         f"held-out phrasings ({trained.n_val}): exact {val['exact']} (95% CI {val['exact_ci95']}), "
         f"inversions {val['inversions']}, hard-constraint confidence {trained.thresholds.hard_confidence}; "
-        f"look-up ceiling {trained.oracle_val_exact}"
+        f"look-up ceiling {trained.oracle_val_exact}; natural commands trained on {trained.n_natural} "
+        f"({trained.natural_dropped} not rebuilt by the look-up, skipped)"
     )
     typer.echo(f"artifact: {path}")
     if as_json:
@@ -218,7 +232,8 @@ def train_parser_command(
             "n_train": trained.n_train, "n_val": trained.n_val, "val_exact": val["exact"],
             "val_exact_ci95": val["exact_ci95"], "val_inversions": val["inversions"],
             "val_f1": val["f1"], "hard_confidence": trained.thresholds.hard_confidence,
-            "oracle_val_exact": trained.oracle_val_exact,
+            "oracle_val_exact": trained.oracle_val_exact, "n_natural": trained.n_natural,
+            "natural_dropped": trained.natural_dropped,
         }  # fmt: skip
         typer.echo(json.dumps(summary, sort_keys=True))
 

@@ -110,6 +110,40 @@ _FOREIGN_WORDS = frozenset(
     )  # fmt: skip
 )
 _WORDS = re.compile(r"[0-9a-z]+")
+_COORDINATION = re.compile(r"\s*(?:,\s*)?(?:and|or|nor|&|\+|/)\s+|\s*")
+_CLAUSE_END = re.compile(r"[,;.!?:]|\bbut\b")
+# What may follow the last of a list without saying something of its own ("... or Katy Perry pls")
+_LIST_TAIL = frozenset(
+    (
+        "please",
+        "pls",
+        "plz",
+        "movies",
+        "movie",
+        "films",
+        "film",
+        "flicks",
+        "stuff",
+        "music",
+        "songs",
+        "tracks",
+        "ones",
+        "either",
+        "thanks",
+        "thx",
+        "thank",
+        "you",
+        "tonight",
+        "today",
+        "now",
+        "at",
+        "all",
+        "whatsoever",
+        "lol",
+        "really",
+        "too",
+    )  # fmt: skip
+)
 
 
 class ParserArtifactError(ValueError):
@@ -126,6 +160,10 @@ class Thresholds:
     soft_confidence: float = 0.5
     reset: float = 0.5
     free_soft: float = 0.5
+    rules_when_abstaining: bool = True
+    """When the student applies nothing, the rule parser's reading is the answer if it read the whole
+    command (no fragment left unparsed) and did not put a span the student read on another side:
+    the templated forms the rules know are not lost to the confidence gate."""
 
 
 def artifact_path(models_dir: Path, dataset: str) -> Path:
@@ -249,9 +287,9 @@ class LearnedParser(CommandParser):
         """``rules``: the rule parser's hard facts for the text (computed here when not given)."""
         t = self.thresholds
         mentions, roles, unparsed = [], [], []
-        for mention, probs, unread in zip(
-            prediction.mentions, prediction.role_probs, prediction.unread, strict=True
-        ):
+        vetoed = False  # the rules read a span on another side: neither reading is trusted
+        role_probs = _coordinated(text, prediction.mentions, prediction.role_probs)
+        for mention, probs, unread in zip(prediction.mentions, role_probs, prediction.unread, strict=True):
             if unread:
                 continue  # reported once below, with the truncation
             role = Role(int(probs.argmax()))
@@ -266,6 +304,7 @@ class LearnedParser(CommandParser):
                 mine = hard_facts(assemble(Reading([mention], [role]), self.index, prefer))
                 agreement = _agreement(mine, rules)
                 needed = {"agree": t.agreed_confidence, "silent": t.hard_confidence}.get(agreement, 2.0)
+                vetoed |= agreement == "conflict"
             if confidence < needed:
                 unparsed.append(f"'{mention.text}': unsure whether you want it, want none of it or lift it")
                 continue
@@ -281,6 +320,10 @@ class LearnedParser(CommandParser):
             soft_negative=wish if flags["soft_negative"] >= t.free_soft else None,
         )
         update = assemble(reading, self.index, prefer)
+        if update.is_neutral() and t.rules_when_abstaining and not (prediction.truncated or vetoed):
+            ruled = self.rules.read(text, sorted(prefer))
+            if not ruled.unparsed and not ruled.update.is_neutral():
+                return ParseResult(update=ruled.update, parser=self.name)
         if prediction.truncated:
             unparsed.append(
                 f"the command is longer than the parser reads ({MAX_TOKENS} tokens): only its start was read"
@@ -288,6 +331,25 @@ class LearnedParser(CommandParser):
         if update.is_neutral() and not unparsed:
             unparsed.append(f"'{_short(text.strip())}': no genre, year, title or wish I can act on")
         return ParseResult(update=update, unparsed=unparsed, parser=self.name)
+
+
+def _coordinated(text: str, mentions: Sequence[Mention], probs: torch.Tensor) -> torch.Tensor:
+    """Role probabilities where a mention joined to the one before it by a bare "and" / "or" / "," /
+    "&" (or nothing: "crime dramas") is read like that one: a negation's scope runs over the list
+    ("no Taylor Swift or Katy Perry", "except sci-fi and fantasy"). The list's head carries the cue,
+    so its probabilities are the list's: a head the student is unsure of leaves the whole list unsure."""
+    out = probs.clone()
+    folded = fold(text)
+    for i in range(1, len(mentions)):
+        before, mention = mentions[i - 1], mentions[i]
+        if before.kind != mention.kind or not _COORDINATION.fullmatch(folded[before.end : mention.start]):
+            continue
+        stop = mentions[i + 1].start if i + 1 < len(mentions) else len(folded)
+        tail = folded[mention.end : stop]
+        end = _CLAUSE_END.search(tail)
+        if set(_WORDS.findall(tail[: end.start()] if end else tail)) <= _LIST_TAIL:
+            out[i] = out[i - 1]  # "romance is fine" after "no horror and" says its own thing: not a list
+    return out
 
 
 def _agreement(mine: set[tuple], rules: set[tuple]) -> str:

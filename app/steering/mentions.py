@@ -26,6 +26,8 @@ from graph.steering.preferences import YearRange
 MentionKind = Literal["genre", "year", "item", "mood"]
 MENTION_KINDS: tuple[MentionKind, ...] = ("genre", "year", "item", "mood")
 MAX_TITLE_WORDS = 12
+FUZZY_MIN_CHARS = 7  # a misspelt title is looked for only from this many characters ("radiohed")
+FUZZY_CUTOFF = 0.88  # difflib ratio: one letter wrong in eight
 OLD_END = 1969  # "old", "classic", "vintage": up to the end of the sixties (the labelling convention)
 RECENT_SPAN = 3  # "recent", "new": the catalog's newest year minus this, on
 
@@ -122,6 +124,7 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 _WORD = re.compile(r"[0-9a-z]+")
 _ARTICLES = frozenset({"the", "a", "an"})
+_AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
 
 
@@ -151,8 +154,9 @@ def fold(text: str) -> str:
 
 
 def non_latin_share(text: str) -> float:
-    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK, emoji...)."""
-    letters = [ch for ch in text if not ch.isspace()]
+    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK...). Emoji and other
+    symbols are not letters: "❤️ Adele ❤️" is an English command."""
+    letters = [ch for ch in text if ch.isalpha()]
     if not letters:
         return 0.0
     return sum(bool(_NON_LATIN.match(ch)) for ch in letters) / len(letters)
@@ -183,14 +187,27 @@ class MentionFinder:
     def _titles(self) -> dict[str, tuple[int, ...]]:
         titles: dict[str, list[int]] = {}
         for item in self.index.catalog.items:
-            key = _key(item.title)
-            words = key.split()
-            if words and words[0] in _ARTICLES and len(words) > 1:
-                key = " ".join(words[1:])
-            if len(key) < 2 or key.isdigit():
-                continue
-            titles.setdefault(key, []).append(item.id)
-        return {k: tuple(v) for k, v in titles.items()}
+            # "Simon & Garfunkel", "Florence + the Machine", "Guns N' Roses" are said with "and" too
+            spoken = _AMPERSAND.sub(" and ", item.title or "")
+            for name in dict.fromkeys((item.title or "", spoken)):
+                key = _key(name)
+                words = key.split()
+                if words and words[0] in _ARTICLES and len(words) > 1:
+                    key = " ".join(words[1:])
+                if len(key) < 2 or key.isdigit():
+                    continue
+                titles.setdefault(key, []).append(item.id)
+        return {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
+
+    @cached_property
+    def _article_titles(self) -> frozenset[str]:
+        """Title keys whose catalog title starts with "the" ("The Killers" -> "killers")."""
+        keys = set()
+        for item in self.index.catalog.items:
+            words = _key(item.title or "").split()
+            if len(words) > 1 and words[0] == "the":
+                keys.add(" ".join(words[1:]))
+        return frozenset(keys)
 
     @cached_property
     def _vocabulary(self) -> dict[str, tuple[MentionKind, object]]:
@@ -319,10 +336,41 @@ class MentionFinder:
                 start, end = words[i][0], words[i + n - 1][1]
                 if n == 1 and (key in vocab or key in _ARTICLES or len(key) < 3):
                     continue
-                if n == 1 and key in self.common_words and not text[start].isupper():
+                # "the killers", "the godfather": an everyday word after the article its title has
+                after_its_article = i > 0 and words[i - 1][2] == "the" and key in self._article_titles
+                lower_word = n == 1 and key in self.common_words and not text[start].isupper()
+                if lower_word and not after_its_article:
                     continue
                 yield Mention("item", start, end, text[start:end], items=ids)
                 break
+            else:
+                yield from self._misspelt_items(words, i, text)
+
+    @cached_property
+    def _titles_by_prefix(self) -> dict[str, list[str]]:
+        """Title keys of at least FUZZY_MIN_CHARS characters by their first two letters (a misspelt
+        title keeps its start far more often than not: "jurasic park", "radiohed")."""
+        buckets: dict[str, list[str]] = {}
+        for key in self._titles:
+            if len(key) >= FUZZY_MIN_CHARS:
+                buckets.setdefault(key[:2], []).append(key)
+        return buckets
+
+    def _misspelt_items(self, words: list[tuple[int, int, str]], i: int, text: str) -> Iterable[Mention]:
+        """A title one or two letters off ("terminater 2", "red hot chilli peppers"), from word i: the
+        closest key within FUZZY_CUTOFF, among keys of about the same length and the same start.
+        One everyday word is never read as a misspelt title."""
+        for n in range(min(4, len(words) - i), 0, -1):
+            key = " ".join(w for _s, _e, w in words[i : i + n])
+            everyday = n == 1 and (key in self.common_words or key in self._vocabulary)
+            if len(key) < FUZZY_MIN_CHARS or everyday:
+                continue
+            near = [k for k in self._titles_by_prefix.get(key[:2], ()) if abs(len(k) - len(key)) <= 2]
+            close = difflib.get_close_matches(key, near, n=1, cutoff=FUZZY_CUTOFF)
+            if close:
+                start, end = words[i][0], words[i + n - 1][1]
+                yield Mention("item", start, end, text[start:end], items=self._titles[close[0]])
+                return
 
 
 def _decade(four: str | None, full: str | None, two: str | None, word: str | None = None) -> YearRange:

@@ -27,6 +27,7 @@ from torch import nn
 
 from app.steering.learned_parser import LearnedParser, Thresholds, encode_all
 from app.steering.mentions import MentionFinder
+from app.steering.natural_labels import NaturalLabels, derive, read_training_set
 from app.steering.parser import OfflineParser
 from app.steering.reading import Role
 from app.steering.scoring import score_all
@@ -49,6 +50,11 @@ class TrainConfig:
     seed: int = 0
     refit_all: bool = True
     """After the thresholds are chosen, train the final head on training and held-out commands."""
+    natural: tuple[Path, ...] = ()
+    """Retired natural-command sets (development data) trained on beside the simulated commands;
+    thresholds are still chosen on simulated held-out phrasings only."""
+    natural_repeat: int = 4
+    """Each natural command counts this many times (a few hundred beside thousands simulated)."""
 
 
 @dataclass
@@ -59,6 +65,10 @@ class TrainReport:
     val: dict[str, object]
     thresholds: Thresholds
     oracle_val_exact: float
+    n_natural: int = 0
+    """Natural commands trained on (each ``natural_repeat`` times)."""
+    natural_dropped: int = 0
+    """Natural commands whose label the look-up and roles could not rebuild (not trained on)."""
 
 
 def _targets(
@@ -103,6 +113,18 @@ def train_parser(
         return advance
 
     features = _cached_encode(cache_dir, encoder, train, train_mentions, step("encode", config.n_train))
+    natural = derive(
+        [c for path in config.natural for c in read_training_set(path)], finder, index
+    ) if config.natural else NaturalLabels([], 0)  # fmt: skip
+    if natural.commands:
+        nat_mentions, nat_roles, nat_flags = _targets(natural.commands, finder)
+        done[0] = 0
+        nat_features = _cached_encode(
+            cache_dir, encoder, natural.commands, nat_mentions, step("natural", len(natural.commands))
+        )
+        k = config.natural_repeat
+        features, train_roles = [*features, *nat_features * k], [*train_roles, *nat_roles * k]
+        train_flags = torch.cat([train_flags, nat_flags.repeat(k, 1)])
     _fit(
         parser.student,
         features,
@@ -155,12 +177,22 @@ def train_parser(
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
     report = TrainReport(
-        len(train), len(val), round(time.perf_counter() - started, 1), best[2], best[1], oracle
-    )
+        len(train), len(val), round(time.perf_counter() - started, 1), best[2], best[1], oracle,
+        len(natural.commands), natural.dropped,
+    )  # fmt: skip
     parser.info = {
         "dataset": getattr(index.catalog, "name", None),
         "fingerprint": getattr(index.catalog, "fingerprint", None),
-        "train": {"n_train": len(train), "n_val": len(val), "epochs": config.epochs, "seed": config.seed},
+        "train": {
+            "n_train": len(train),
+            "n_val": len(val),
+            "epochs": config.epochs,
+            "seed": config.seed,
+            "natural": [str(p) for p in config.natural],
+            "n_natural": len(natural.commands),
+            "natural_dropped": natural.dropped,
+            "natural_repeat": config.natural_repeat,
+        },  # fmt: skip
         "val": report.val,
         "val_by_threshold": {f"{t.hard_confidence}/{t.agreed_confidence}": s.summary() for t, s in scored},
         "oracle_val_exact": oracle,
