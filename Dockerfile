@@ -3,7 +3,7 @@
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml setup.py README.md alembic.ini ./
 COPY app ./app
 COPY graph ./graph
 COPY recmodels ./recmodels
@@ -17,8 +17,9 @@ RUN python -m venv /opt/venv \
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 recloop && mkdir /data && chown recloop /data
 COPY --from=build /opt/venv /opt/venv
-# alembic.ini sits next to the installed `migrations` package, where app/db/migrate.py looks for it.
-COPY --from=build /src/alembic.ini /opt/venv/lib/python3.11/site-packages/alembic.ini
+# alembic.ini sits next to the installed `migrations` package, where app/db/migrate.py looks for it
+# (the wheel keeps the server's packages under recloop/_server/: see setup.py).
+COPY --from=build /src/alembic.ini /opt/venv/lib/python3.11/site-packages/recloop/_server/alembic.ini
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     RECLOOP_DATA_DIR=/data \

@@ -8,7 +8,8 @@
         print(answer["item"]["title"], answer["reason"])
 
 It needs only httpx and imports nothing of the server, so a notebook can use it without the
-models; the server (``recloop serve``) is the ``app`` package of this distribution.
+models; the server (``recloop serve``) is the ``app`` package of this distribution, which a wheel
+installs under ``recloop/_server/``, out of the way of any other project's ``app`` (see setup.py).
 """
 
 from recloop.client import ApiError, AsyncClient, Client, StreamEvent
