@@ -21,9 +21,12 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
+
+from app.ui import STATIC_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -176,3 +179,15 @@ def test_recloop_and_another_project_with_top_level_graph_and_app_both_work(venv
     # The Dockerfile puts alembic.ini where app/db/migrate.py looks for it.
     alembic_ini = Path(server["alembic_ini"]).relative_to(site)
     assert f"site-packages/{alembic_ini}" in (ROOT / "Dockerfile").read_text()
+
+
+def test_the_wheel_carries_the_ui_and_the_migrations_under_the_private_directory(wheels):
+    names = set(zipfile.ZipFile(wheels["recloop"]).namelist())
+    ui = {
+        f"recloop/_server/app/ui/{p.relative_to(STATIC_DIR.parent).as_posix()}"
+        for p in STATIC_DIR.rglob("*")
+        if p.is_file()
+    }
+    assert ui and ui <= names, sorted(ui - names)
+    assert "recloop/_server/migrations/env.py" in names
+    assert not {n for n in names if n.split("/")[0] in {"app", "graph", "recmodels", "migrations"}}

@@ -3,8 +3,8 @@ no inline code, and no HTML parsing of data in the scripts (the browser tests ch
 
 from __future__ import annotations
 
+import ast
 import re
-import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -95,9 +95,21 @@ def test_scripts_never_hand_data_to_an_html_parser():
         assert not sinks.search(script.read_text()), script
 
 
+def _setup_py_package_data() -> dict[str, list[str]]:
+    """setup.py's PACKAGE_DATA literal, read without running setup()."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "PACKAGE_DATA" for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise AssertionError("setup.py defines no PACKAGE_DATA")
+
+
 def test_the_wheel_carries_every_ui_file():
-    """What setuptools packs is what pyproject's package-data globs find under app/ui."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    """What setuptools packs is what setup.py's package-data globs find under app/ui (installed as
+    recloop/_server/app/ui in a wheel, app/ui in an editable install)."""
+    package_data = _setup_py_package_data()
     package_dir = STATIC_DIR.parent
-    packed = {p for pattern in config["app.ui"] for p in package_dir.glob(pattern) if p.is_file()}
+    packed = {p for pattern in package_data["app.ui"] for p in package_dir.glob(pattern) if p.is_file()}
     assert packed == set(ASSETS)
