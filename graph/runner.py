@@ -243,11 +243,12 @@ def plain_interrupts(interrupts: Sequence[Interrupt]) -> list[dict[str, Any]]:
 class LoopEvent:
     """One step of a streamed run, as plain JSON: a node's update, an interrupt, or the whole state."""
 
-    mode: Literal["updates", "values"]
+    mode: Literal["updates", "values", "tasks", "checkpoints", "debug"]
     node: str | None
-    """The node that wrote the update (:data:`INTERRUPT` for an interrupt); None for ``values``."""
+    """The node that wrote the update (:data:`INTERRUPT` for an interrupt); None for other modes."""
     data: Any
-    """The node's update; an interrupt's values (a list); the state."""
+    """The node's update; an interrupt's values (a list); the state; LangGraph's task, checkpoint or
+    debug payload (as its ``stream_mode`` of that name yields it)."""
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     """An interrupt's ``{"value", "id"}`` items (the protocol's form)."""
 
@@ -257,6 +258,9 @@ class LoopEvent:
 
 
 EventSink = Callable[[LoopEvent], Awaitable[None]]
+
+EVENT_MODES = ("values", "tasks", "checkpoints", "debug")
+"""LangGraph stream modes whose chunks a run can hand its sink besides the nodes' updates."""
 
 
 @dataclass
@@ -293,22 +297,32 @@ async def stream_loop(
     durability: str,
     into: StreamedLoop,
     on_event: EventSink | None = None,
-    values_events: bool = False,
+    event_modes: frozenset[str] = frozenset(),
 ) -> StreamedLoop:
     """Run the checkpointed graph to its end or its interrupt, filling ``into`` as it goes.
 
     ``into`` holds the state as far as the run got even if this raises (a failed loop keeps the
-    rounds it finished). ``on_event`` receives each node's update as plain JSON, and the whole
-    state after each step if ``values_events``; nothing is converted without a sink.
+    rounds it finished). ``on_event`` receives each node's update as plain JSON, and the chunks of
+    ``event_modes`` (some of :data:`EVENT_MODES`: the whole state after each step, task starts and
+    results, checkpoints); nothing is converted without a sink, and a mode nobody asked for is not
+    streamed by the graph at all.
     """
+    unknown = set(event_modes) - set(EVENT_MODES)
+    if unknown:
+        raise ValueError(f"not a stream mode a sink can receive: {sorted(unknown)}")
+    sink_modes = event_modes if on_event is not None else frozenset()
+    graph_modes = ["updates", "values", *(m for m in EVENT_MODES if m in sink_modes and m != "values")]
     stream = graph.astream(
-        graph_input, config, context=context, stream_mode=["updates", "values"], durability=durability
+        graph_input, config, context=context, stream_mode=graph_modes, durability=durability
     )
     async for mode, chunk in stream:
         if mode == "values":
             into.values = chunk
-            if on_event is not None and values_events:
+            if "values" in sink_modes:
                 await on_event(LoopEvent("values", None, to_plain(chunk)))
+            continue
+        if mode != "updates":
+            await on_event(LoopEvent(mode, None, to_plain(chunk)))
             continue
         for node, update in chunk.items():
             interrupts: list[dict[str, Any]] = []

@@ -217,21 +217,37 @@ async def api(make_api_client):
     return await make_api_client("owner-a")
 
 
-@pytest.fixture
-def held_rec_agent(monkeypatch):
-    """The recommendation agent waits for the returned event: a loop held mid-run until it is set."""
+def _held(monkeypatch, agent_class: type, method: str):
+    """``agent_class.method`` waits for the returned event before it answers."""
     import asyncio
 
-    from graph.agents.offline import OfflineRecAgent
-
     release = asyncio.Event()
-    propose = OfflineRecAgent.propose
+    answer = getattr(agent_class, method)
 
     async def held(self, ctx):
         await release.wait()
-        return await propose(self, ctx)
+        return await answer(self, ctx)
 
-    monkeypatch.setattr(OfflineRecAgent, "propose", held)
+    monkeypatch.setattr(agent_class, method, held)
+    return release
+
+
+@pytest.fixture
+def held_rec_agent(monkeypatch):
+    """The recommendation agent waits for the returned event: a loop held mid-run until it is set."""
+    from graph.agents.offline import OfflineRecAgent
+
+    release = _held(monkeypatch, OfflineRecAgent, "propose")
+    yield release
+    release.set()
+
+
+@pytest.fixture
+def held_judge(monkeypatch):
+    """The user agent waits for the returned event: a loop held after its proposal was scored."""
+    from graph.agents.offline import OfflineUserAgent
+
+    release = _held(monkeypatch, OfflineUserAgent, "judge")
     yield release
     release.set()
 
@@ -339,3 +355,24 @@ def write_eval_run():
         return run
 
     return write
+
+
+@pytest.fixture
+async def sdk(served, service_resources):
+    """A langgraph-sdk client of a new owner, and a factory for more owners."""
+    from langgraph_sdk import get_client
+
+    from app.services.keys import create_key
+
+    clients = []
+
+    async def client_of(owner: str):
+        key = await create_key(service_resources.sessionmaker, owner=owner)
+        client = get_client(url=str(served.base_url), api_key=key.secret)
+        client.recloop_key = key.secret  # for the same owner's /v1 calls
+        clients.append(client)
+        return client
+
+    yield client_of
+    for client in clients:
+        await client.aclose()

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 from langgraph_sdk.schema import Assistant, Run, Thread, ThreadState
 
@@ -29,23 +28,6 @@ CANDIDATES = [5, 10, 15, 20, 25, 30, 35, 40]
 
 def _keys_of(typed_dict: type) -> set[str]:
     return {k for k, v in typed_dict.__annotations__.items() if "NotRequired" not in str(v)}
-
-
-@pytest.fixture
-async def sdk(served, service_resources):
-    """A langgraph-sdk client of a new owner, and a factory for more owners."""
-    clients = []
-
-    async def client_of(owner: str):
-        key = await create_key(service_resources.sessionmaker, owner=owner)
-        client = get_client(url=str(served.base_url), api_key=key.secret)
-        client.recloop_key = key.secret  # for the same owner's /v1 calls
-        clients.append(client)
-        return client
-
-    yield client_of
-    for client in clients:
-        await client.aclose()
 
 
 async def _thread(client, **metadata) -> Thread:

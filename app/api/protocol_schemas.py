@@ -29,8 +29,6 @@ ProtocolStreamMode = Literal[
     "tools",
     "lifecycle",
 ]
-SERVED_STREAM_MODES = ("values", "updates")
-"""The stream modes a run streams; others are accepted and send nothing (the loop has no messages)."""
 
 
 class _Body(BaseModel):
@@ -90,10 +88,12 @@ class RunCreate(_Body):
     checkpoint_id: str | None = None
     webhook: str | None = None
     after_seconds: int | None = None
+    on_disconnect: Literal["cancel", "continue"] | None = None
+    """A stream's client going away: ``cancel`` cancels the loop; by default it goes on."""
 
     def stream_modes(self) -> list[str]:
-        modes = [self.stream_mode] if isinstance(self.stream_mode, str) else list(self.stream_mode)
-        return [m for m in modes if m in SERVED_STREAM_MODES]
+        """As asked; app/api/protocol_stream.py says which modes send what."""
+        return [self.stream_mode] if isinstance(self.stream_mode, str) else list(self.stream_mode)
 
     def refused_field(self) -> tuple[str, str] | None:
         """The first field asking for something recloop's runs do not do, and why."""

@@ -1,4 +1,5 @@
-"""The one way both APIs stream a loop: events queued by the run, relayed to the client.
+"""How /v1 streams a loop: events queued by the run, relayed to the client (LangGraph's protocol
+reads a run's recorded events instead: app/api/protocol_stream.py).
 
 The loop runs in a task of its own (:func:`app.services.loops.start_run`); ``finish`` awaits it
 and queues the last events. A client that goes away stops reading, not the loop: the relay

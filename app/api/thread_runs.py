@@ -1,30 +1,33 @@
 """LangGraph's protocol: /threads/{id}/runs, each one a loop of the session (app/services/protocol.py).
 
 ``runs.wait`` answers the thread's state when the loop ends or pauses; ``runs.stream`` sends
-``metadata``, then ``values`` and/or ``updates`` events as the graph runs (an interrupt is an
-``updates`` event ``{"__interrupt__": [{"value", "id"}]}``, and the last ``values`` event
-carries it too), then ``error`` if the loop failed; ``runs.create`` starts the loop in the
-background and ``join`` / ``get`` / ``cancel`` follow it.
+``metadata``, then the parts of the modes asked for as the graph runs (app/api/protocol_stream.py),
+then ``error`` if the loop failed; ``runs.create`` starts the loop in the background and ``join``,
+``join_stream``, ``get`` and ``cancel`` follow it. Every started run records its events in a
+:class:`app.services.protocol.RunEvents` that each of its streams reads, so a stream's client
+that goes away stops reading, never the loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Header, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.protocol_schemas import RunCreate, final_values
-from app.api.sse import EventQueue, relay
+from app.api.protocol_schemas import ProtocolStreamMode, RunCreate, final_values
+from app.api.protocol_stream import BACKGROUND_MODES, ProtocolStream, graph_modes_for, served_modes
+from app.db.models import Session
 from app.services import loops
 from app.services import protocol as service
-from app.services.errors import InvalidInput, ServiceError
+from app.services.errors import InvalidInput
 from app.services.keys import Caller
+from app.services.protocol import AssistantSpec
 from app.services.runtime import ServiceResources
-from graph.runner import INTERRUPT, LoopEvent, to_plain
+from graph.runner import INTERRUPT, to_plain
 
 router = APIRouter(prefix="/threads/{thread_id}/runs", tags=["langgraph"], include_in_schema=False)
 
@@ -56,60 +59,105 @@ async def wait_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: C
     return _final_values(run)
 
 
+async def _started(
+    res: ServiceResources, thread_id: str, body: RunCreate, caller: Caller, modes: frozenset[str]
+) -> tuple[Session, AssistantSpec, loops.LoopRun, str, service.RunEvents]:
+    """Validate, lock and start the loop in a task of its own that records the events ``modes`` need."""
+    session, assistant, opening = await _opening(res, caller, thread_id, body)
+    events = service.RunEvents(graph_modes_for(modes))
+    run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
+    run_id = service.run_id_for(session.id, run.loop_index)
+    service.track(res, run_id, task, events)
+    return session, assistant, run, run_id, events
+
+
 @router.post("")
 async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    """Start the loop in the background (409 while another runs on the thread)."""
-    session, assistant, opening = await _opening(res, caller, thread_id, body)
-    run, task = await loops.start_run(res, opening)
-    run_id = service.run_id_for(session.id, run.loop_index)
-    service.track(res, run_id, task)
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # recorded in the loop history
+    """Start the loop in the background (409 while another runs on the thread); it records every
+    stream mode, for the clients that join it (``runs.join_stream``)."""
+    session, assistant, run, _, _ = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
     return service.started_run_public(session, run, assistant)
+
+
+def _sse_stream(
+    res: ServiceResources,
+    events: service.RunEvents,
+    parts: ProtocolStream,
+    *,
+    first: list[ServerSentEvent],
+    start: int = 0,
+    cancel_on_disconnect: bool = False,
+) -> AsyncIterator[ServerSentEvent]:
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        finished = False
+        try:
+            for part in first:
+                yield part
+            async for position, event in events.follow(start):
+                for part in parts.parts(position, event):
+                    yield part
+            for part in parts.finish(events.error):
+                yield part
+            finished = True
+        finally:
+            if cancel_on_disconnect and not finished:
+                service.cancel_local(res, parts.run_id)
+
+    return stream()
 
 
 @router.post("/stream")
 async def stream_run(
     thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep
 ) -> EventSourceResponse:
-    session, _, opening = await _opening(res, caller, thread_id, body)
-    modes = body.stream_modes()
-    events: EventQueue = asyncio.Queue()
-    last: dict[str, Any] = {}
+    """The loop's events as it runs, in the modes asked for (app/api/protocol_stream.py); a client
+    that goes away stops reading, not the loop (``on_disconnect="cancel"`` cancels it)."""
+    modes = served_modes(body.stream_modes())
+    _, _, _, run_id, events = await _started(res, thread_id, body, caller, frozenset(modes))
+    parts = ProtocolStream(modes, thread_id=thread_id, run_id=run_id)
+    metadata = ServerSentEvent(data=json.dumps({"run_id": run_id, "attempt": 1}), event="metadata")
+    stream = _sse_stream(
+        res, events, parts, first=[metadata], cancel_on_disconnect=body.on_disconnect == "cancel"
+    )
+    # Location: where the SDK reconnects (with Last-Event-ID) if the connection drops mid-run.
+    location = {
+        "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
+        "Location": f"/threads/{thread_id}/runs/{run_id}/stream",
+    }
+    return EventSourceResponse(stream, ping=15, headers=location)
 
-    metadata_sent = asyncio.Event()  # the run id comes first, before the loop's own events
 
-    async def on_event(event: LoopEvent) -> None:
-        await metadata_sent.wait()
-        if event.mode == "values":
-            last["values"] = event.data
-            if "values" in modes:
-                await events.put(ServerSentEvent(data=json.dumps(event.data), event="values"))
-            return
-        if event.is_interrupt and "values" in modes:
-            values = {**last.get("values", {}), INTERRUPT: event.interrupts}
-            await events.put(ServerSentEvent(data=json.dumps(values), event="values"))
-        if "updates" in modes:
-            update = {INTERRUPT: event.interrupts} if event.is_interrupt else {event.node: event.data}
-            await events.put(ServerSentEvent(data=json.dumps(update), event="updates"))
-
-    run, task = await loops.start_run(res, opening, on_event=on_event, values_events="values" in modes)
-    run_id = service.run_id_for(session.id, run.loop_index)
-    service.track(res, run_id, task)
-    await events.put(ServerSentEvent(data=json.dumps({"run_id": run_id, "attempt": 1}), event="metadata"))
-    metadata_sent.set()
-
-    async def finish() -> None:
-        try:
-            await task
-        except ServiceError as exc:
-            body = {"error": type(exc).__name__, "message": exc.detail}
-            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
-        except BaseException as exc:  # the stream has started: report, do not hang the client
-            body = {"error": type(exc).__name__, "message": "the loop did not finish"}
-            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
-
-    location = {"Content-Location": f"/threads/{thread_id}/runs/{run_id}"}
-    return EventSourceResponse(relay(res, events, finish()), ping=15, headers=location)
+@router.get("/{run_id}/stream")
+async def join_run_stream(
+    thread_id: str,
+    run_id: str,
+    res: ResourcesDep,
+    caller: CallerDep,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+    cancel_on_disconnect: bool = False,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Join a run's stream: its events from the start (or after ``Last-Event-ID``), then live, until
+    it ends. A run of another worker, or one that has ended, sends nothing (it is waited for first)."""
+    start = 0
+    if last_event_id is not None:
+        if not last_event_id.isdigit():
+            raise InvalidInput(
+                "Last-Event-ID: the id of an event of this stream (a number)", field="Last-Event-ID"
+            )
+        start = int(last_event_id) + 1
+    events = await service.joined_events(res, caller, thread_id, run_id)
+    if events is None:
+        events = service.RunEvents(frozenset())
+        events.close()
+    asked = [mode for mode in stream_mode or () if mode]  # the SDK sends an empty one for "all"
+    unknown = sorted(set(asked) - set(get_args(ProtocolStreamMode)))
+    if unknown:
+        raise InvalidInput(f"stream_mode: not a stream mode: {', '.join(unknown)}", field="stream_mode")
+    modes = served_modes(asked or list(BACKGROUND_MODES))
+    parts = ProtocolStream(modes, thread_id=thread_id, run_id=run_id)
+    stream = _sse_stream(res, events, parts, first=[], start=start, cancel_on_disconnect=cancel_on_disconnect)
+    return EventSourceResponse(stream, ping=15)
 
 
 @router.get("")

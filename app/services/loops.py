@@ -117,10 +117,13 @@ class LoopRun:
         self._streamed = StreamedLoop()
         """The graph's state as far as the run got (a failed loop keeps the rounds it finished)."""
 
-    async def run(self, on_event: EventSink | None = None, *, values_events: bool = False) -> LoopOutcome:
+    async def run(
+        self, on_event: EventSink | None = None, *, event_modes: frozenset[str] = frozenset()
+    ) -> LoopOutcome:
         """Run the graph; the loop is ``running`` meanwhile, and ``failed`` (with why) if this raises.
 
-        ``on_event`` receives each step as plain JSON (and the whole state too if ``values_events``).
+        ``on_event`` receives each step as plain JSON (and the chunks of ``event_modes``, e.g. the
+        whole state after each step: graph.runner.EVENT_MODES).
         A run cancelled by its client (``task.cancel(CANCELLED)``) is recorded as failed
         (:data:`CANCELLED`) before the cancellation goes on.
         """
@@ -128,7 +131,7 @@ class LoopRun:
         outcome: LoopOutcome | None = None
         await self._start()
         try:
-            pending = await self._stream(on_event, values_events)
+            pending = await self._stream(on_event, event_modes)
             duration_ms = (time.perf_counter() - started) * 1000
             outcome = self._outcome(self._streamed.values, pending, duration_ms)
             await self._record(outcome)
@@ -163,7 +166,7 @@ class LoopRun:
         """The graph's state and interrupt as far as the run got."""
         return self._streamed
 
-    async def _stream(self, on_event: EventSink | None, values_events: bool) -> dict[str, Any] | None:
+    async def _stream(self, on_event: EventSink | None, event_modes: frozenset[str]) -> dict[str, Any] | None:
         """Run the graph to its end or its interrupt; returns the interrupt's value, if any."""
         try:
             await stream_loop(
@@ -174,7 +177,7 @@ class LoopRun:
                 durability=self.res.settings.checkpoint_durability,
                 into=self._streamed,
                 on_event=on_event,
-                values_events=values_events,
+                event_modes=event_modes,
             )
         except LoopInputError as exc:  # a backstop: requests are validated before the lock
             raise InvalidInput(exc.reason, field=exc.field) from exc
@@ -378,7 +381,7 @@ async def start_run(
     opening: AbstractAsyncContextManager[LoopRun],
     *,
     on_event: EventSink | None = None,
-    values_events: bool = False,
+    event_modes: frozenset[str] = frozenset(),
 ) -> tuple[LoopRun, asyncio.Task[LoopOutcome]]:
     """Validate and lock now (so 404/409/422 raise here), then run the loop in a task of its own;
     returns once the loop is in the history as ``running``.
@@ -392,7 +395,7 @@ async def start_run(
 
     async def run_then_release() -> LoopOutcome:
         async with stack:
-            return await run.run(on_event, values_events=values_events)
+            return await run.run(on_event, event_modes=event_modes)
 
     task = asyncio.create_task(run_then_release())
     res.streams.add(task)  # referenced until done, so it is not collected

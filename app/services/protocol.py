@@ -31,12 +31,12 @@ from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
 from app.db.sessions import SessionFilter
 from app.services import idempotency, loops, sessions
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotFound, ServiceError
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history
 from graph.config import AgentMode
-from graph.runner import ThreadSnapshot, drawable_graph, graph_schemas, read_thread, thread_history
+from graph.runner import LoopEvent, ThreadSnapshot, drawable_graph, graph_schemas, read_thread, thread_history
 from graph.state import JudgeMode
 
 GRAPH_ID = "recloop"
@@ -397,14 +397,102 @@ async def list_runs(
     return [run_public(session, loop) for loop in rows]
 
 
-def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
+class RunEvents:
+    """What a run of this worker streamed, in order, kept while it runs: each reader (the client that
+    started it, any that join it later) follows it from any position, and a reader that goes away
+    stops reading, never the run."""
+
+    def __init__(self, modes: frozenset[str]):
+        self.modes = modes
+        """The graph's stream modes the run records (graph.runner.EVENT_MODES; updates always)."""
+        self.events: list[LoopEvent] = []
+        self.error: dict[str, str] | None = None
+        """Why the run ended without finishing (``{"error", "message"}``), once it has."""
+        self.done = False
+        self._signal = asyncio.Event()
+
+    async def add(self, event: LoopEvent) -> None:
+        self.events.append(event)
+        self._wake()
+
+    def close(self, error: dict[str, str] | None = None) -> None:
+        self.error, self.done = error, True
+        self._wake()
+
+    def _wake(self) -> None:
+        self._signal.set()
+        self._signal = asyncio.Event()
+
+    async def follow(self, start: int = 0) -> AsyncIterator[tuple[int, LoopEvent]]:
+        """Each event from position ``start`` on, with its position, until the run has ended."""
+        position = start
+        while True:
+            signal = self._signal  # taken before looking, so an event added meanwhile wakes it
+            if position < len(self.events):
+                yield position, self.events[position]
+                position += 1
+            elif self.done:
+                return
+            else:
+                await signal.wait()
+
+
+def _why_it_ended(task: asyncio.Task) -> dict[str, str] | None:
+    if task.cancelled():
+        return {"error": "CancelledError", "message": "the run was cancelled"}
+    exc = task.exception()
+    if exc is None:
+        return None
+    if isinstance(exc, ServiceError):
+        return {"error": type(exc).__name__, "message": exc.detail}
+    return {"error": type(exc).__name__, "message": "the loop did not finish"}
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    task: asyncio.Task
+    events: RunEvents
+
+
+def _local_run(res: ServiceResources, run_id: str) -> TrackedRun | None:
     return res.protocol_runs.get(run_id)
 
 
-def track(res: ServiceResources, run_id: str, task: asyncio.Task) -> None:
-    """Remember a background run of this worker, so it can be joined and cancelled."""
-    res.protocol_runs[run_id] = task
-    task.add_done_callback(lambda _: res.protocol_runs.pop(run_id, None))
+def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
+    tracked = _local_run(res, run_id)
+    return None if tracked is None else tracked.task
+
+
+def track(res: ServiceResources, run_id: str, task: asyncio.Task, events: RunEvents) -> None:
+    """Remember a run of this worker while it runs, so it can be joined, streamed and cancelled."""
+    res.protocol_runs[run_id] = TrackedRun(task, events)
+
+    def ended(_: asyncio.Task) -> None:
+        events.close(_why_it_ended(task))
+        res.protocol_runs.pop(run_id, None)
+
+    task.add_done_callback(ended)
+
+
+async def joined_events(
+    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, poll_s: float = 0.1
+) -> RunEvents | None:
+    """The events of the run to join: None if it is not this worker's (it then has ended, here or
+    in the worker that ran it: this waits for that)."""
+    session, loop = await _owned_loop(res, caller, thread_id, run_id)
+    tracked = _local_run(res, run_id)
+    if tracked is not None:
+        return tracked.events
+    while loop.status == "running" and await _still_running(res, session, loop.loop_index):
+        await asyncio.sleep(poll_s)
+    return None
+
+
+def cancel_local(res: ServiceResources, run_id: str) -> None:
+    """Cancel this worker's run (recorded as the client's cancel); nothing if it has ended."""
+    task = _local_task(res, run_id)
+    if task is not None and not task.done():
+        task.cancel(loops.CANCELLED)
 
 
 async def join_run(
@@ -438,8 +526,3 @@ async def cancel_run(
     task.cancel(loops.CANCELLED)  # recorded as the client's cancel, not as a stopped worker
     if wait:
         await asyncio.wait([task])
-
-
-async def iterate_events(queue: asyncio.Queue) -> AsyncIterator[Any]:
-    while (item := await queue.get()) is not None:
-        yield item

@@ -79,8 +79,9 @@ class ServiceResources:
     """Loops whose failure could not be written (the database was gone), with the error to record."""
     reads: async_sessionmaker[AsyncSession] | None = None
     """Autocommit sessions for one-statement reads (see :meth:`read`); None: plain ones."""
-    protocol_runs: dict[str, asyncio.Task] = field(default_factory=dict)
-    """Background runs of LangGraph's protocol in this worker, by run id (to join and cancel them)."""
+    protocol_runs: dict[str, Any] = field(default_factory=dict)
+    """Runs of LangGraph's protocol in this worker while they run, by run id (to join, stream and
+    cancel them): app.services.protocol.TrackedRun."""
 
     def read(self) -> AsyncSession:
         """A session for one read statement on the request path: no transaction around it, so one
