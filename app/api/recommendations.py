@@ -6,7 +6,6 @@ as a Server-Sent Event and ends with a ``result`` event carrying the same body a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -27,12 +26,11 @@ from app.api.schemas import (
     RecommendationCreate,
     RecommendationPublic,
 )
-from app.api.sse import EventQueue, relay
 from app.services import loops as service
 from app.services.errors import ServiceError
 from app.services.loops import LoopOutcome, LoopRequest, LoopRun
+from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
-from graph.runner import LoopEvent
 
 STREAM_DOC = {
     200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."},
@@ -65,28 +63,28 @@ async def _stream(
     """Start the loop now and return its events.
 
     The loop runs in a task of its own (:func:`app.services.loops.start_run`), started before the
-    response is: a client that goes away (even before the stream's first event) does not cut it short.
+    response is, and records its events (app/services/run_events.py), which the stream follows:
+    a client that goes away (even before the stream's first event) stops reading, never the loop.
     """
-    events: EventQueue = asyncio.Queue()
+    events = RunEvents(frozenset())
+    _, task = await service.start_run(res, opening, on_event=events.add)
+    task.add_done_callback(events.close_after)
 
-    async def on_event(event: LoopEvent) -> None:
-        data = json.dumps({"node": event.node, "update": event.data})
-        await events.put(ServerSentEvent(data=data, event="interrupt" if event.is_interrupt else "update"))
-
-    _, task = await service.start_run(res, opening, on_event=on_event)
-
-    async def finish() -> None:
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        async for _, event in events.follow():
+            data = json.dumps({"node": event.node, "update": event.data})
+            yield ServerSentEvent(data=data, event="interrupt" if event.is_interrupt else "update")
         try:
-            outcome = await task
-            await events.put(ServerSentEvent(data=_public(res, outcome).model_dump_json(), event="result"))
+            outcome = await task  # it has ended: the log is closed when it does
+            yield ServerSentEvent(data=_public(res, outcome).model_dump_json(), event="result")
         except ServiceError as exc:
             body = {"detail": exc.detail, "field": exc.field, "status": exc.status}
-            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
+            yield ServerSentEvent(data=json.dumps(body), event="error")
         except Exception as exc:  # the stream has started: report, do not hang the client
             body = {"detail": f"loop failed: {type(exc).__name__}", "field": None, "status": 500}
-            await events.put(ServerSentEvent(data=json.dumps(body), event="error"))
+            yield ServerSentEvent(data=json.dumps(body), event="error")
 
-    return relay(res, events, finish())
+    return stream()
 
 
 @router.post(

@@ -4,7 +4,7 @@
 ``metadata``, then the parts of the modes asked for as the graph runs (app/api/protocol_stream.py),
 then ``error`` if the loop failed; ``runs.create`` starts the loop in the background and ``join``,
 ``join_stream``, ``get`` and ``cancel`` follow it. Every started run records its events in a
-:class:`app.services.protocol.RunEvents` that each of its streams reads, so a stream's client
+:class:`app.services.run_events.RunEvents` that each of its streams reads, so a stream's client
 that goes away stops reading, never the loop.
 """
 
@@ -26,6 +26,7 @@ from app.services import protocol as service
 from app.services.errors import InvalidInput
 from app.services.keys import Caller
 from app.services.protocol import AssistantSpec
+from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 from graph.runner import INTERRUPT, to_plain
 
@@ -61,10 +62,10 @@ async def wait_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: C
 
 async def _started(
     res: ServiceResources, thread_id: str, body: RunCreate, caller: Caller, modes: frozenset[str]
-) -> tuple[Session, AssistantSpec, loops.LoopRun, str, service.RunEvents]:
+) -> tuple[Session, AssistantSpec, loops.LoopRun, str, RunEvents]:
     """Validate, lock and start the loop in a task of its own that records the events ``modes`` need."""
     session, assistant, opening = await _opening(res, caller, thread_id, body)
-    events = service.RunEvents(graph_modes_for(modes))
+    events = RunEvents(graph_modes_for(modes))
     run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
     run_id = service.run_id_for(session.id, run.loop_index)
     service.track(res, run_id, task, events)
@@ -81,7 +82,7 @@ async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller:
 
 def _sse_stream(
     res: ServiceResources,
-    events: service.RunEvents,
+    events: RunEvents,
     parts: ProtocolStream,
     *,
     first: list[ServerSentEvent],
@@ -148,7 +149,7 @@ async def join_run_stream(
         start = int(last_event_id) + 1
     events = await service.joined_events(res, caller, thread_id, run_id)
     if events is None:
-        events = service.RunEvents(frozenset())
+        events = RunEvents(frozenset())
         events.close()
     asked = [mode for mode in stream_mode or () if mode]  # the SDK sends an empty one for "all"
     unknown = sorted(set(asked) - set(get_args(ProtocolStreamMode)))

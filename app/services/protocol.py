@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,12 +30,13 @@ from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session
 from app.db.sessions import SessionFilter
 from app.services import idempotency, loops, sessions
-from app.services.errors import Conflict, InvalidInput, NotFound, ServiceError
+from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.keys import Caller
+from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history
 from graph.config import AgentMode
-from graph.runner import LoopEvent, ThreadSnapshot, drawable_graph, graph_schemas, read_thread, thread_history
+from graph.runner import ThreadSnapshot, drawable_graph, graph_schemas, read_thread, thread_history
 from graph.state import JudgeMode
 
 GRAPH_ID = "recloop"
@@ -397,57 +397,6 @@ async def list_runs(
     return [run_public(session, loop) for loop in rows]
 
 
-class RunEvents:
-    """What a run of this worker streamed, in order, kept while it runs: each reader (the client that
-    started it, any that join it later) follows it from any position, and a reader that goes away
-    stops reading, never the run."""
-
-    def __init__(self, modes: frozenset[str]):
-        self.modes = modes
-        """The graph's stream modes the run records (graph.runner.EVENT_MODES; updates always)."""
-        self.events: list[LoopEvent] = []
-        self.error: dict[str, str] | None = None
-        """Why the run ended without finishing (``{"error", "message"}``), once it has."""
-        self.done = False
-        self._signal = asyncio.Event()
-
-    async def add(self, event: LoopEvent) -> None:
-        self.events.append(event)
-        self._wake()
-
-    def close(self, error: dict[str, str] | None = None) -> None:
-        self.error, self.done = error, True
-        self._wake()
-
-    def _wake(self) -> None:
-        self._signal.set()
-        self._signal = asyncio.Event()
-
-    async def follow(self, start: int = 0) -> AsyncIterator[tuple[int, LoopEvent]]:
-        """Each event from position ``start`` on, with its position, until the run has ended."""
-        position = start
-        while True:
-            signal = self._signal  # taken before looking, so an event added meanwhile wakes it
-            if position < len(self.events):
-                yield position, self.events[position]
-                position += 1
-            elif self.done:
-                return
-            else:
-                await signal.wait()
-
-
-def _why_it_ended(task: asyncio.Task) -> dict[str, str] | None:
-    if task.cancelled():
-        return {"error": "CancelledError", "message": "the run was cancelled"}
-    exc = task.exception()
-    if exc is None:
-        return None
-    if isinstance(exc, ServiceError):
-        return {"error": type(exc).__name__, "message": exc.detail}
-    return {"error": type(exc).__name__, "message": "the loop did not finish"}
-
-
 @dataclass(frozen=True)
 class TrackedRun:
     task: asyncio.Task
@@ -468,7 +417,7 @@ def track(res: ServiceResources, run_id: str, task: asyncio.Task, events: RunEve
     res.protocol_runs[run_id] = TrackedRun(task, events)
 
     def ended(_: asyncio.Task) -> None:
-        events.close(_why_it_ended(task))
+        events.close_after(task)
         res.protocol_runs.pop(run_id, None)
 
     task.add_done_callback(ended)
