@@ -41,7 +41,10 @@ async def test_assistants_are_the_loop_variants_with_graph_and_schemas(sdk):
     for assistant in found:
         assert _keys_of(Assistant) <= set(assistant)
     human = next(a for a in found if a["name"] == "recloop-human")
-    assert human["metadata"] == {"agents": "offline", "judge_mode": "human"}
+    assert human["metadata"] == {"created_by": "system", "agents": "offline", "judge_mode": "human"}
+    # As on LangGraph's server, where a graph's own assistants carry created_by="system".
+    system = await client.assistants.search(metadata={"created_by": "system"})
+    assert {a["name"] for a in system} == {"recloop", "recloop-human"}
     assert (await client.assistants.get(human["assistant_id"]))["name"] == "recloop-human"
     assert (await client.assistants.get("recloop"))["graph_id"] == "recloop"  # the graph id names it too
 
@@ -120,6 +123,30 @@ async def test_wait_and_stream_run_loops_on_a_thread_and_history_records_them(sd
     assert at["checkpoint"] == history[1]["checkpoint"] and at["values"] == history[1]["values"]
     with pytest.raises(NotFoundError):
         await client.threads.get_state(thread["thread_id"], checkpoint_id=str(uuid.uuid4()))
+
+
+async def test_a_thread_that_has_not_run_has_null_values_as_on_langgraph(sdk):
+    client = await sdk("no-state")
+    tag = uuid.uuid4().hex
+    thread = await _thread(client, tag=tag)
+    assert thread["values"] is None and thread["interrupts"] == {}
+    assert (await client.threads.get(thread["thread_id"]))["values"] is None  # was {}: an object
+    [found] = await client.threads.search(metadata={"tag": tag})
+    assert found["values"] is None
+    await client.runs.wait(thread["thread_id"], "recloop", input={"candidates": CANDIDATES, "max_rounds": 2})
+    values = (await client.threads.get(thread["thread_id"]))["values"]
+    assert isinstance(values, dict) and values["final_item"] in CANDIDATES
+
+
+async def test_a_created_run_answers_its_kwargs_as_a_read_run_does(sdk):
+    client = await sdk("kwargs")
+    thread = await _thread(client)
+    run = await client.runs.create(
+        thread["thread_id"], "recloop", input={"candidates": CANDIDATES, "max_rounds": 2}
+    )
+    assert run["kwargs"] == {"input": {"candidates": CANDIDATES, "max_rounds": 2}}  # was {}
+    await client.runs.join(thread["thread_id"], run["run_id"])
+    assert (await client.runs.get(thread["thread_id"], run["run_id"]))["kwargs"] == run["kwargs"]
 
 
 async def test_a_human_judge_interrupt_is_resumed_with_a_command(sdk):

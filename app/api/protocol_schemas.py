@@ -120,10 +120,14 @@ def final_values(snapshot: ThreadSnapshot) -> dict[str, Any]:
 
 
 def thread_public(session: Session, snapshot: ThreadSnapshot | None = None) -> dict[str, Any]:
-    """A thread (langgraph_sdk.schema.Thread); ``values`` and ``interrupts`` need its state."""
+    """A thread (langgraph_sdk.schema.Thread); ``values`` and ``interrupts`` need its state.
+
+    A thread that has not run yet has no state: its ``values`` are null, as on LangGraph's server."""
     interrupts: dict[str, list[dict[str, Any]]] = {}
     if snapshot is not None:
         interrupts = {t["id"]: t["interrupts"] for t in snapshot.tasks if t["interrupts"]}
+    if snapshot is not None and snapshot.checkpoint_id is None:
+        snapshot = None
     return {
         "thread_id": session.thread_id,
         "created_at": session.created_at.isoformat(),

@@ -75,7 +75,8 @@ class AssistantSpec:
             "description": self.description,
             "config": {},
             "context": {"agents": self.agents, "judge_mode": self.judge_mode},
-            "metadata": {"agents": self.agents, "judge_mode": self.judge_mode},
+            # "created_by": "system" as on LangGraph's server, whose graphs' own assistants carry it.
+            "metadata": {"created_by": "system", "agents": self.agents, "judge_mode": self.judge_mode},
             "version": 1,
             "created_at": CREATED_AT.isoformat(),
             "updated_at": CREATED_AT.isoformat(),
@@ -346,8 +347,13 @@ def run_public(session: Session, loop: Loop) -> dict[str, Any]:
         "status": status,
         "metadata": {"loop_index": loop.loop_index, "error": loop.error},
         "multitask_strategy": "reject",
-        "kwargs": {"input": {k: params.get(k) for k in ("candidates", "max_rounds")}},
+        "kwargs": _run_kwargs(params),
     }
+
+
+def _run_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """A run's ``kwargs`` (what it was asked): its loop's input, as in LangGraph's runs."""
+    return {"input": {k: params.get(k) for k in ("candidates", "max_rounds")}}
 
 
 def started_run_public(session: Session, run: loops.LoopRun, assistant: AssistantSpec) -> dict[str, Any]:
@@ -362,7 +368,7 @@ def started_run_public(session: Session, run: loops.LoopRun, assistant: Assistan
         "status": "running",
         "metadata": {"loop_index": run.loop_index, "error": None},
         "multitask_strategy": "reject",
-        "kwargs": {},
+        "kwargs": _run_kwargs(run.params),
     }
 
 
