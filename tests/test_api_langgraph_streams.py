@@ -199,3 +199,17 @@ async def test_a_stream_whose_client_leaves_with_on_disconnect_cancel_cancels_th
             break
         await asyncio.sleep(0.05)
     assert run["status"] == "interrupted" and run["metadata"]["error"].startswith("cancelled")
+
+
+def test_an_interrupt_has_a_response_schema_only_if_the_graph_gave_one():
+    from langgraph.types import Interrupt
+
+    from graph.runner import plain_interrupts
+
+    schema = {"type": "object", "properties": {"decision": {"enum": ["accept", "reject"]}}}
+    asked, plain = Interrupt(value={"item": 5}, id="a", response_schema=schema), Interrupt(value=1, id="b")
+    # The SDK's Interrupt declares response_schema NotRequired[dict]: a null is no key.
+    assert plain_interrupts([asked, plain]) == [
+        {"value": {"item": 5}, "id": "a", "response_schema": schema},
+        {"value": 1, "id": "b"},
+    ]
