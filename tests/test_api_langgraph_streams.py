@@ -122,6 +122,19 @@ async def test_tasks_checkpoints_and_debug_modes_pass_langgraphs_payloads(sdk):
     assert checkpoints[-1]["config"]["configurable"]["thread_id"] == thread["thread_id"]
     debug = [p.data for p in parts if p.event == "debug"]
     assert {d["type"] for d in debug} >= {"checkpoint", "task", "task_result"}
+    # A checkpoint's ids, as LangGraph's server adds them (bench/langgraph_reference.py).
+    saved = [d["payload"] for d in debug if d["type"] == "checkpoint"]
+    for payload in saved:
+        configurable = payload["config"]["configurable"]
+        assert payload["checkpoint"] == {
+            "checkpoint_id": configurable["checkpoint_id"],
+            "thread_id": thread["thread_id"],
+            "checkpoint_ns": "",
+        }
+    assert (
+        saved[-1]["parent_checkpoint"]["checkpoint_id"]
+        == (saved[-1]["parent_config"]["configurable"]["checkpoint_id"])
+    )
     assert "custom" not in {p.event for p in parts}  # accepted; the loop writes none
 
 

@@ -3,7 +3,8 @@
 - ``values``: the state after each step (the last one carries ``__interrupt__`` if the loop paused);
 - ``updates``: each node's update (``{node: update}``; an interrupt is ``{"__interrupt__": [...]}``);
 - ``tasks``, ``checkpoints``, ``debug``: LangGraph's own payloads of those modes, as the graph
-  yields them;
+  yields them (a debug checkpoint also with ``payload.checkpoint`` and ``parent_checkpoint``, the
+  ids of its config and its parent's, as LangGraph's server adds them);
 - ``events``: LangChain's ``astream_events`` (v2) shape, as LangGraph's server sends it:
   ``on_chain_start`` / ``on_chain_end`` for the run (named by its graph id, its input and its
   output) and ``on_chain_start`` / ``on_chain_stream`` / ``on_chain_end`` for each node (tagged
@@ -61,6 +62,29 @@ def graph_modes_for(modes: list[str] | frozenset[str]) -> frozenset[str]:
 
 def _sse(event: str, data: Any) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(data), event=event)
+
+
+def _checkpoint_ids(config: Any) -> dict[str, Any] | None:
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        return None
+    return {k: configurable.get(k) for k in ("checkpoint_id", "thread_id", "checkpoint_ns")}
+
+
+def _with_checkpoint_ids(debug: Any) -> Any:
+    """A debug ``checkpoint`` event with ``payload.checkpoint`` and ``payload.parent_checkpoint``
+    (``{checkpoint_id, thread_id, checkpoint_ns}`` of its config and its parent's), as LangGraph's
+    server adds them."""
+    if not isinstance(debug, dict) or debug.get("type") != "checkpoint":
+        return debug
+    payload = debug.get("payload")
+    if not isinstance(payload, dict):
+        return debug
+    ids = {
+        "checkpoint": _checkpoint_ids(payload.get("config")),
+        "parent_checkpoint": _checkpoint_ids(payload.get("parent_config")),
+    }
+    return {**debug, "payload": {**payload, **ids}}
 
 
 class ProtocolStream:
@@ -134,7 +158,7 @@ class ProtocolStream:
             out += self._update_parts(event)
         elif event.mode == "debug":
             if "debug" in self.modes:
-                out.append(_sse("debug", event.data))
+                out.append(_sse("debug", _with_checkpoint_ids(event.data)))
             out += self._task_parts(event.data)
         elif event.mode in self.modes:  # tasks, checkpoints
             out.append(_sse(event.mode, event.data))
