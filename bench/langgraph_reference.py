@@ -57,9 +57,18 @@ import asyncio
 import operator
 from typing import Annotated, Any
 
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import NotRequired, TypedDict
+
+# The two agents' words come from a chat model, as a LangGraph node's would, so the server streams
+# them as message events (messages, messages-tuple, events). Whole messages, not tokens
+# (disable_streaming), as recloop's agents give one reasoned answer each.
+recommendation_agent = FakeListChatModel(
+    responses=["the next candidate"], name="recommendation_agent", disable_streaming=True
+)
+user_agent = FakeListChatModel(responses=["second time lucky"], name="user_agent", disable_streaming=True)
 
 
 class LoopInput(TypedDict):
@@ -87,7 +96,8 @@ async def recommend(state: LoopState) -> dict[str, Any]:
     await asyncio.sleep(state.get("delay_s") or 0)
     candidates = state.get("candidates") or [1, 2, 3]
     item = candidates[len(state.get("rounds") or []) % len(candidates)]
-    return {"proposal": {"item": item, "reason": "the next candidate"}, "loop_index": 1}
+    said = await recommendation_agent.ainvoke(f"Which of {candidates} next, and why?")
+    return {"proposal": {"item": item, "reason": said.content}, "loop_index": 1}
 
 
 async def score(state: LoopState) -> dict[str, Any]:
@@ -96,7 +106,8 @@ async def score(state: LoopState) -> dict[str, Any]:
 
 async def judge(state: LoopState) -> dict[str, Any]:
     decision = "accept" if len(state.get("rounds") or []) >= 1 else "reject"
-    return {"judgement": {"decision": decision, "reason": "second time lucky"}}
+    said = await user_agent.ainvoke(f"Would you watch {state['proposal']['item']}?")
+    return {"judgement": {"decision": decision, "reason": said.content}}
 
 
 async def human_judge(state: LoopState) -> dict[str, Any]:
@@ -232,24 +243,89 @@ def final_state_shape(values: Any) -> Any:
     return out
 
 
+NODES = ("recommend", "score", "judge", "memory_update")
+RUN_NAME = "recloop"  # the run's own name in the events mode: its graph id, on both servers
+# How much of a streamed part's data is compared, beyond RULES (paths inside the part's data).
+PART_RULES: dict[str, str] = {
+    **RULES,
+    "input": "type",
+    "result": "type",
+    "*.input": "type",
+    "*.output": "type",
+    "*.chunk": "type",
+    "*.values": "type",
+    "*.metadata": "keys",
+    "*content": "type",
+    "*additional_kwargs": "type",
+    "*.writes": "type",
+}
+
+
+def part_key(event: str, payload: Any) -> str:
+    """What a part is compared as: its event name, split by kind where one name carries several
+    (the events mode's LangChain events, for the run, a node or something else; debug's types)."""
+    if event == "events" and isinstance(payload, dict):
+        name = payload.get("name")
+        who = "run" if name == RUN_NAME else "node" if name in NODES else name
+        return f"events {payload.get('event')} ({who})"
+    if event == "debug" and isinstance(payload, dict):
+        return f"debug ({payload.get('type')})"
+    return event
+
+
+def message_shape(message: Any) -> Any:
+    return shape(message, "", PART_RULES | {"id": "type", "name": "type"})
+
+
+def part_shape(event: str, payload: Any) -> Any:
+    """A streamed part's data shape, graph-specific state masked."""
+    if event.startswith("values"):
+        return final_state_shape(payload)
+    if event.startswith("updates") and isinstance(payload, dict):
+        return {k: shape(v, "__interrupt__") if k == "__interrupt__" else MASKED for k, v in payload.items()}
+    if event == "messages" and isinstance(payload, list | tuple) and len(payload) == 2:
+        return {"[0] message": message_shape(payload[0]), "[1] metadata": shape(payload[1], "metadata")}
+    if event == "messages/metadata" and isinstance(payload, dict):
+        return {"<id>": shape(next(iter(payload.values()), {}), "", {"metadata": "keys"})}
+    if event.startswith("messages/") and isinstance(payload, list):
+        return [message_shape(payload[0])] if payload else []
+    return shape(payload, "", PART_RULES)
+
+
+def sequence_item(event: str, payload: Any) -> str:
+    if event == "events" and isinstance(payload, dict):
+        return f"{payload.get('event')}:{payload.get('name')}"
+    if event == "updates" and isinstance(payload, dict):
+        return f"updates:{'|'.join(payload)}"
+    return part_key(event, payload)
+
+
 def stream_shape(parts: list[Any]) -> dict[str, Any]:
-    """A stream: its event names (consecutive repeats collapsed) and each event's data shape (merged)."""
+    """A stream: its event names (consecutive repeats collapsed; the events mode's as
+    ``event:name``, updates' as ``updates:node``) and each kind of part's data shape (merged)."""
     order: list[str] = []
     data: dict[str, Any] = {}
     for part in parts:
         event, payload = part.event, part.data
-        if not order or order[-1] != event:
-            order.append(event)
-        if event.startswith("values"):
-            payload_shape = final_state_shape(payload)
-        elif event.startswith("updates") and isinstance(payload, dict):
-            payload_shape = {
-                k: shape(v, "__interrupt__") if k == "__interrupt__" else MASKED for k, v in payload.items()
-            }
-        else:
-            payload_shape = shape(payload)
-        data[event] = merge(data.get(event), payload_shape)
+        item = sequence_item(event, payload)
+        if not order or order[-1] != item:
+            order.append(item)
+        key = part_key(event, payload)
+        data[key] = merge(data.get(key), part_shape(event, payload))
     return {"events": order, "data": data}
+
+
+def sequence_diff(ref: list[str], ours: list[str]) -> list[str]:
+    """How two streams' event sequences differ: names only in one, or the same names in another order."""
+    if ref == ours:
+        return []
+    out = [f"only LangGraph's: {x}" for x in dict.fromkeys(ref) if x not in ours]
+    out += [f"only recloop's: {x}" for x in dict.fromkeys(ours) if x not in ref]
+    common_ref = [x for x in ref if x in ours]
+    common_ours = [x for x in ours if x in ref]
+    if common_ref != common_ours:
+        out.append(f"order: {' '.join(common_ref)} vs {' '.join(common_ours)}")
+    return out
 
 
 def merge(a: Any, b: Any) -> Any:
@@ -309,11 +385,37 @@ def _error(exc: Exception) -> dict[str, Any]:
     return {"status_code": response.status_code, "body": body}
 
 
-def run_flow(client: Any) -> dict[str, Any]:
+STREAM_MODES = ("events", "messages-tuple", "messages", "tasks", "checkpoints", "debug")
+"""The modes streamed one by one, beyond values and updates."""
+
+
+def header_shape(headers: Any, ids: dict[str, str]) -> dict[str, Any]:
+    """A stream's ``Location`` and ``Content-Location``, ids replaced by their names (the pattern is
+    the key, so a different one shows as a key on one side)."""
+    out: dict[str, Any] = {}
+    for name in ("Location", "Content-Location"):
+        value = headers.get(name)
+        if value is None:
+            out[f"{name}: (absent)"] = "null"
+            continue
+        for what, id_ in ids.items():
+            value = value.replace(id_, f"<{what}>")
+        out[f"{name}: {value}"] = "string"
+    return out
+
+
+def run_flow(client: Any, raw: dict[str, Any] | None = None) -> dict[str, Any]:
     """The same calls, in the same order, on one server: call name -> its answer's shape.
 
-    An answer that is an HTTP error becomes ``{"status_code", "body"}`` (its shape compared too)."""
+    An answer that is an HTTP error becomes ``{"status_code", "body"}`` (its shape compared too).
+    ``raw``, if given, gets each stream's parts as they came (``[event, data]``)."""
     answers: dict[str, Any] = {}
+    raw = {} if raw is None else raw
+
+    def parts_of(name: str, parts: Any) -> list[Any]:
+        parts = list(parts)
+        raw[name] = [[part.event, part.data] for part in parts]
+        return parts
 
     def call(name: str, fn: Callable[[], Any], transform: Callable[[Any], Any] = shape) -> Any:
         try:
@@ -325,12 +427,11 @@ def run_flow(client: Any) -> dict[str, Any]:
         answers[name] = transform(result)
         return result
 
-    def stream(name: str, thread_id: str, mode: Any) -> None:
+    def stream(name: str, thread_id: str, mode: Any, assistant: str = "recloop", **kwargs: Any) -> None:
+        kwargs.setdefault("input", {"candidates": CANDIDATES})
         call(
             name,
-            lambda: list(
-                client.runs.stream(thread_id, "recloop", input={"candidates": CANDIDATES}, stream_mode=mode)
-            ),
+            lambda: parts_of(name, client.runs.stream(thread_id, assistant, stream_mode=mode, **kwargs)),
             stream_shape,
         )
 
@@ -358,6 +459,40 @@ def run_flow(client: Any) -> dict[str, Any]:
     stream('runs.stream "values"', tid, "values")
     stream('runs.stream "updates"', tid, "updates")
     stream('runs.stream ["values","updates"]', tid, ["values", "updates"])
+    for mode in STREAM_MODES:
+        stream(f'runs.stream "{mode}"', tid, mode, input=run_input)
+
+    def stream_headers() -> dict[str, Any]:
+        body = {"assistant_id": "recloop", "input": run_input, "stream_mode": ["values"]}
+        with client.http.client.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+            response.raise_for_status()
+            events = [line for line in response.iter_lines() if line.startswith("event:")]
+            run_id = (response.headers.get("Content-Location") or "").rstrip("/").rsplit("/", 1)[-1]
+            return {**header_shape(response.headers, {"thread_id": tid, "run_id": run_id}),
+                    "content-type": response.headers.get("content-type", "").split(";")[0],
+                    "events": len(events) > 0}  # fmt: skip
+
+    call("runs.stream (response headers)", stream_headers, lambda h: h)
+    # A background run, then a client joining its stream. LangGraph's server streams to a join only
+    # the modes the run was created with (and only what comes after the join): both get the modes,
+    # and the reference graph's first node waits a second (recloop's agents take longer anyway).
+    joined = call(
+        "runs.create (to join)",
+        lambda: client.runs.create(
+            tid, "recloop", input={**run_input, "delay_s": 1}, stream_mode=["values", "updates"]
+        ),
+    )
+    if joined is not None:
+        name = 'runs.join_stream ["values","updates"]'
+        call(
+            name,
+            lambda: parts_of(
+                name, client.runs.join_stream(tid, joined["run_id"], stream_mode=["values", "updates"])
+            ),
+            stream_shape,
+        )
+        with contextlib.suppress(Exception):
+            client.runs.join(tid, joined["run_id"])
     run = call("runs.create", lambda: client.runs.create(tid, "recloop", input=run_input))
     if run is not None:
         call("runs.join", lambda: client.runs.join(tid, run["run_id"]), final_state_shape)
@@ -384,6 +519,18 @@ def run_flow(client: Any) -> dict[str, Any]:
         final_state_shape,
     )
 
+    streamed = client.threads.create(metadata={**metadata, "human": "streamed"})
+    sid = streamed["thread_id"]
+    stream('runs.stream "updates" (human: interrupt)', sid, "updates", "recloop-human", input=run_input)
+    stream(
+        'runs.stream "updates" (human: resume)',
+        sid,
+        "updates",
+        "recloop-human",
+        input=None,
+        command={"resume": {"decision": "accept", "reason": "fits"}},
+    )
+
     call("threads.get (404)", lambda: client.threads.get(str(uuid.uuid4())))
     busy = client.threads.create(metadata={**metadata, "busy": True})
     bid = busy["thread_id"]
@@ -402,7 +549,7 @@ def run_flow(client: Any) -> dict[str, Any]:
 
     call("threads.delete", lambda: client.threads.delete(tid))
     call("threads.get (deleted: 404)", lambda: client.threads.get(tid))
-    for other in (hid, bid):
+    for other in (hid, bid, sid):
         with contextlib.suppress(Exception):
             client.threads.delete(other)
     return answers
@@ -416,23 +563,43 @@ def compare(reference: dict[str, Any], ours: dict[str, Any]) -> list[dict[str, A
             rows.append({"call": name, "only_langgraph": [], "only_recloop": [], "type_mismatch": [],
                          "note": f"not answered by {missing}"})  # fmt: skip
             continue
-        rows.append({"call": name, **diff(reference[name], ours[name]), "note": ""})
+        ref, our = reference[name], ours[name]
+        streams = all(isinstance(a, dict) and isinstance(a.get("events"), list) for a in (ref, our))
+        if streams:  # the data by kind of part; the event names as a sequence
+            row = {"call": name, **diff(ref["data"], our["data"], "data"), "note": ""}
+            row["sequence"] = sequence_diff(ref["events"], our["events"])
+        else:
+            row = {"call": name, **diff(ref, our), "note": ""}
+        rows.append(row)
     return rows
 
 
+def grouped(paths: list[str]) -> list[str]:
+    """Key paths with a common parent as one: ``a.b.x``, ``a.b.y`` -> ``a.b.{x, y}``."""
+    parents: dict[str, list[str]] = {}
+    for path in paths:
+        parent, _, key = path.rpartition(".")
+        parents.setdefault(parent, []).append(key)
+    return [
+        (f"{parent}." if parent else "") + (keys[0] if len(keys) == 1 else "{" + ", ".join(keys) + "}")
+        for parent, keys in parents.items()
+    ]
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
-    def cell(items: list[str]) -> str:
-        return "<br>".join(f"`{i}`" for i in items) or "-"
+    def cell(items: list[str], group: bool = False) -> str:
+        return "<br>".join(f"`{i}`" for i in (grouped(items) if group else items)) or "-"
 
     lines = [
-        "| call | only in LangGraph's answer | only in recloop's | types (LangGraph vs recloop) |",
-        "|---|---|---|---|",
+        "| call | only in LangGraph's answer | only in recloop's | types (LangGraph vs recloop) "
+        "| event names |",
+        "|---|---|---|---|---|",
     ]
     for row in rows:
         name = row["call"] + (f" ({row['note']})" if row["note"] else "")
         lines.append(
-            f"| {name} | {cell(row['only_langgraph'])} | {cell(row['only_recloop'])} "
-            f"| {cell(row['type_mismatch'])} |"
+            f"| {name} | {cell(row['only_langgraph'], True)} | {cell(row['only_recloop'], True)} "
+            f"| {cell(row['type_mismatch'])} | {cell(row.get('sequence', []))} |"
         )
     return "\n".join(lines)
 
@@ -576,6 +743,9 @@ def main() -> None:
     )
     parser.add_argument("--ready-s", type=float, default=180, help="How long a server may take to start.")
     parser.add_argument("--json", action="store_true", help="Last stdout line: one JSON object.")
+    parser.add_argument(
+        "--raw", type=Path, help="Write every stream's parts, as both servers sent them, here."
+    )
     args = parser.parse_args()
     if args.recloop_url and not args.api_key:
         parser.error("--recloop-url needs --api-key")
@@ -596,10 +766,13 @@ def main() -> None:
             recloop_url, key = stack.enter_context(recloop_server(args))
         started = time.monotonic()
         echo(f"flow on LangGraph's server at {reference_url} ...")
-        reference = run_flow(get_sync_client(url=reference_url, api_key=None))
+        raw: dict[str, Any] = {"langgraph": {}, "recloop": {}}
+        reference = run_flow(get_sync_client(url=reference_url, api_key=None), raw["langgraph"])
         echo(f"flow on recloop at {recloop_url} ...")
-        ours = run_flow(get_sync_client(url=recloop_url, api_key=key))
+        ours = run_flow(get_sync_client(url=recloop_url, api_key=key), raw["recloop"])
         echo(f"both flows: {time.monotonic() - started:.1f} s")
+    if args.raw:
+        args.raw.write_text(json.dumps(raw, indent=1, default=str))
     rows = compare(reference, ours)
     print(f"LangGraph's server: {', '.join(f'{k} {v}' for k, v in versions.items())}")
     print(markdown(rows))

@@ -235,8 +235,17 @@ def to_plain(value: Any) -> Any:
 
 
 def plain_interrupts(interrupts: Sequence[Interrupt]) -> list[dict[str, Any]]:
-    """Interrupts as the LangGraph server protocol shows them: ``{"value", "id"}``."""
-    return [{"value": to_plain(i.value), "id": i.id} for i in interrupts]
+    """Interrupts as the LangGraph server protocol shows them: ``{"value", "id"}``, and
+    ``response_schema`` if the interrupt has one (the SDK's ``Interrupt`` declares it
+    ``NotRequired[dict]``, so none is no key, as LangGraph's server answers a thread's state)."""
+    out = []
+    for i in interrupts:
+        plain = {"value": to_plain(i.value), "id": i.id}
+        schema = getattr(i, "response_schema", None)
+        if isinstance(schema, dict):
+            plain["response_schema"] = to_plain(schema)
+        out.append(plain)
+    return out
 
 
 @dataclass(frozen=True)

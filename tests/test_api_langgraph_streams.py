@@ -33,31 +33,43 @@ async def _streamed(client, thread, stream_mode, max_rounds: int = 1) -> list:
     )
 
 
-async def test_events_mode_brackets_the_run_and_each_node_in_chain_start_and_end(sdk):
+async def test_events_mode_brackets_the_run_and_each_node_as_langgraphs_server_does(sdk):
     client = await sdk("events")
     thread = await _thread(client)
-    parts = await _streamed(client, thread, "events", max_rounds=1)
+    run_input = {"candidates": CANDIDATES, "max_rounds": 1}
+    parts = await _parts(
+        client.runs.stream(thread["thread_id"], "recloop", input=run_input, stream_mode="events")
+    )
     assert parts[0].event == "metadata"
     events = [p.data for p in parts if p.event == "events"]
     assert {p.event for p in parts} == {"metadata", "events"}
     run_id = parts[0].data["run_id"]
-    assert (events[0]["event"], events[0]["name"], events[0]["run_id"]) == (
-        "on_chain_start",
-        "LangGraph",
-        run_id,
-    )
-    assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "LangGraph")
-    assert events[-1]["data"]["output"]["final_item"] in CANDIDATES
+    # The run is named by its graph id, and starts with its input (bench/langgraph_reference.py).
+    first, last = events[0], events[-1]
+    assert (first["event"], first["name"], first["run_id"]) == ("on_chain_start", "recloop", run_id)
+    assert first["data"] == {"input": run_input} and first["tags"] == []
+    assert first["metadata"]["graph_id"] == "recloop" and first["metadata"]["assistant_id"]
+    assert (last["event"], last["name"]) == ("on_chain_end", "recloop")
+    assert last["data"]["output"]["final_item"] in CANDIDATES
     nodes = events[1:-1]
     assert [(e["event"], e["name"]) for e in nodes] == [
-        (kind, node) for node in NODES for kind in ("on_chain_start", "on_chain_end")
+        (kind, node) for node in NODES for kind in ("on_chain_start", "on_chain_stream", "on_chain_end")
     ]
-    for start, end in zip(nodes[::2], nodes[1::2], strict=True):
-        assert start["run_id"] == end["run_id"] and start["parent_ids"] == [run_id]
-        assert start["metadata"]["langgraph_node"] == start["name"]
-        assert start["metadata"]["thread_id"] == thread["thread_id"]
-        assert "input" in start["data"] and "output" in end["data"]
-    assert "proposal" in dict(nodes[1]["data"]["output"])  # recommend's writes
+    steps = []
+    for start, stream, end in zip(nodes[::3], nodes[1::3], nodes[2::3], strict=True):
+        assert start["run_id"] == stream["run_id"] == end["run_id"] and start["parent_ids"] == [run_id]
+        meta = start["metadata"]
+        assert meta["langgraph_node"] == start["name"] and meta["thread_id"] == thread["thread_id"]
+        assert meta["langgraph_path"] == ["__pregel_pull", start["name"]]
+        assert meta["langgraph_checkpoint_ns"] == f"{start['name']}:{start['run_id']}"
+        assert meta["langgraph_triggers"] == [f"branch:to:{start['name']}"]
+        assert start["tags"] == [f"graph:step:{meta['langgraph_step']}"] == end["tags"]
+        assert end["metadata"] == meta  # the end's metadata is the start's (its triggers too)
+        steps.append(meta["langgraph_step"])
+        assert "input" in start["data"] and stream["data"]["chunk"] == end["data"]["output"]
+        assert end["data"]["input"] == start["data"]["input"]
+    assert steps == list(range(steps[0], steps[0] + len(NODES)))
+    assert "proposal" in dict(nodes[2]["data"]["output"])  # recommend's writes
 
 
 async def test_messages_modes_carry_each_agents_reason_as_an_ai_message(sdk):
@@ -73,6 +85,16 @@ async def test_messages_modes_carry_each_agents_reason_as_an_ai_message(sdk):
     for (message, metadata), said in zip(messages, spoken, strict=True):
         assert message["type"] == "ai" and message["content"] == said["reason"]
         assert metadata["thread_id"] == thread["thread_id"]
+        # The node's metadata, as LangGraph's server gives a chat model's message (its step above all).
+        node = metadata["langgraph_node"]
+        assert isinstance(metadata["langgraph_step"], int) and metadata["graph_id"] == "recloop"
+        assert metadata["langgraph_triggers"] == [f"branch:to:{node}"]
+        assert metadata["langgraph_path"] == ["__pregel_pull", node]
+        assert metadata["checkpoint_ns"] == metadata["langgraph_checkpoint_ns"]
+        assert metadata["checkpoint_ns"].startswith(f"{node}:")
+        assert message["response_metadata"] == {}
+    steps = [metadata["langgraph_step"] for _, metadata in messages]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
     first, first_meta = messages[0]
     assert (
         first["name"] == "recommendation_agent" and first["additional_kwargs"]["item"] == proposals[0]["item"]
@@ -100,6 +122,19 @@ async def test_tasks_checkpoints_and_debug_modes_pass_langgraphs_payloads(sdk):
     assert checkpoints[-1]["config"]["configurable"]["thread_id"] == thread["thread_id"]
     debug = [p.data for p in parts if p.event == "debug"]
     assert {d["type"] for d in debug} >= {"checkpoint", "task", "task_result"}
+    # A checkpoint's ids, as LangGraph's server adds them (bench/langgraph_reference.py).
+    saved = [d["payload"] for d in debug if d["type"] == "checkpoint"]
+    for payload in saved:
+        configurable = payload["config"]["configurable"]
+        assert payload["checkpoint"] == {
+            "checkpoint_id": configurable["checkpoint_id"],
+            "thread_id": thread["thread_id"],
+            "checkpoint_ns": "",
+        }
+    assert (
+        saved[-1]["parent_checkpoint"]["checkpoint_id"]
+        == (saved[-1]["parent_config"]["configurable"]["checkpoint_id"])
+    )
     assert "custom" not in {p.event for p in parts}  # accepted; the loop writes none
 
 
@@ -177,3 +212,17 @@ async def test_a_stream_whose_client_leaves_with_on_disconnect_cancel_cancels_th
             break
         await asyncio.sleep(0.05)
     assert run["status"] == "interrupted" and run["metadata"]["error"].startswith("cancelled")
+
+
+def test_an_interrupt_has_a_response_schema_only_if_the_graph_gave_one():
+    from langgraph.types import Interrupt
+
+    from graph.runner import plain_interrupts
+
+    schema = {"type": "object", "properties": {"decision": {"enum": ["accept", "reject"]}}}
+    asked, plain = Interrupt(value={"item": 5}, id="a", response_schema=schema), Interrupt(value=1, id="b")
+    # The SDK's Interrupt declares response_schema NotRequired[dict]: a null is no key.
+    assert plain_interrupts([asked, plain]) == [
+        {"value": {"item": 5}, "id": "a", "response_schema": schema},
+        {"value": 1, "id": "b"},
+    ]

@@ -3,14 +3,20 @@
 - ``values``: the state after each step (the last one carries ``__interrupt__`` if the loop paused);
 - ``updates``: each node's update (``{node: update}``; an interrupt is ``{"__interrupt__": [...]}``);
 - ``tasks``, ``checkpoints``, ``debug``: LangGraph's own payloads of those modes, as the graph
-  yields them;
-- ``events``: LangChain's ``astream_events`` (v2) shape, ``on_chain_start`` / ``on_chain_end``, for
-  the run (name ``LangGraph``) and each node, built from the graph's task starts and results;
+  yields them (a debug checkpoint also with ``payload.checkpoint`` and ``parent_checkpoint``, the
+  ids of its config and its parent's, as LangGraph's server adds them);
+- ``events``: LangChain's ``astream_events`` (v2) shape, as LangGraph's server sends it:
+  ``on_chain_start`` / ``on_chain_end`` for the run (named by its graph id, its input and its
+  output) and ``on_chain_start`` / ``on_chain_stream`` / ``on_chain_end`` for each node (tagged
+  ``graph:step:N``, with ``langgraph_step``, ``langgraph_node``, ``langgraph_triggers``,
+  ``langgraph_path`` and ``langgraph_checkpoint_ns`` in its metadata), built from the graph's
+  debug task starts and results (they carry the step);
 - ``messages-tuple`` (event ``messages``: ``[message, metadata]``) and ``messages``
   (``messages/metadata`` then ``messages/complete``): the two agents' words, one AI message per
   proposal (the recommendation agent's reason) and per judgement (the user's reason). These are
   whole answers, not token streams: the loop asks an LLM for structured output, which it weighs
-  (graph/README.md), so there are no chat tokens worth streaming.
+  (graph/README.md), so there are no chat tokens worth streaming. Their metadata is the node's,
+  as in the events mode.
 
 ``custom``, ``tools`` and ``lifecycle`` are accepted and send nothing: the loop writes none.
 """
@@ -22,14 +28,15 @@ from typing import Any
 
 from sse_starlette import ServerSentEvent
 
+from app.services.protocol import GRAPH_ID
 from graph.runner import INTERRUPT, LoopEvent
 
 GRAPH_MODES = {
     "values": {"values"},
     "updates": set(),
-    "messages": set(),
-    "messages-tuple": set(),
-    "events": {"tasks", "values"},
+    "messages": {"debug"},
+    "messages-tuple": {"debug"},
+    "events": {"debug", "values"},
     "tasks": {"tasks"},
     "checkpoints": {"checkpoints"},
     "debug": {"debug"},
@@ -42,7 +49,6 @@ SPEAKERS = {
     "judge": ("judgement", "user_agent"),
 }
 """The nodes whose update carries an agent's words: node -> (key of the answer, speaker)."""
-RUN_NAME = "LangGraph"
 
 
 def served_modes(requested: list[str]) -> list[str]:
@@ -58,20 +64,65 @@ def _sse(event: str, data: Any) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(data), event=event)
 
 
+def _checkpoint_ids(config: Any) -> dict[str, Any] | None:
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        return None
+    return {k: configurable.get(k) for k in ("checkpoint_id", "thread_id", "checkpoint_ns")}
+
+
+def _with_checkpoint_ids(debug: Any) -> Any:
+    """A debug ``checkpoint`` event with ``payload.checkpoint`` and ``payload.parent_checkpoint``
+    (``{checkpoint_id, thread_id, checkpoint_ns}`` of its config and its parent's), as LangGraph's
+    server adds them."""
+    if not isinstance(debug, dict) or debug.get("type") != "checkpoint":
+        return debug
+    payload = debug.get("payload")
+    if not isinstance(payload, dict):
+        return debug
+    ids = {
+        "checkpoint": _checkpoint_ids(payload.get("config")),
+        "parent_checkpoint": _checkpoint_ids(payload.get("parent_config")),
+    }
+    return {**debug, "payload": {**payload, **ids}}
+
+
 class ProtocolStream:
     """Turns one run's :class:`LoopEvent` s into the SSE parts of the modes a client asked for."""
 
-    def __init__(self, modes: list[str], *, thread_id: str, run_id: str):
+    def __init__(
+        self,
+        modes: list[str],
+        *,
+        thread_id: str,
+        run_id: str,
+        assistant_id: str | None = None,
+        run_input: Any = None,
+    ):
         self.modes = set(served_modes(modes))
         self.thread_id, self.run_id = thread_id, run_id
+        self.assistant_id, self.run_input = assistant_id, run_input
         self._values: dict[str, Any] = {}
         self._started = False
         self._messages = 0
+        self._tasks: dict[str, dict[str, Any]] = {}
+        """Each started task (node run) by id: its name, input, triggers and step."""
+        self._node_task: dict[str, str] = {}
+        """Each node's latest task id."""
 
-    def _metadata(self, node: str | None = None) -> dict[str, Any]:
-        metadata = {"thread_id": self.thread_id, "run_id": self.run_id, "graph_id": RUN_NAME}
-        if node is not None:
-            metadata["langgraph_node"] = node
+    def _metadata(self, task: dict[str, Any] | None = None) -> dict[str, Any]:
+        metadata = {"graph_id": GRAPH_ID, "run_id": self.run_id, "thread_id": self.thread_id}
+        if self.assistant_id is not None:
+            metadata["assistant_id"] = self.assistant_id
+        if task is not None:
+            name = task.get("name")
+            metadata |= {
+                "langgraph_step": task.get("step"),
+                "langgraph_node": name,
+                "langgraph_triggers": task.get("triggers", []),
+                "langgraph_path": ["__pregel_pull", name],
+                "langgraph_checkpoint_ns": f"{name}:{task.get('id')}",
+            }
         return metadata
 
     def _run_started(self) -> list[ServerSentEvent]:
@@ -80,11 +131,11 @@ class ProtocolStream:
         self._started = True
         start = {
             "event": "on_chain_start",
-            "name": RUN_NAME,
+            "name": GRAPH_ID,
             "run_id": self.run_id,
             "tags": [],
             "metadata": self._metadata(),
-            "data": {"input": None},
+            "data": {"input": self.run_input},
             "parent_ids": [],
         }
         return [_sse("events", start)]
@@ -105,12 +156,11 @@ class ProtocolStream:
                 out.append(_sse("values", event.data))
         elif event.mode == "updates":
             out += self._update_parts(event)
-        elif event.mode == "tasks":
-            if "tasks" in self.modes:
-                out.append(_sse("tasks", event.data))
-            if "events" in self.modes:
-                out.append(_sse("events", self._chain_event(event.data)))
-        elif event.mode in self.modes:  # checkpoints, debug
+        elif event.mode == "debug":
+            if "debug" in self.modes:
+                out.append(_sse("debug", _with_checkpoint_ids(event.data)))
+            out += self._task_parts(event.data)
+        elif event.mode in self.modes:  # tasks, checkpoints
             out.append(_sse(event.mode, event.data))
         return out
 
@@ -123,7 +173,8 @@ class ProtocolStream:
             out.append(_sse("updates", update))
         message = self._message(event)
         if message is not None:
-            metadata = self._metadata(event.node)
+            task = self._tasks.get(self._node_task.get(event.node or ""), {"name": event.node})
+            metadata = {**self._metadata(task), "checkpoint_ns": f"{event.node}:{task.get('id')}"}
             if "messages-tuple" in self.modes:
                 out.append(_sse("messages", [message, metadata]))
             if "messages" in self.modes:
@@ -153,26 +204,47 @@ class ProtocolStream:
             "usage_metadata": None,
         }
 
-    def _chain_event(self, task: dict[str, Any]) -> dict[str, Any]:
-        """A task start (``input``) or result (``result``) of the graph as an astream_events event."""
-        ended = "result" in task or "error" in task
-        data: dict[str, Any] = {}
-        if ended:
-            data["output"] = task.get("result")
-            if task.get("error"):
-                data["error"] = task["error"]
+    def _task_parts(self, debug: Any) -> list[ServerSentEvent]:
+        """A task start (debug ``task``) or result (``task_result``) of the graph: remembered for the
+        messages' metadata, and in the events mode the node's ``on_chain_start``, or its
+        ``on_chain_stream`` (its writes) and ``on_chain_end``, as astream_events (v2) has them."""
+        if not isinstance(debug, dict) or not isinstance(debug.get("payload"), dict):
+            return []
+        payload, kind = debug["payload"], debug.get("type")
+        if kind == "task":
+            task = {**payload, "step": debug.get("step")}
+            self._tasks[payload.get("id")] = task
+            self._node_task[payload.get("name")] = payload.get("id")
+            if "events" not in self.modes:
+                return []
+            return [self._chain_event("on_chain_start", task, {"input": payload.get("input")})]
+        if kind != "task_result" or "events" not in self.modes:
+            return []
+        task = self._tasks.get(payload.get("id"), {**payload, "step": debug.get("step")})
+        out = []
+        if payload.get("error"):
+            data = {"input": task.get("input"), "error": payload["error"]}
         else:
-            data["input"] = task.get("input")
-        metadata = {**self._metadata(task.get("name")), "langgraph_triggers": task.get("triggers", [])}
-        return {
-            "event": "on_chain_end" if ended else "on_chain_start",
-            "name": task.get("name"),
-            "run_id": task.get("id"),
-            "tags": [],
-            "metadata": metadata,
-            "data": data,
-            "parent_ids": [self.run_id],
-        }
+            result = payload.get("result")
+            if result:
+                out.append(self._chain_event("on_chain_stream", task, {"chunk": result}))
+            data = {"output": result, "input": task.get("input")}
+        out.append(self._chain_event("on_chain_end", task, data))
+        return out
+
+    def _chain_event(self, kind: str, task: dict[str, Any], data: dict[str, Any]) -> ServerSentEvent:
+        return _sse(
+            "events",
+            {
+                "event": kind,
+                "name": task.get("name"),
+                "run_id": task.get("id"),
+                "tags": [f"graph:step:{task.get('step')}"],
+                "metadata": self._metadata(task),
+                "data": data,
+                "parent_ids": [self.run_id],
+            },
+        )
 
     def finish(self, error: dict[str, str] | None) -> list[ServerSentEvent]:
         """The last parts: the run's own end (events mode), and an ``error`` if it did not finish."""
@@ -180,7 +252,7 @@ class ProtocolStream:
         if self._started:
             end = {
                 "event": "on_chain_end",
-                "name": RUN_NAME,
+                "name": GRAPH_ID,
                 "run_id": self.run_id,
                 "tags": [],
                 "metadata": self._metadata(),

@@ -65,7 +65,7 @@ async def _started(
 ) -> tuple[Session, AssistantSpec, loops.LoopRun, str, RunEvents]:
     """Validate, lock and start the loop in a task of its own that records the events ``modes`` need."""
     session, assistant, opening = await _opening(res, caller, thread_id, body)
-    events = RunEvents(graph_modes_for(modes))
+    events = RunEvents(graph_modes_for(modes), assistant_id=assistant.assistant_id, input=body.input)
     run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
     run_id = service.run_id_for(session.id, run.loop_index)
     service.track(res, run_id, task, events)
@@ -78,6 +78,12 @@ async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller:
     stream mode, for the clients that join it (``runs.join_stream``)."""
     session, assistant, run, _, _ = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
     return service.started_run_public(session, run, assistant)
+
+
+def _protocol_stream(modes: list[str], thread_id: str, run_id: str, events: RunEvents) -> ProtocolStream:
+    return ProtocolStream(
+        modes, thread_id=thread_id, run_id=run_id, assistant_id=events.assistant_id, run_input=events.input
+    )
 
 
 def _sse_stream(
@@ -115,7 +121,7 @@ async def stream_run(
     that goes away stops reading, not the loop (``on_disconnect="cancel"`` cancels it)."""
     modes = served_modes(body.stream_modes())
     _, _, _, run_id, events = await _started(res, thread_id, body, caller, frozenset(modes))
-    parts = ProtocolStream(modes, thread_id=thread_id, run_id=run_id)
+    parts = _protocol_stream(modes, thread_id, run_id, events)
     metadata = ServerSentEvent(data=json.dumps({"run_id": run_id, "attempt": 1}), event="metadata")
     stream = _sse_stream(
         res, events, parts, first=[metadata], cancel_on_disconnect=body.on_disconnect == "cancel"
@@ -156,7 +162,7 @@ async def join_run_stream(
     if unknown:
         raise InvalidInput(f"stream_mode: not a stream mode: {', '.join(unknown)}", field="stream_mode")
     modes = served_modes(asked or list(BACKGROUND_MODES))
-    parts = ProtocolStream(modes, thread_id=thread_id, run_id=run_id)
+    parts = _protocol_stream(modes, thread_id, run_id, events)
     stream = _sse_stream(res, events, parts, first=[], start=start, cancel_on_disconnect=cancel_on_disconnect)
     return EventSourceResponse(stream, ping=15)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from app.services.errors import ServiceError
 from graph.runner import LoopEvent
@@ -19,9 +20,11 @@ class RunEvents:
     started it, any that join it later) follows it from any position, and a reader that goes away
     stops reading, never the run."""
 
-    def __init__(self, modes: frozenset[str]):
+    def __init__(self, modes: frozenset[str], *, assistant_id: str | None = None, input: Any = None):
         self.modes = modes
         """The graph's stream modes the run records (graph.runner.EVENT_MODES; updates always)."""
+        self.assistant_id, self.input = assistant_id, input
+        """The assistant the run runs and the input it was given (what its streams say it started with)."""
         self.events: list[LoopEvent] = []
         self.error: dict[str, str] | None = None
         """Why the run ended without finishing (``{"error", "message"}``), once it has."""
