@@ -26,7 +26,7 @@ def finder(ml_dataset) -> MentionFinder:
 
 @pytest.fixture(scope="module")
 def lastfm_finder(lastfm_dataset) -> MentionFinder:
-    return MentionFinder(CatalogIndex(lastfm_dataset), common_words=frozenset({"air", "muse"}))
+    return MentionFinder(CatalogIndex(lastfm_dataset), common_words=frozenset({"air", "muse", "something"}))
 
 
 def _one(finder: MentionFinder, text: str):
@@ -333,3 +333,34 @@ def test_misspelt_decades_short_years_and_era_words(finder, text, start, end):
 )
 def test_words_ending_like_decades_are_no_years(finder, text):
     assert all(m.kind != "year" for m in finder.find(text)), text
+
+
+def test_a_name_of_several_words_is_known_by_one_of_them_or_its_initials():
+    finder = _catalog_finder(
+        [
+            "Zandra Quillfeather", "Faith No More", "Tomas Brightwell", "Marek Holt", "Ivana Holt",
+            "Crimson Velvet Lanterns", "Silver Harbor Night Express", "Lots Of Laughs",
+            "Awfully Grand Voyage",
+        ],
+        common={
+            "more", "faith", "no", "crimson", "velvet", "lanterns", "silver", "harbor", "night", "express",
+            "lots", "of", "laughs", "grand", "voyage",
+        },
+        known={"tomas", "awful"},
+    )  # fmt: skip
+    assert _items(finder, "play some zandra") == [("zandra", (0,))]
+    assert _items(finder, "Quillfeather please") == [("Quillfeather", (0,))]
+    for text in ("no more", "More please", "faith", "no holt", "Holt", "tomas", "cvl", "LOL", "awfully slow"):
+        assert _items(finder, text) == [], text  # everyday, shared, a known word lower-cased, chat
+    assert _items(finder, "Faith No More") == [("Faith No More", (1,))]
+    assert _items(finder, "some Tomas") == [("Tomas", (2,))]
+    assert _items(finder, "CVL again") == [("CVL", (5,))]  # three initials: in capitals only
+    assert _items(finder, "shne or SHNE") == [("shne", (6,)), ("SHNE", (6,))]
+
+
+def test_another_name_of_everyday_words_counts_only_capitalised():
+    finder = _catalog_finder(["Good Morning (Buenos Dias)"], common={"good", "morning", "mornings"})
+    assert _items(finder, "good morning, any ideas?") == [] and _items(finder, "good mornings") == []
+    assert _items(finder, "goood morning") == [("goood morning", (0,))]  # misspelt: no everyday phrase
+    assert _items(finder, "like Good Morning") == [("Good Morning", (0,))]
+    assert _items(finder, "buenos dias") == [("buenos dias", (0,))]

@@ -137,6 +137,12 @@ _SMALL_NUMBERS = (
 CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
 _AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(_SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
 _ARTICLES = frozenset({"the", "a", "an"})
+_SUFFIXES = ("ly", "y", "s", "es", "ed", "ing", "er", "ers", "ness", "ful")
+# Initials that are chat, not a band: never read as a name's initials
+CHAT_ABBREVIATIONS = frozenset((
+    "lol", "omg", "wtf", "btw", "idk", "imo", "imho", "tbh", "fyi", "smh", "asap", "lmao", "rofl", "brb",
+    "ttyl", "pls", "plz", "thx", "afaik", "irl", "nsfw", "tldr", "aka", "diy", "faq", "eta", "rip", "vip",
+))  # fmt: skip
 # Articles a catalog moves behind a title ("Promesse, La", "Hussard sur le toit, Le")
 _MOVED_ARTICLE = re.compile(r"^(.+),\s*(the|a|an|la|le|les|l'|il|lo|el|los|las|der|die|das|det|den)$", re.I)
 _BRACKETED = re.compile(r"^(.+?)\s*\(([^()]+)\)$")  # "Seven (Se7en)", "Nikita (La Femme Nikita)"
@@ -262,10 +268,22 @@ class MentionFinder:
 
     @cached_property
     def _titles(self) -> dict[str, tuple[int, ...]]:
-        """Title keys -> items. An alias (:func:`title_aliases`) never takes a key a whole title has
-        ("Alien" stays the film, not "Alien: Resurrection"), and a one-word short form must be a rare word."""
+        return self._title_table[0]
+
+    @cached_property
+    def _cased_aliases(self) -> frozenset[str]:
+        return self._title_table[1]
+
+    @cached_property
+    def _title_table(self) -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
+        """Title keys -> items, and the alias keys that count only said with capitals.
+
+        An alias (:func:`title_aliases`) never takes a key a whole title has ("Alien" stays the film,
+        not "Alien: Resurrection"); a one-word short form must be a rare word; and another name made
+        of everyday words only ("Good Morning", "Hate" of a foreign film) counts only capitalised."""
         titles: dict[str, list[int]] = {}
         aliases: dict[str, list[int]] = {}
+        cased: set[str] = set()
         for item in self.index.catalog.items:
             title = item.title or ""
             for name, short in ((title, False), *title_aliases(title)):
@@ -277,10 +295,15 @@ class MentionFinder:
                         continue
                     if short and " " not in key and (key in self.common_words or len(key) < 4):
                         continue
+                    if into is aliases and not short and all(w in self.common_words for w in key.split()):
+                        cased.add(key)
                     into.setdefault(key, []).append(item.id)
         for key, ids in aliases.items():
             titles.setdefault(key, ids)
-        return {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
+        table = {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
+        return table, frozenset(
+            k for k in cased if k in aliases and table[k] == tuple(dict.fromkeys(aliases[k]))
+        )
 
     @staticmethod
     def _title_key(name: str) -> str:
@@ -441,9 +464,14 @@ class MentionFinder:
             for n in range(min(MAX_TITLE_WORDS, len(words) - i), 0, -1):
                 key = _numbered([w for _s, _e, w in words[i : i + n]])
                 ids = titles.get(key)
+                start, end = words[i][0], words[i + n - 1][1]
+                if ids is None and n == 1 and key in self._short_names:
+                    ids, capitals = self._short_names[key]
+                    said = text[start:end]
+                    if capitals and not (said.isupper() if capitals == "all" else said[0].isupper()):
+                        ids = None
                 if ids is None:
                     continue
-                start, end = words[i][0], words[i + n - 1][1]
                 # a two-character title only with a digit in it ("U2"; not "it", "me")
                 if n == 1 and (key in vocab or key in _ARTICLES or (len(key) < 3 and key.isalpha())):
                     continue
@@ -452,10 +480,58 @@ class MentionFinder:
                 lower_word = n == 1 and key in self.common_words and not text[start].isupper()
                 if lower_word and not after_its_article:
                     continue
+                if key in self._cased_aliases and not all(
+                    text[s].isupper() for s, _e, _w in words[i : i + n]
+                ):
+                    continue
                 yield Mention("item", start, end, text[start:end], items=ids)
                 break
             else:
                 yield from self._misspelt_items(words, i, text)
+
+    def _unheard_of(self, word: str) -> bool:
+        """A word of six letters or more that is no word of the language, nor one with a suffix
+        ("mariah", "shawshank"; not "awfully", "jerky"): lower-cased, it can only be the name."""
+        if len(word) < 6 or word in self._known:
+            return False
+        stems = [word[: -len(end)] for end in _SUFFIXES if word.endswith(end)]
+        return not any(stem in self._known or stem + "e" in self._known for stem in stems)
+
+    @cached_property
+    def _short_names(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """One word a name of several is called by: a surname or given name ("Ozzy", "Einaudi" for
+        "Ludovico Einaudi", "Shawshank"), and the initials of a name of three words or more ("RHCP",
+        "QOTSA", "NIN"). Word -> (items, capitals: "" lower case counts, "first" a capital needed,
+        "all" said in capitals).
+
+        Only words no other title holds, never an everyday word ("more" is not Faith No More),
+        never a title or alias; a word of the language ("britney", "hendrix") needs its capital,
+        and three initials must be said in capitals ("NIN", not "nin")."""
+        if not self.common_words:  # without everyday words no word can be told rare
+            return {}
+        holders: dict[str, set[int]] = {}
+        for item in self.index.catalog.items:
+            for word in _key(item.title or "").split():
+                holders.setdefault(word, set()).add(item.id)
+        found: dict[str, tuple[tuple[int, ...], str]] = {}
+        for item in self.index.catalog.items:
+            words = self._title_key(item.title or "").split()
+            if len(words) < 2 or not all(w.isalpha() for w in words):
+                continue
+            candidates = {words[0], words[-1]} if len(words) <= 3 else set()
+            for word in candidates:
+                if len(word) >= 4 and word not in self.common_words and holders.get(word) == {item.id}:
+                    found[word] = ((item.id,), "" if self._unheard_of(word) else "first")
+            initials = "".join(w[0] for w in words)
+            if len(words) >= 3 and initials not in self._known and initials not in CHAT_ABBREVIATIONS:
+                capitals = "all" if len(initials) == 3 else ""
+                found[initials] = (
+                    (found[initials][0] + (item.id,), capitals)
+                    if initials in found
+                    else ((item.id,), capitals)
+                )
+        taken = self._titles
+        return {k: v for k, v in found.items() if k not in taken and k not in self._vocabulary}
 
     @cached_property
     def _titles_by_prefix(self) -> dict[str, list[str]]:
@@ -472,11 +548,18 @@ class MentionFinder:
         closest key within FUZZY_CUTOFF, among keys of about the same length and the same start.
         One everyday word is never read as a misspelt title."""
         for n in range(min(4, len(words) - i), 0, -1):
-            key = " ".join(w for _s, _e, w in words[i : i + n])
+            key = _numbered([w for _s, _e, w in words[i : i + n]])
             everyday = n == 1 and (key in self._known or key in self._vocabulary)
-            if len(key) < FUZZY_MIN_CHARS or everyday:
+            # a key spelt right was judged by the title rules already ("good morning" uncapitalised)
+            if len(key) < FUZZY_MIN_CHARS or everyday or key in self._titles:
                 continue
-            near = [k for k in self._titles_by_prefix.get(key[:2], ()) if abs(len(k) - len(key)) <= 2]
+            # an everyday phrase is no misspelt name of everyday words ("good mornings")
+            plain = all(w in self.common_words for w in key.split())
+            near = [
+                k
+                for k in self._titles_by_prefix.get(key[:2], ())
+                if abs(len(k) - len(key)) <= 2 and not (plain and k in self._cased_aliases)
+            ]
             close = difflib.get_close_matches(key, near, n=1, cutoff=FUZZY_CUTOFF)
             if close:
                 start, end = words[i][0], words[i + n - 1][1]
