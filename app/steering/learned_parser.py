@@ -170,10 +170,22 @@ def artifact_path(models_dir: Path, dataset: str) -> Path:
     return Path(models_dir) / dataset / f"{ARTIFACT_NAME}.pt"
 
 
-def common_words(encoder: CommandEncoder) -> frozenset[str]:
-    """Whole words of the encoder's vocabulary: everyday words, for the one-word-title rule."""
+EVERYDAY_IDS = 15_000
+"""The MiniLM (BERT) vocabulary lists its words about by frequency: those before this id are everyday
+words ("heat", "queen", "more"); later ones ("fargo", "casablanca", "beyonce") are rare enough that a
+lower-cased title made of one counts."""
+
+
+def known_words(encoder: CommandEncoder) -> frozenset[str]:
+    """Whole words of the encoder's vocabulary: never read as a misspelt title."""
     vocab = encoder.tokenizer.get_vocab()
     return frozenset(w for w in vocab if w.isalpha() and len(w) > 1 and not w.startswith("##"))
+
+
+def common_words(encoder: CommandEncoder) -> frozenset[str]:
+    """Everyday words of the encoder's vocabulary (ids below EVERYDAY_IDS), for the one-word-title rule."""
+    vocab = encoder.tokenizer.get_vocab()
+    return frozenset(w for w in known_words(encoder) if vocab[w] < EVERYDAY_IDS)
 
 
 @dataclass
@@ -201,7 +213,7 @@ class LearnedParser(CommandParser):
         self.student = student.eval()
         self.encoder = encoder
         self.thresholds = thresholds
-        self.finder = MentionFinder(self.index, common_words(encoder))
+        self.finder = MentionFinder(self.index, common_words(encoder), known_words(encoder))
         self.rules = OfflineParser(self.index)
         self.info = info or {}
 

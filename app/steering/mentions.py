@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -38,6 +38,8 @@ GENRE_WORDS: dict[str, tuple[str, ...]] = {
     "cartoon": ("Animation",), "cartoons": ("Animation",), "anime": ("Animation",),
     "children s": ("Children's",), "childrens": ("Children's",), "children": ("Children's",),
     "kids": ("Children's",), "kid": ("Children's",), "kids movies": ("Children's",),
+    "my kids": ("Children's",), "toddler": ("Children's",), "toddlers": ("Children's",),
+    "preschooler": ("Children's",), "preschoolers": ("Children's",),
     "family": ("Children's",),
     "family friendly": ("Children's",), "comedy": ("Comedy",), "comedies": ("Comedy",),
     "funny": ("Comedy",), "comedic": ("Comedy",), "crime": ("Crime",), "gangster": ("Crime",),
@@ -91,15 +93,17 @@ _DECADE_NAMES = {
     "twenties": 1920, "thirties": 1930, "forties": 1940, "fifties": 1950, "sixties": 1960,
     "seventies": 1970, "eighties": 1980, "nineties": 1990, "noughties": 2000,
 }  # fmt: skip
-_Y = r"(1[89]\d\d|20\d\d)"
-_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|(" + "|".join(_DECADE_NAMES) + r"))"
+_Y = r"(1[89]\d\d|20\d\d|'\d\d)"  # "'77" too
+_B = r"(?<![0-9a-z'])"  # a word starts here (a "'77" too)
+# A decade's name, or a word that may be one misspelt ("ninties", "eightys": see _decade_name)
+_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|([a-z]{3,9}(?:ies|ys)))"
 _MOD = r"(?:(early|mid|middle|late)[- ]?)?"
 _THE = r"(?:the\s)?"
 _OPEN_AFTER = r"(?:\s(?:on|onwards?|or later|and later|or newer|and newer|and up|forward))"
 _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern))
     for name, pattern in (
-        ("between", rf"\b(?:between\s|from\s)?{_Y}\s?(?:and|to|until|till|through|thru|-|–)\s?{_Y}\b"),
+        ("between", rf"{_B}(?:between\s|from\s)?{_Y}\s?(?:and|to|until|till|through|thru|-|–)\s?{_Y}\b"),
         (
             "decade_pair",
             rf"\b{_THE}{_MOD}{_DEC}\s?(?:or|and|to|through|thru|-|/|&)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
@@ -109,21 +113,48 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("since_decade", rf"\b(?:since\s{_THE}{_DEC}|from\s{_THE}{_DEC}{_OPEN_AFTER})(?![0-9a-z])"),
         ("before", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_Y}\b"),
         ("until", rf"\b(?:until|till|up to|up until|through|no later than)\s{_Y}\b"),
-        ("until_suffix", rf"\b{_Y}\s(?:or earlier|and earlier|or older|and older|and before)\b"),
+        ("until_suffix", rf"{_B}{_Y}\s(?:or earlier|and earlier|or older|and older|and before)\b"),
         ("after", rf"\b(after|post-?|newer than|later than)\s?{_Y}\b"),
-        ("since", rf"\b(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
+        ("since", rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
         ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
-        ("year", rf"\b{_Y}\b"),
-        ("recent", r"\b(recent|new|newer|newest|latest|modern|contemporary|more recent|current)\b"),
+        ("year", rf"{_B}{_Y}\b"),
+        (
+            "recent",
+            r"\b((?:the\s)?(?:last|past)\s(?:few|couple(?:\sof)?|several)\syears|recent\syears|these\sdays"
+            r"|nowadays|recent|new|newer|newest|latest|modern|contemporary|more recent|current)\b",
+        ),
         (
             "old",
-            r"\b(old(?:[- ]school)?(?! fashioned|-fashioned)(?: classics?)?|older|oldies|classics?|vintage"
+            r"\b(old(?:[- ]school)?(?! fashioned|-fashioned)(?: classics?)?|older|oldies?|classics?|vintage"
             r"|golden age)\b",
         ),
     )
 )
 _WORD = re.compile(r"[0-9a-z]+")
+_SMALL_NUMBERS = (
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+)  # fmt: skip
+CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
+_AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(_SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
 _ARTICLES = frozenset({"the", "a", "an"})
+_SUFFIXES = ("ly", "y", "s", "es", "ed", "ing", "er", "ers", "ness", "ful")
+# Initials that are chat, not a band: never read as a name's initials
+CHAT_ABBREVIATIONS = frozenset((
+    "lol", "omg", "wtf", "btw", "idk", "imo", "imho", "tbh", "fyi", "smh", "asap", "lmao", "rofl", "brb",
+    "ttyl", "pls", "plz", "thx", "afaik", "irl", "nsfw", "tldr", "aka", "diy", "faq", "eta", "rip", "vip",
+))  # fmt: skip
+# Articles a catalog moves behind a title ("Promesse, La", "Hussard sur le toit, Le")
+_MOVED_ARTICLE = re.compile(r"^(.+),\s*(the|a|an|la|le|les|l'|il|lo|el|los|las|der|die|das|det|den)$", re.I)
+_BRACKETED = re.compile(r"^(.+?)\s*\(([^()]+)\)$")  # "Seven (Se7en)", "Nikita (La Femme Nikita)"
+_AKA = re.compile(r"^(?:a\.?k\.?a\.?|aka)\s+", re.I)
+_NOT_AN_ALIAS = re.compile(r"^(?:feat|ft|featuring|with|live|remix|remastered)\b", re.I)
+# "Star Trek: First Contact" -> "Star Trek" (not "Welle:Erdball")
+_SUBTITLE = re.compile(r"^(.+?)(?:\s+or)?:\s+\S")
+# Sequel numbers are one word whatever their spelling: "Godfather 2" = "Godfather II" = "Godfather Part Two"
+_NUMERALS = {
+    **{r: str(n) for n, r in enumerate(("ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x"), 2)},
+    **{w: str(n) for n, w in enumerate(("two", "three", "four", "five", "six", "seven", "eight", "nine"), 2)},
+}  # fmt: skip
 _AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
 
@@ -166,13 +197,65 @@ def _key(text: str) -> str:
     return " ".join(_WORD.findall(fold(text)))
 
 
+def _numbered(words: Sequence[str]) -> str:
+    """Title words with a sequel number as digits ("godfather part ii" -> "godfather part 2"); a first
+    word stays as it is ("Seven", "Three Colors: Red")."""
+    return " ".join(w if i == 0 else _NUMERALS.get(w, w) for i, w in enumerate(words))
+
+
+def title_aliases(title: str) -> list[tuple[str, bool]]:
+    """Shorter names a catalog title is known by, most specific first: the title without its bracketed
+    part and the bracketed alternative ("Seven (Se7en)", "(a.k.a. X)"), a trailing article moved to the
+    front ("Promesse, La" -> "La Promesse"), the part before a subtitle ("Star Trek: First Contact" ->
+    "Star Trek", "Terminator 2: Judgment Day" -> "Terminator 2"), and a sequel number said without
+    "part" ("The Godfather: Part II" -> "The Godfather II"). Excludes the title itself.
+
+    Each comes with whether it is a short form (a subtitle or "part" dropped): a one-word short form
+    ("Mission" of "Mission: Impossible") is a guess, only taken when it is a rare word."""
+    names: dict[str, bool] = {}
+
+    def add(name: str, short: bool) -> None:
+        name = name.strip(" ,;:-")
+        moved = _MOVED_ARTICLE.match(name)
+        if moved:
+            add(f"{moved.group(2)} {moved.group(1)}", short)
+            name = moved.group(1)
+        if not name or name in names:
+            return
+        names[name] = short
+        subtitled = _SUBTITLE.match(name)
+        if subtitled:
+            add(subtitled.group(1), True)
+        words = name.split()
+        for i, word in enumerate(words[:-1]):
+            if word.casefold() == "part" and _NUMERALS.get(words[i + 1].casefold(), words[i + 1]).isdigit():
+                add(" ".join(w.rstrip(":") for w in (*words[:i], *words[i + 1 :])), True)
+
+    add(title, False)
+    bracketed = _BRACKETED.match(title.strip())
+    if bracketed:
+        main, alternative = bracketed.group(1), _AKA.sub("", bracketed.group(2).strip())
+        add(main, False)
+        if not alternative.isdigit() and not _NOT_AN_ALIAS.match(alternative):
+            add(alternative, False)
+    return [(n, short) for n, short in names.items() if n != title.strip()]
+
+
 @dataclass
 class MentionFinder:
     """Finds mentions in commands over one catalog (built once per catalog)."""
 
     index: CatalogIndex
     common_words: Collection[str] = field(default_factory=frozenset)
-    """Everyday words: a one-word title among them must be capitalised to count (e.g. 'Heat')."""
+    """Everyday words: a one-word title among them must be capitalised to count (e.g. 'Heat'), and a
+    one-word alias (a title's short form) is never one of them. Rarer words ("fargo") count lower-cased."""
+    known_words: Collection[str] = field(default_factory=frozenset)
+    """Words of the language beyond the everyday ones (default: the everyday words): a known word is
+    never read as a misspelt title or genre."""
+
+    @cached_property
+    def _known(self) -> frozenset[str]:
+        return frozenset(self.known_words) | frozenset(self.common_words)
 
     @cached_property
     def has_genres(self) -> bool:
@@ -185,19 +268,49 @@ class MentionFinder:
 
     @cached_property
     def _titles(self) -> dict[str, tuple[int, ...]]:
+        return self._title_table[0]
+
+    @cached_property
+    def _cased_aliases(self) -> frozenset[str]:
+        return self._title_table[1]
+
+    @cached_property
+    def _title_table(self) -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
+        """Title keys -> items, and the alias keys that count only said with capitals.
+
+        An alias (:func:`title_aliases`) never takes a key a whole title has ("Alien" stays the film,
+        not "Alien: Resurrection"); a one-word short form must be a rare word; and another name made
+        of everyday words only ("Good Morning", "Hate" of a foreign film) counts only capitalised."""
         titles: dict[str, list[int]] = {}
+        aliases: dict[str, list[int]] = {}
+        cased: set[str] = set()
         for item in self.index.catalog.items:
-            # "Simon & Garfunkel", "Florence + the Machine", "Guns N' Roses" are said with "and" too
-            spoken = _AMPERSAND.sub(" and ", item.title or "")
-            for name in dict.fromkeys((item.title or "", spoken)):
-                key = _key(name)
-                words = key.split()
-                if words and words[0] in _ARTICLES and len(words) > 1:
-                    key = " ".join(words[1:])
-                if len(key) < 2 or key.isdigit():
-                    continue
-                titles.setdefault(key, []).append(item.id)
-        return {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
+            title = item.title or ""
+            for name, short in ((title, False), *title_aliases(title)):
+                into = titles if name == title else aliases
+                # "Simon & Garfunkel", "Florence + the Machine", "Guns N' Roses" are said with "and" too
+                for said in dict.fromkeys((name, _AMPERSAND.sub(" and ", name))):
+                    key = self._title_key(said)
+                    if len(key) < 2 or key.isdigit():
+                        continue
+                    if short and " " not in key and (key in self.common_words or len(key) < 4):
+                        continue
+                    if into is aliases and not short and all(w in self.common_words for w in key.split()):
+                        cased.add(key)
+                    into.setdefault(key, []).append(item.id)
+        for key, ids in aliases.items():
+            titles.setdefault(key, ids)
+        table = {k: tuple(dict.fromkeys(v)) for k, v in titles.items()}
+        return table, frozenset(
+            k for k in cased if k in aliases and table[k] == tuple(dict.fromkeys(aliases[k]))
+        )
+
+    @staticmethod
+    def _title_key(name: str) -> str:
+        words = _key(name).split()
+        if words and words[0] in _ARTICLES and len(words) > 1:
+            words = words[1:]
+        return _numbered(words)
 
     @cached_property
     def _article_titles(self) -> frozenset[str]:
@@ -206,7 +319,7 @@ class MentionFinder:
         for item in self.index.catalog.items:
             words = _key(item.title or "").split()
             if len(words) > 1 and words[0] == "the":
-                keys.add(" ".join(words[1:]))
+                keys.add(_numbered(words[1:]))
         return frozenset(keys)
 
     @cached_property
@@ -237,7 +350,13 @@ class MentionFinder:
         """Non-overlapping mentions, in text order; the longest span wins an overlap."""
         folded = fold(text)
         words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
-        candidates = [*self._years(folded), *self._lexicon(words, text), *self._items(words, text)]
+        candidates = [*self._years(folded), *self._ages(folded, text)]
+        candidates += [*self._lexicon(words, text), *self._items(words, text)]
+        # "my 15 year old" names no film, and its "old" is no era
+        ages = [found.span() for found in _AGE.finditer(folded)]
+        candidates = [
+            m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
+        ]
         priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
         candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
         chosen: list[Mention] = []
@@ -268,7 +387,7 @@ class MentionFinder:
         groups = [g for g in found.groups()]
         try:
             if name == "between":
-                low, high = sorted(int(y) for y in groups if y)
+                low, high = sorted(_year(y) for y in groups if y)
                 return YearRange(start=low, end=high)
             if name == "decade_pair":
                 first = _decade(groups[0], *groups[1:4])
@@ -282,16 +401,16 @@ class MentionFinder:
                 decade = _decade(None, *groups[0:3]) if any(groups[0:3]) else _decade(None, *groups[3:6])
                 return YearRange(start=decade.start)
             if name in ("before", "after"):
-                year = int(groups[1])
+                year = _year(groups[1])
                 return YearRange(end=year - 1) if name == "before" else YearRange(start=year + 1)
             if name in ("until", "until_suffix"):
-                return YearRange(end=int(groups[0]))
+                return YearRange(end=_year(groups[0]))
             if name == "since":
-                return YearRange(start=int(next(g for g in groups if g)))
+                return YearRange(start=_year(next(g for g in groups if g)))
             if name == "decade":
                 return _decade(*groups[0:4])
             if name == "year":
-                return YearRange(start=int(groups[0]), end=int(groups[0]))
+                return YearRange(start=_year(groups[0]), end=_year(groups[0]))
             if name == "recent":
                 return YearRange(start=self.newest_year - RECENT_SPAN) if self.newest_year else None
             if name == "old":
@@ -302,6 +421,20 @@ class MentionFinder:
 
     # --- genres and moods --------------------------------------------------------------------
 
+    def _ages(self, folded: str, text: str) -> Iterable[Mention]:
+        """A child's age ("for my 5 year old", "a ten-year-old") asks for children's films."""
+        for found in _AGE.finditer(folded):
+            number = found.group(1)
+            age = int(number) if number.isdigit() else _SMALL_NUMBERS.index(number) + 1
+            if not 0 < age <= CHILD_MAX_AGE:
+                continue
+            start, end = found.span()
+            kind, value = self._vocabulary["kids"]
+            if kind == "genre":
+                yield Mention("genre", start, end, text[start:end], genres=value)  # type: ignore[arg-type]
+            else:
+                yield Mention("mood", start, end, text[start:end], mood="suitable for kids")
+
     def _lexicon(self, words: list[tuple[int, int, str]], text: str) -> Iterable[Mention]:
         vocab = self._vocabulary
         for i in range(len(words)):
@@ -310,7 +443,7 @@ class MentionFinder:
                     continue
                 key = " ".join(w for _s, _e, w in words[i : i + n])
                 found = vocab.get(key)
-                if found is None and n == 1 and len(key) >= 5 and key not in self.common_words:
+                if found is None and n == 1 and len(key) >= 5 and key not in self._known:
                     close = difflib.get_close_matches(key, self._fuzzy_genre_words, n=1, cutoff=0.84)
                     found = vocab[close[0]] if close else None
                 if found is None:
@@ -329,22 +462,76 @@ class MentionFinder:
         titles, vocab = self._titles, self._vocabulary
         for i in range(len(words)):
             for n in range(min(MAX_TITLE_WORDS, len(words) - i), 0, -1):
-                key = " ".join(w for _s, _e, w in words[i : i + n])
+                key = _numbered([w for _s, _e, w in words[i : i + n]])
                 ids = titles.get(key)
+                start, end = words[i][0], words[i + n - 1][1]
+                if ids is None and n == 1 and key in self._short_names:
+                    ids, capitals = self._short_names[key]
+                    said = text[start:end]
+                    if capitals and not (said.isupper() if capitals == "all" else said[0].isupper()):
+                        ids = None
                 if ids is None:
                     continue
-                start, end = words[i][0], words[i + n - 1][1]
-                if n == 1 and (key in vocab or key in _ARTICLES or len(key) < 3):
+                # a two-character title only with a digit in it ("U2"; not "it", "me")
+                if n == 1 and (key in vocab or key in _ARTICLES or (len(key) < 3 and key.isalpha())):
                     continue
                 # "the killers", "the godfather": an everyday word after the article its title has
                 after_its_article = i > 0 and words[i - 1][2] == "the" and key in self._article_titles
                 lower_word = n == 1 and key in self.common_words and not text[start].isupper()
                 if lower_word and not after_its_article:
                     continue
+                if key in self._cased_aliases and not all(
+                    text[s].isupper() for s, _e, _w in words[i : i + n]
+                ):
+                    continue
                 yield Mention("item", start, end, text[start:end], items=ids)
                 break
             else:
                 yield from self._misspelt_items(words, i, text)
+
+    def _unheard_of(self, word: str) -> bool:
+        """A word of six letters or more that is no word of the language, nor one with a suffix
+        ("mariah", "shawshank"; not "awfully", "jerky"): lower-cased, it can only be the name."""
+        if len(word) < 6 or word in self._known:
+            return False
+        stems = [word[: -len(end)] for end in _SUFFIXES if word.endswith(end)]
+        return not any(stem in self._known or stem + "e" in self._known for stem in stems)
+
+    @cached_property
+    def _short_names(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """One word a name of several is called by: a surname or given name ("Ozzy", "Einaudi" for
+        "Ludovico Einaudi", "Shawshank"), and the initials of a name of three words or more ("RHCP",
+        "QOTSA", "NIN"). Word -> (items, capitals: "" lower case counts, "first" a capital needed,
+        "all" said in capitals).
+
+        Only words no other title holds, never an everyday word ("more" is not Faith No More),
+        never a title or alias; a word of the language ("britney", "hendrix") needs its capital,
+        and three initials must be said in capitals ("NIN", not "nin")."""
+        if not self.common_words:  # without everyday words no word can be told rare
+            return {}
+        holders: dict[str, set[int]] = {}
+        for item in self.index.catalog.items:
+            for word in _key(item.title or "").split():
+                holders.setdefault(word, set()).add(item.id)
+        found: dict[str, tuple[tuple[int, ...], str]] = {}
+        for item in self.index.catalog.items:
+            words = self._title_key(item.title or "").split()
+            if len(words) < 2 or not all(w.isalpha() for w in words):
+                continue
+            candidates = {words[0], words[-1]} if len(words) <= 3 else set()
+            for word in candidates:
+                if len(word) >= 4 and word not in self.common_words and holders.get(word) == {item.id}:
+                    found[word] = ((item.id,), "" if self._unheard_of(word) else "first")
+            initials = "".join(w[0] for w in words)
+            if len(words) >= 3 and initials not in self._known and initials not in CHAT_ABBREVIATIONS:
+                capitals = "all" if len(initials) == 3 else ""
+                found[initials] = (
+                    (found[initials][0] + (item.id,), capitals)
+                    if initials in found
+                    else ((item.id,), capitals)
+                )
+        taken = self._titles
+        return {k: v for k, v in found.items() if k not in taken and k not in self._vocabulary}
 
     @cached_property
     def _titles_by_prefix(self) -> dict[str, list[str]]:
@@ -361,16 +548,44 @@ class MentionFinder:
         closest key within FUZZY_CUTOFF, among keys of about the same length and the same start.
         One everyday word is never read as a misspelt title."""
         for n in range(min(4, len(words) - i), 0, -1):
-            key = " ".join(w for _s, _e, w in words[i : i + n])
-            everyday = n == 1 and (key in self.common_words or key in self._vocabulary)
-            if len(key) < FUZZY_MIN_CHARS or everyday:
+            key = _numbered([w for _s, _e, w in words[i : i + n]])
+            everyday = n == 1 and (key in self._known or key in self._vocabulary)
+            # a key spelt right was judged by the title rules already ("good morning" uncapitalised)
+            if len(key) < FUZZY_MIN_CHARS or everyday or key in self._titles:
                 continue
-            near = [k for k in self._titles_by_prefix.get(key[:2], ()) if abs(len(k) - len(key)) <= 2]
+            # an everyday phrase is no misspelt name of everyday words ("good mornings")
+            plain = all(w in self.common_words for w in key.split())
+            near = [
+                k
+                for k in self._titles_by_prefix.get(key[:2], ())
+                if abs(len(k) - len(key)) <= 2 and not (plain and k in self._cased_aliases)
+            ]
             close = difflib.get_close_matches(key, near, n=1, cutoff=FUZZY_CUTOFF)
             if close:
                 start, end = words[i][0], words[i + n - 1][1]
                 yield Mention("item", start, end, text[start:end], items=self._titles[close[0]])
                 return
+
+
+def _year(text: str) -> int:
+    """A year as written: "1977", or "'77" (a two-digit year below 30 is this century's)."""
+    if text.startswith("'"):
+        short = int(text[1:])
+        return 2000 + short if short < 30 else 1900 + short
+    return int(text)
+
+
+def _decade_name(word: str) -> str:
+    """A decade's name as written, misspelt by a letter or two ("ninties", "eighies", "ninetys"); a
+    word that is none ("movies", "cities") raises ValueError."""
+    if word.endswith("ys"):
+        word = word[:-2] + "ies"
+    if word in _DECADE_NAMES:
+        return word
+    close = difflib.get_close_matches(word, [n for n in _DECADE_NAMES if n[0] == word[0]], n=1, cutoff=0.85)
+    if not close:
+        raise ValueError(f"not a decade: {word}")
+    return close[0]
 
 
 def _decade(four: str | None, full: str | None, two: str | None, word: str | None = None) -> YearRange:
@@ -382,7 +597,7 @@ def _decade(four: str | None, full: str | None, two: str | None, word: str | Non
         short = int(two)
         start = 1900 + short if short >= 20 else 2000 + short
     elif word:
-        start = _DECADE_NAMES[word]
+        start = _DECADE_NAMES[_decade_name(word)]
     else:
         raise ValueError("no decade")
     if modifier == "early":
