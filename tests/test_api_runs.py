@@ -44,7 +44,8 @@ async def test_runs_are_listed_newest_first_with_experiment_plots_and_state(runs
 async def test_a_run_has_its_report_settings_version_and_files(runs_settings, write_eval_run):
     write_eval_run(runs_settings.runs_dir, "table4-lastfm")
     run = await service.get_run(runs_settings, "table4-lastfm")
-    assert run.report.startswith("## Table 4") and "paper M/A/F" in run.report
+    assert run.report.startswith("Reproduce: `recloop eval table4 ")
+    assert "## Table 4" in run.report and "paper M/A/F" in run.report
     assert run.config["experiment"] == "table4" and run.code_version == "abc1234"
     assert run.finished_at == "2026-11-30T10:15:00+00:00"
     assert [f.name for f in run.files] == [
@@ -52,7 +53,9 @@ async def test_a_run_has_its_report_settings_version_and_files(runs_settings, wr
         "report.md",
         "results.json",
         "rows.jsonl",
+        "table4_hr1.plot.json",
         "table4_hr1.png",
+        "table4_hr1.svg",
     ]
     path, media_type = service.run_file(runs_settings, "table4-lastfm", "table4_hr1.png")
     assert media_type == "image/png" and path.read_bytes()[:4] == b"\x89PNG"

@@ -12,7 +12,7 @@ from plot_data import check_plot
 from app.eval.paper import TABLE4
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "eval-report"
-NOT_REGENERATED = {"commands-llm", "position-movielens-llm"}
+NOT_REGENERATED = {"position-movielens-llm"}
 """Made before the plotting module (issue 27) and not rerun yet: no trained models on the machine
 that ported the plots (docs/eval-report/README.md). Remove a folder here when it is regenerated."""
 WITHOUT_PAPER = ("position", "bias", "commands")
