@@ -86,7 +86,7 @@ def _protocol_stream(modes: list[str], thread_id: str, run_id: str, events: RunE
     )
 
 
-def _sse_stream(
+async def _sse_stream(
     res: ServiceResources,
     events: RunEvents,
     parts: ProtocolStream,
@@ -95,22 +95,19 @@ def _sse_stream(
     start: int = 0,
     cancel_on_disconnect: bool = False,
 ) -> AsyncIterator[ServerSentEvent]:
-    async def stream() -> AsyncIterator[ServerSentEvent]:
-        finished = False
-        try:
-            for part in first:
+    finished = False
+    try:
+        for part in first:
+            yield part
+        async for position, event in events.follow(start):
+            for part in parts.parts(position, event):
                 yield part
-            async for position, event in events.follow(start):
-                for part in parts.parts(position, event):
-                    yield part
-            for part in parts.finish(events.error):
-                yield part
-            finished = True
-        finally:
-            if cancel_on_disconnect and not finished:
-                service.cancel_local(res, parts.run_id)
-
-    return stream()
+        for part in parts.finish(events.error):
+            yield part
+        finished = True
+    finally:
+        if cancel_on_disconnect and not finished:
+            service.cancel_local(res, parts.run_id)
 
 
 @router.post("/stream")
@@ -153,15 +150,16 @@ async def join_run_stream(
                 "Last-Event-ID: the id of an event of this stream (a number)", field="Last-Event-ID"
             )
         start = int(last_event_id) + 1
-    events = await service.joined_events(res, caller, thread_id, run_id)
-    if events is None:
-        events = RunEvents(frozenset())
-        events.close()
     asked = [mode for mode in stream_mode or () if mode]  # the SDK sends an empty one for "all"
     unknown = sorted(set(asked) - set(get_args(ProtocolStreamMode)))
     if unknown:
         raise InvalidInput(f"stream_mode: not a stream mode: {', '.join(unknown)}", field="stream_mode")
     modes = served_modes(asked or list(BACKGROUND_MODES))
+    # Checked before joining: a run of another worker is waited for, and bad input must not wait.
+    events = await service.joined_events(res, caller, thread_id, run_id)
+    if events is None:
+        events = RunEvents(frozenset())
+        events.close()
     parts = _protocol_stream(modes, thread_id, run_id, events)
     stream = _sse_stream(res, events, parts, first=[], start=start, cancel_on_disconnect=cancel_on_disconnect)
     return EventSourceResponse(stream, ping=15)

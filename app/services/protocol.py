@@ -438,8 +438,7 @@ async def joined_events(
     tracked = _local_run(res, run_id)
     if tracked is not None:
         return tracked.events
-    while loop.status == "running" and await _still_running(res, session, loop.loop_index):
-        await asyncio.sleep(poll_s)
+    await _until_ended(res, session, loop, poll_s)
     return None
 
 
@@ -458,9 +457,14 @@ async def join_run(
     task = _local_task(res, run_id)
     if task is not None:
         await asyncio.wait([task])
+    await _until_ended(res, session, loop, poll_s)
+    return session
+
+
+async def _until_ended(res: ServiceResources, session: Session, loop: Loop, poll_s: float) -> None:
+    """Wait until the loop, as read before, is no longer ``running`` in the history (any worker's)."""
     while loop.status == "running" and await _still_running(res, session, loop.loop_index):
         await asyncio.sleep(poll_s)
-    return session
 
 
 async def _still_running(res: ServiceResources, session: Session, loop_index: int) -> bool:
