@@ -33,6 +33,7 @@ from app.steering.student import (
     CommandStudent,
     Features,
     StudentConfig,
+    build_student,
 )
 from graph.steering.catalog_index import Catalog, CatalogIndex
 from graph.steering.preferences import Preferences
@@ -222,9 +223,9 @@ class LearnedParser(CommandParser):
         cls, path: Path, catalog: Catalog | CatalogIndex, encoder: CommandEncoder | None = None
     ) -> LearnedParser:
         payload = _read_artifact(path)
-        student = CommandStudent(StudentConfig(**payload["config"]))
-        student.load_state_dict(payload["state"])
         encoder = encoder or CommandEncoder(load_text_encoder("the learned steering parser"))
+        student = build_student(StudentConfig(**payload["config"]), encoder)
+        student.load_state_dict(payload["state"])
         encoder = encoder.configured(student.config)
         return cls(catalog, student, encoder, Thresholds(**payload["thresholds"]), payload.get("info"))
 

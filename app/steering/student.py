@@ -63,7 +63,11 @@ class StudentConfig:
     """How many of MiniLM's layers the student reads (fewer: faster, and the cue features carry
     most of the direction)."""
     quantized: bool = True
-    """The encoder's Linear layers as dynamic int8 (the same encoder in training and serving)."""
+    """The frozen encoder's Linear layers as dynamic int8 (the same encoder in training and serving)."""
+    tune_layers: int = 0
+    """The top ones of those encoder layers that are trained with the head (stored in the artifact,
+    in float32); the frozen layers below them are what :class:`CommandEncoder` computes. 0: the
+    whole encoder is frozen and only the head learns."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,10 +106,17 @@ class CommandEncoder:
         self._breaks = torch.tensor(sorted(vocab[w] for w in CLAUSE_BREAKS if w in vocab))
 
     def configured(self, config: StudentConfig) -> CommandEncoder:
-        """This encoder cut to the depth (and precision) a student was trained over."""
-        if (config.encoder_layers, config.quantized) == (self.layers, self.quantized):
+        """This encoder cut to the frozen depth (and precision) a student was trained over."""
+        frozen = config.encoder_layers - config.tune_layers
+        if (frozen, config.quantized) == (self.layers, self.quantized):
             return self
-        return CommandEncoder(self._sentence_model, layers=config.encoder_layers, quantized=config.quantized)
+        return CommandEncoder(self._sentence_model, layers=frozen, quantized=config.quantized)
+
+    def top_layers(self, config: StudentConfig) -> list[nn.Module]:
+        """Float32 copies of the pretrained layers a student fine-tunes (its starting point)."""
+        layers = self._sentence_model[0].auto_model.encoder.layer
+        first = config.encoder_layers - config.tune_layers
+        return [copy.deepcopy(layer) for layer in list(layers)[first : config.encoder_layers]]
 
     def boundaries(self, texts: Sequence[str]) -> list[torch.Tensor]:
         """Clause-break flags per token (the tokenizer alone: no model call)."""
@@ -177,12 +188,24 @@ def _role_mask() -> torch.Tensor:
     return mask
 
 
+def build_student(config: StudentConfig, encoder: CommandEncoder) -> CommandStudent:
+    """A new student; one that fine-tunes encoder layers starts from the encoder's own."""
+    return CommandStudent(config, encoder.top_layers(config) if config.tune_layers else None)
+
+
 class CommandStudent(nn.Module):
-    def __init__(self, config: StudentConfig):
+    def __init__(self, config: StudentConfig, top_layers: Sequence[nn.Module] | None = None):
         super().__init__()
         self.config = config
         d = config.dim
         self.kind_marker = nn.Embedding(len(MENTION_KINDS), d)
+        self.tuned = None
+        if config.tune_layers:
+            if top_layers is None or len(top_layers) != config.tune_layers:
+                raise ValueError(f"a student that tunes {config.tune_layers} encoder layers needs them")
+            self.tuned = nn.ModuleList(top_layers).train()
+            # Marks on the input of pretrained layers: small, as BERT's own embeddings are.
+            nn.init.normal_(self.kind_marker.weight, std=0.02)
         self.context = None
         if config.layers:
             layer = nn.TransformerEncoderLayer(
@@ -235,6 +258,11 @@ class CommandStudent(nn.Module):
                 accumulate=True,
             )
             tokens = tokens + marks
+        if self.tuned is not None:
+            additive = pad[:, None, None, :].float() * torch.finfo(tokens.dtype).min  # [B, 1, 1, T]
+            for layer in self.tuned:
+                tokens = layer(tokens, attention_mask=additive)
+                tokens = tokens[0] if isinstance(tokens, tuple) else tokens
         hidden = (
             tokens if self.context is None else self.context(tokens, src_key_padding_mask=pad)
         )  # [B, T, D]
