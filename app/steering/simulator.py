@@ -175,13 +175,58 @@ _FREE_SOFT_NEGATIVE = (
     "nothing that makes me sad", "nothing too slow please", "nothing that keeps me up at night",
     "nothing too heavy on the brain", "nothing with a sad ending", "nothing that will put me to sleep",
 )  # fmt: skip
+# Wishes no catalog field holds, said without a mood or style word: the labelling contract keeps them
+# as soft text on their side (people, themes, situations, qualities), never as abstentions.
+_FREE_SOFT_POSITIVE += (
+    "something with a strong female lead", "anything with a good plot twist", "movies about time travel",
+    "something with dinosaurs", "a good heist movie", "something set in space", "kung fu stuff",
+    "superhero stuff", "stuff with great dialogue", "something based on a true story", "a book adaptation",
+    "black and white films", "silent films", "a cult favourite", "something that holds up",
+    "only oscar winners", "something my grandma would enjoy", "films with subtitles", "keep it pg",
+    "something sweet", "a real tearjerker", "mind-blowing visuals", "female vocalists",
+    "only female singers", "french music", "songs in spanish", "artists from sweden", "underground stuff",
+    "deep cuts", "guitar solos", "long instrumentals", "stuff with a good beat", "live recordings",
+    "songs i can sing along to", "music for the gym", "something for a long drive", "i just got dumped",
+    "film scores", "video game soundtracks", "one-hit wonders", "summery stuff", "rainy day music",
+    "more guitar", "softer stuff",
+)  # fmt: skip
+_FREE_SOFT_NEGATIVE += (
+    "no gore", "nothing brainless", "no jump scares", "nothing with subtitles", "no sappy stuff",
+    "nothing mainstream", "no vocals", "less autotune", "no love songs", "less mopey", "no screaming",
+    "nothing overplayed", "no banjo stuff", "nothing from the radio", "no remixes", "not so much shouting",
+    "less of the moody stuff", "no more breakup songs",
+)  # fmt: skip
+# People and themes a catalog has no field for: soft on whichever side the template puts them.
+_MOVIE_TOPICS = (
+    "tom hanks", "hitchcock", "spielberg", "tarantino", "jim carrey", "meg ryan", "bogart",
+    "clint eastwood", "schwarzenegger", "al pacino", "de niro", "kubrick", "woody allen", "audrey hepburn",
+    "john wayne", "harrison ford", "sandra bullock", "julia roberts", "mel gibson", "bruce willis",
+    "stallone", "jackie chan", "nicolas cage", "tom cruise", "denzel", "brad pitt", "kevin costner",
+    "disney", "pixar", "the coen brothers", "scorsese", "john carpenter", "billy wilder", "cary grant",
+    "marilyn monroe", "dinosaurs", "zombies", "vampires", "robots", "sharks", "pirates", "spies",
+    "time travel", "heists", "car chases", "explosions", "plot twists", "twist endings", "jump scares",
+    "gore", "subtitles", "talking animals", "courtroom scenes", "sports movies", "boxing movies",
+    "space battles", "road trips", "true stories", "book adaptations", "remakes", "b-movies", "swearing",
+    "shaky cam", "kung fu", "superheroes", "killer clowns", "aliens invading", "bank robberies",
+)  # fmt: skip
+_MUSIC_TOPICS = (
+    "female vocalists", "male vocals", "vocals", "autotune", "guitar solos", "long instrumentals",
+    "french music", "german lyrics", "spanish songs", "live recordings", "covers", "love songs",
+    "breakup songs", "banjo", "screaming", "screamo", "underground stuff", "mainstream stuff",
+    "one-hit wonders", "remixes", "workout music", "road trip songs", "lullabies", "sea shanties",
+    "movie soundtracks", "film scores", "video game music", "christmas songs", "boy bands", "girl groups",
+    "singer-songwriters", "protest songs", "drum solos", "sax solos", "bagpipes", "orchestral stuff",
+    "lo-fi beats", "ska", "bluegrass", "gospel", "the radio hits", "chart stuff", "deep cuts", "b-sides",
+)  # fmt: skip
 _NOTHING = (
     "what's the weather like", "thanks!", "hello there", "who are you?", "tell me a joke", "lol", "hmm",
     "ok", "how does this work?", "what time is it", "i'm bored", "good morning", "you're great",
     "asdf qwer", "jjjjjjj", "blah blah blah", "?!?!", "🙂🙂", "🎬🍿", "🎸🔥", "xyzzy plugh",
-    "something with tom hanks", "movies shorter than 90 minutes", "films with subtitles",
-    "only oscar winners", "something my cat would like", "movies rated pg-13", "songs in spanish",
-    "artists from sweden", "with a female lead", "directed by spielberg", "filmed in new zealand",
+    "movies shorter than 90 minutes", "songs under three minutes", "i'm in a rush, quick ones only",
+    "something my cat would like", "filmed in new zealand", "next episode", "download this for offline",
+    "4k please", "shuffle", "volume up", "repeat that track", "show lyrics", "recommend something",
+    "play something", "music", "movies", "who directed this?", "what year is this from?",
+    "is this on netflix?", "how long is it?", "i'm going to europe next week", "my car broke down",
     "je voudrais un film", "quiero algo diferente", "ich möchte etwas anderes", "vorrei qualcosa di nuovo",
     "что-нибудь другое", "何か別のもの", "no sé qué quiero", "can you hear me", "test test",
     "what did i ask for earlier?", "is this thing on", "i don't know", "whatever", "surprise me",
@@ -288,8 +333,8 @@ class CommandSimulator:
 
     def _clause(self, used: set[object]) -> _Clause | None:
         rng = self.rng
-        kinds = ["item", "mood", "free"]
-        weights = [0.3, 0.15, 0.04]
+        kinds = ["item", "mood", "free", "topic"]
+        weights = [0.3, 0.15, 0.08, 0.1]
         if self.genres:
             kinds.append("genre")
             weights.append(0.45)
@@ -311,6 +356,8 @@ class CommandSimulator:
             return self._item_clause(used)
         if kind == "mood":
             return self._mood_clause(used)
+        if kind == "topic":
+            return self._topic_clause(used)
         return self._free_clause()
 
     def _role(self, weights: tuple[float, float, float] = (0.42, 0.43, 0.15)) -> Role:
@@ -555,6 +602,27 @@ class CommandSimulator:
         template = self._pick(templates)
         pieces = [(word, mood), ("", None)]
         return self._fill(template, pieces, lambda m, s, e, t: Mention("mood", s, e, t, mood=m), role)
+
+    def _topic_clause(self, used: set[object]) -> _Clause | None:
+        """A person, theme or quality the catalog has no field for, wanted or not ("anything w/ tom
+        hanks", "no jump scares", "less autotune"): soft text on its side, nothing hard."""
+        rng = self.rng
+        topic = rng.choice(_MUSIC_TOPICS if not self.genres else _MOVIE_TOPICS)
+        if topic in used:
+            return None
+        used.add(topic)
+        positive = rng.random() < 0.55
+        template = self._pick(_POSITIVE if positive else _NEGATIVE)
+        if positive and rng.random() < 0.3:
+            template = rng.choice(("anything with {x}", "anything w/ {x}", "i love {x}", "{x} stuff",
+                                   "something with {x}", "more {x}", "big {x} fan here"))  # fmt: skip
+        elif not positive and rng.random() < 0.3:
+            template = rng.choice(
+                ("i'm not a fan of {x}", "no {x} please", "less {x}", "{x} gets on my nerves",
+                 "nothing with {x}", "i can't stand {x}")
+            )  # fmt: skip
+        text = template.replace("{x}", topic)
+        return _Clause(text, soft_positive=positive, soft_negative=not positive)
 
     def _free_clause(self) -> _Clause:
         if self.rng.random() < 0.7:
