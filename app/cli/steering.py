@@ -31,11 +31,15 @@ from app.eval.steering import (
 )
 from app.settings import Settings, get_settings
 from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
+from app.steering.learned_parser import common_words, known_words
+from app.steering.mentions import MentionFinder
 from app.steering.natural_labels import FrozenSetError, read_training_set
 from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights
 from app.steering.scoring import NaturalSetError, read_natural_set
-from app.steering.student import CommandEncoder
+from app.steering.simulator import simulate
+from app.steering.student import CommandEncoder, StudentConfig
+from app.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
 from app.steering.training import TrainConfig, train_parser
 from graph.state import sum_usage
 from graph.steering.catalog_index import CatalogIndex
@@ -177,6 +181,25 @@ def train_parser_command(
         "A set whose README does not mark it retired is refused.",
     ),
     natural_repeat: int = typer.Option(TrainConfig.natural_repeat, "--natural-repeat", min=1),
+    encoder_layers: int = typer.Option(
+        StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
+    ),
+    tune_layers: int = typer.Option(
+        StudentConfig.tune_layers,
+        "--tune-layers",
+        min=0,
+        max=6,
+        help="The top ones of those layers fine-tuned with the head (0: a frozen encoder).",
+    ),
+    encoder_lr: float = typer.Option(TrainConfig.encoder_lr, "--encoder-lr", min=0.0),
+    teacher: int = typer.Option(
+        0,
+        "--teacher",
+        min=0,
+        help="Have the configured LLM rewrite this many simulated commands; a rewrite is trained on only "
+        "when the LLM reads it back as the simulator's label (2 calls each, cached in --cache-dir).",
+    ),
+    teacher_concurrency: int = typer.Option(2, "--teacher-concurrency", min=1, max=32),
     output: Path | None = typer.Option(None, "--output", help="Artifact path (default: beside the models)."),
     cache_dir: Path | None = typer.Option(
         None,
@@ -200,8 +223,26 @@ def train_parser_command(
         raise typer.Exit(2) from exc
     config = TrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
-        natural_repeat=natural_repeat,
+        natural_repeat=natural_repeat, encoder_lr=encoder_lr,
     )  # fmt: skip
+    if tune_layers > encoder_layers:
+        raise typer.BadParameter(f"--tune-layers ({tune_layers}) exceeds --encoder-layers ({encoder_layers})")
+    student_config = StudentConfig(encoder_layers=encoder_layers, tune_layers=tune_layers)
+    index = CatalogIndex(catalog)
+    taught: list = []
+    if teacher:
+        if not settings.llm_enabled:
+            typer.echo("error: --teacher needs an LLM endpoint (RECLOOP_LLM_BASE_URL)", err=True)
+            raise typer.Exit(2)
+        taught, teaching = _teach(
+            index, encoder, settings, teacher, seed, cache_dir, progress, teacher_concurrency
+        )
+        typer.echo(
+            f"LLM teacher: {teaching.asked} commands, {teaching.rewritten} rewritten, "
+            f"{teaching.read_back} read back as labelled, {teaching.kept} kept; "
+            f"{teaching.cached} from the cache; "
+            f"{int(teaching.usage.get('calls', 0))} calls"
+        )
     bars: dict[str, tqdm] = {}
 
     def on_progress(stage: str, done: int, total: int) -> None:
@@ -211,7 +252,7 @@ def train_parser_command(
         bar.update(done - bar.n)
 
     parser, trained = train_parser(
-        CatalogIndex(catalog), encoder, config, on_progress=on_progress, cache_dir=cache_dir
+        index, encoder, config, student_config, on_progress=on_progress, cache_dir=cache_dir, taught=taught
     )
     for bar in bars.values():
         bar.close()
@@ -233,9 +274,32 @@ def train_parser_command(
             "val_exact_ci95": val["exact_ci95"], "val_inversions": val["inversions"],
             "val_f1": val["f1"], "hard_confidence": trained.thresholds.hard_confidence,
             "oracle_val_exact": trained.oracle_val_exact, "n_natural": trained.n_natural,
-            "natural_dropped": trained.natural_dropped,
+            "natural_dropped": trained.natural_dropped, "taught": len(taught),
         }  # fmt: skip
         typer.echo(json.dumps(summary, sort_keys=True))
+
+
+def _teach(
+    index: CatalogIndex,
+    encoder: CommandEncoder,
+    settings: Settings,
+    n: int,
+    seed: int,
+    cache_dir: Path | None,
+    progress: bool,
+    concurrency: int,
+) -> tuple[list, TeacherReport]:
+    """The LLM teacher's checked rewrites of ``n`` simulated commands (their own seed, the training
+    share of the templates; abstentions are not rewritten)."""
+    finder = MentionFinder(index, common_words(encoder), known_words(encoder))
+    sources = [c for c in simulate(index, n, split="train", seed=seed + 20_000) if c.expected is not None]
+    cache = teacher_cache_path(cache_dir, settings, sources) if cache_dir is not None else None
+    with tqdm(total=len(sources), desc="teacher", disable=not progress) as bar:
+        return asyncio.run(
+            LLMTeacher(index, settings, finder).teach(
+                sources, cache=cache, concurrency=concurrency, on_command=lambda: bar.update()
+            )
+        )
 
 
 def eval_parser(

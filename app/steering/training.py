@@ -32,7 +32,14 @@ from app.steering.parser import OfflineParser
 from app.steering.reading import Role
 from app.steering.scoring import score_all
 from app.steering.simulator import SimulatedCommand, label_roles, simulate
-from app.steering.student import CommandEncoder, CommandStudent, Features, StudentConfig, mention_cues
+from app.steering.student import (
+    CommandEncoder,
+    CommandStudent,
+    Features,
+    StudentConfig,
+    build_student,
+    mention_cues,
+)
 from graph.steering.catalog_index import CatalogIndex
 from graph.steering.preferences import Preferences
 
@@ -47,6 +54,8 @@ class TrainConfig:
     epochs: int = 10
     batch_size: int = 64
     lr: float = 1e-3
+    encoder_lr: float = 5e-5
+    """Learning rate of the encoder layers a student fine-tunes (pretrained: a small step)."""
     seed: int = 0
     refit_all: bool = True
     """After the thresholds are chosen, train the final head on training and held-out commands."""
@@ -55,6 +64,10 @@ class TrainConfig:
     thresholds are still chosen on simulated held-out phrasings only."""
     natural_repeat: int = 4
     """Each natural command counts this many times (a few hundred beside thousands simulated)."""
+    natural_select_share: float = 0.3
+    """The share of the natural commands kept out of the first fit and used, beside the simulated
+    held-out phrasings, to choose the thresholds (the refit then learns from them too): how sure a
+    hard constraint must be is chosen on how people phrase, not only on held-out templates."""
 
 
 @dataclass
@@ -91,14 +104,17 @@ def train_parser(
     *,
     on_progress: Callable[[str, int, int], None] | None = None,
     cache_dir: Path | None = None,
+    taught: Sequence[SimulatedCommand] = (),
 ) -> tuple[LearnedParser, TrainReport]:
-    """A trained parser (thresholds chosen on validation) and what training measured."""
+    """A trained parser (thresholds chosen on validation) and what training measured. ``taught``:
+    more training commands, e.g. an LLM teacher's checked rewrites (:mod:`app.steering.teacher`)."""
     started = time.perf_counter()
     torch.manual_seed(config.seed)
+    pretrained = encoder
     encoder = encoder.configured(student_config)
-    parser = LearnedParser(index, CommandStudent(student_config), encoder)
+    parser = LearnedParser(index, build_student(student_config, pretrained), encoder)
     finder = parser.finder
-    train = simulate(index, config.n_train, split="train", seed=config.seed)
+    train = [*simulate(index, config.n_train, split="train", seed=config.seed), *taught]
     val = simulate(index, config.n_val, split="val", seed=config.seed + 10_000)
     progress = on_progress or (lambda _stage, _done, _total: None)
 
@@ -112,19 +128,25 @@ def train_parser(
 
         return advance
 
-    features = _cached_encode(cache_dir, encoder, train, train_mentions, step("encode", config.n_train))
+    features = _cached_encode(cache_dir, encoder, train, train_mentions, step("encode", len(train)))
     natural = derive(
         [c for path in config.natural for c in read_training_set(path)], finder, index
     ) if config.natural else NaturalLabels([], 0)  # fmt: skip
+    k = config.natural_repeat
+    chosen: list[int] = []  # natural commands held out of the first fit, for choosing thresholds
     if natural.commands:
         nat_mentions, nat_roles, nat_flags = _targets(natural.commands, finder)
         done[0] = 0
         nat_features = _cached_encode(
             cache_dir, encoder, natural.commands, nat_mentions, step("natural", len(natural.commands))
         )
-        k = config.natural_repeat
-        features, train_roles = [*features, *nat_features * k], [*train_roles, *nat_roles * k]
-        train_flags = torch.cat([train_flags, nat_flags.repeat(k, 1)])
+        order = list(range(len(natural.commands)))
+        random.Random(config.seed).shuffle(order)
+        chosen = sorted(order[: round(config.natural_select_share * len(order))])
+        fit = [i for i in range(len(order)) if i not in set(chosen)]
+        features = [*features, *[nat_features[i] for i in fit] * k]
+        train_roles = [*train_roles, *[nat_roles[i] for i in fit] * k]
+        train_flags = torch.cat([train_flags, nat_flags[fit].repeat(k, 1)])
     _fit(
         parser.student,
         features,
@@ -137,6 +159,10 @@ def train_parser(
     val_mentions = [finder.find(c.text) for c in val]
     done[0] = 0
     val_features = _cached_encode(cache_dir, encoder, val, val_mentions, step("validate", len(val)))
+    if chosen:
+        val = [*val, *[natural.commands[i] for i in chosen]]
+        val_mentions = [*val_mentions, *[nat_mentions[i] for i in chosen]]
+        val_features = [*val_features, *[nat_features[i] for i in chosen]]
     predictions = []
     for start in range(0, len(val), 256):
         predictions += parser.predict_features(
@@ -168,10 +194,14 @@ def train_parser(
     if config.refit_all:
         # The threshold is chosen; the final head learns from every phrasing, held-out ones included.
         torch.manual_seed(config.seed)
-        parser.student = CommandStudent(student_config)
+        parser.student = build_student(student_config, pretrained)
+        n_sim = len(val) - len(chosen)  # held-out natural commands count k times, as in the first fit
+        refit_features = [*val_features[:n_sim], *val_features[n_sim:] * k]
+        refit_roles = [*val_roles[:n_sim], *val_roles[n_sim:] * k]
+        refit_flags = torch.cat([val_flags[:n_sim], val_flags[n_sim:].repeat(k, 1)])
         _fit(
-            parser.student, [*features, *val_features], [*train_roles, *val_roles],
-            torch.cat([train_flags, val_flags]), config, lambda n, total: progress("refit", n, total),
+            parser.student, [*features, *refit_features], [*train_roles, *refit_roles],
+            torch.cat([train_flags, refit_flags]), config, lambda n, total: progress("refit", n, total),
         )  # fmt: skip
     parser.thresholds = best[1]
     oracle = _oracle_exact(val, finder, index)
@@ -192,6 +222,8 @@ def train_parser(
             "n_natural": len(natural.commands),
             "natural_dropped": natural.dropped,
             "natural_repeat": config.natural_repeat,
+            "natural_select": len(chosen),
+            "taught": len(taught),
         },  # fmt: skip
         "val": report.val,
         "val_by_threshold": {f"{t.hard_confidence}/{t.agreed_confidence}": s.summary() for t, s in scored},
@@ -211,17 +243,23 @@ def _fit(
     progress: Callable[[int, int], None],
 ) -> None:
     student.train()
-    optimiser = torch.optim.AdamW(student.parameters(), lr=config.lr, weight_decay=1e-4)
+    tuned = {id(p) for p in student.tuned.parameters()} if student.tuned is not None else set()
+    groups = [
+        {"params": [p for p in student.parameters() if id(p) not in tuned], "lr": config.lr},
+        {"params": [p for p in student.parameters() if id(p) in tuned], "lr": config.encoder_lr},
+    ]
+    groups = [g for g in groups if g["params"]]
+    optimiser = torch.optim.AdamW(groups, weight_decay=1e-4)
     role_loss, flag_loss = nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     order = list(range(len(features)))
-    total_steps = config.epochs * ((len(order) + config.batch_size - 1) // config.batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=config.lr, total_steps=total_steps)
+    total_steps = config.epochs * len(_length_batches(list(order), features, config.batch_size, rng))
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimiser, max_lr=[g["lr"] for g in groups], total_steps=total_steps
+    )
     steps = 0
     for _epoch in range(config.epochs):
-        rng.shuffle(order)
-        for start in range(0, len(order), config.batch_size):
-            batch = order[start : start + config.batch_size]
+        for batch in _length_batches(order, features, config.batch_size, rng):
             logits, predicted = student([features[i] for i in batch])
             loss = flag_loss(predicted, flags[batch])
             targets = torch.cat([roles[i] for i in batch])
@@ -234,6 +272,21 @@ def _fit(
             steps += 1
             progress(steps, total_steps)
     student.eval()
+
+
+def _length_batches(
+    order: list[int], features: Sequence[Features], batch_size: int, rng: random.Random
+) -> list[list[int]]:
+    """Shuffled batches of commands of about the same length: a batch is padded to its longest
+    command, and fine-tuned encoder layers pay for every padded token."""
+    rng.shuffle(order)
+    pool = 32 * batch_size
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start : start + pool], key=lambda i: features[i].tokens.shape[0])
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
 
 
 def _cached_encode(
