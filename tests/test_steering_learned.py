@@ -20,14 +20,16 @@ from recmodels.text import load_text_encoder
 pytestmark = pytest.mark.integration
 
 HISTORY = [49, 180, 257, 293, 0]
+RETIRED_NATURAL = Path(__file__).parent / "data" / "steering_natural" / "movielens.jsonl"
 EMPTY_SIDE = {"genres": [], "year_range": None, "items": [], "soft": []}
 
 
 @pytest.fixture(scope="module")
 def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
-    """A CI-sized student: 1,000 simulated commands, a few epochs (seconds on an idle 2-core box)."""
+    """A CI-sized student: 1,000 simulated commands and the retired natural set v1, as the full
+    recipe trains on, a few epochs (about a minute on an idle 2-core box)."""
     encoder = CommandEncoder(load_text_encoder())
-    config = TrainConfig(n_train=1000, n_val=200, epochs=8, seed=0)
+    config = TrainConfig(n_train=1000, n_val=200, epochs=4, seed=0, natural=(RETIRED_NATURAL,))
     parser, report = train_parser(CatalogIndex(ml_dataset), encoder, config)
     assert report.n_train == 1000 and 0.0 <= report.thresholds.hard_confidence <= 1.0
     path = tmp_path_factory.mktemp("parser") / "command-parser.pt"

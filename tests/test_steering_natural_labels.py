@@ -121,7 +121,8 @@ def test_a_second_clause_is_not_a_list(text):
 def _untrained(index: CatalogIndex, thresholds: Thresholds) -> LearnedParser:
     """A parser whose predictions the test writes itself: no encoder is run."""
     encoder = SimpleNamespace(tokenizer=SimpleNamespace(get_vocab=dict))
-    return LearnedParser(index, CommandStudent(StudentConfig()), encoder, thresholds)  # type: ignore[arg-type]
+    student = CommandStudent(StudentConfig(tune_layers=0))
+    return LearnedParser(index, student, encoder, thresholds)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("fallback", "genres"), [(True, ["Horror"]), (False, [])])

@@ -51,7 +51,9 @@ AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 class TrainConfig:
     n_train: int = 6_000
     n_val: int = 600
-    epochs: int = 10
+    epochs: int = 6
+    """Fine-tuned encoder layers settle in a few epochs (a frozen encoder's head needed about 10;
+    6 read the MovieLens development set v2 better than 4, paired +0.033 [+0.004, +0.065])."""
     batch_size: int = 64
     lr: float = 1e-3
     encoder_lr: float = 5e-5
