@@ -1,0 +1,71 @@
+"""`recloop train-parser` from the command line: a small run with a retired natural set and the
+LLM teacher (through ChatOpenAI against a local OpenAI-compatible server), its JSON line and
+artifact; and the refusals that need no training (a frozen set, a teacher without an endpoint)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from fake_openai import Reply
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.settings import get_settings
+
+DATA = Path(__file__).parent / "data"
+RETIRED = DATA / "steering_natural" / "movielens.jsonl"
+FROZEN = DATA / "steering_natural_v3" / "movielens.jsonl"
+SMALL = ["--n-train", "120", "--n-val", "40", "--epochs", "1", "--encoder-layers", "2", "--tune-layers", "1"]
+
+
+def invoke(*args: str):
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(cli, list(args))
+    finally:
+        get_settings.cache_clear()
+
+
+def test_a_frozen_set_or_a_teacher_without_an_endpoint_is_refused_before_any_training(cli_env):
+    frozen = invoke("train-parser", "--dataset", "movielens", "--natural", str(FROZEN), *SMALL)
+    assert frozen.exit_code == 2 and "never trained on" in frozen.output
+    no_llm = invoke("train-parser", "--dataset", "movielens", "--teacher", "3", *SMALL)
+    assert no_llm.exit_code == 2 and "--teacher needs an LLM endpoint" in no_llm.output
+    assert not (cli_env / "models" / "movielens" / "command-parser.pt").exists()
+
+
+def test_train_parser_with_natural_commands_and_the_llm_teacher(cli_env, fake_openai, monkeypatch, tmp_path):
+    # Every rewrite is "no horror" and every read-back says so: kept only where the simulator's
+    # label is exactly that, so the JSON line's count is what the two checks let through.
+    def answer(request) -> Reply:
+        if "Rewrite the user's command" in request.text:
+            return Reply.json({"thoughts": "t", "paraphrase": "horror? not for me"})
+        empty = dict(genres=[], year_start=None, year_end=None, titles=[], like_titles=[], soft=[])
+        return Reply.json(
+            {"thoughts": "t", "reset": False, "positive": empty, "negative": empty | {"genres": ["Horror"]},
+             "lift": empty, "not_understood": []}
+        )  # fmt: skip
+
+    fake_openai.default = answer
+    monkeypatch.setenv("RECLOOP_LLM_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("RECLOOP_LLM_MAX_RETRIES", "0")
+    cache = tmp_path / "cache"
+    args = ["train-parser", "--dataset", "movielens", "--natural", str(RETIRED), *SMALL, "--teacher", "12"]
+    result = invoke(*args, "--cache-dir", str(cache), "--json", "--no-progress")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["n_natural"] > 150 and summary["n_train"] >= 120
+    assert 0 <= summary["taught"] <= 12 and 0.0 <= summary["val_exact"] <= 1.0
+    assert "LLM teacher: " in result.output
+    asked = len(fake_openai.requests)
+    assert asked >= 2  # a rewrite and its read-back at least
+    artifact = cli_env / "models" / "movielens" / "command-parser.pt"
+    payload = torch.load(artifact, weights_only=True)
+    assert payload["config"]["tune_layers"] == 1 and payload["info"]["train"]["taught"] == summary["taught"]
+    assert payload["info"]["train"]["natural_select"] > 0
+
+    again = invoke(*args, "--cache-dir", str(cache), "--json", "--no-progress")
+    assert again.exit_code == 0, again.output
+    assert len(fake_openai.requests) == asked  # the teacher's answers came from the cache
