@@ -12,19 +12,6 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.settings import get_settings
-from graph.agents.llm_evidence import LLMWeights
-from graph.llm_calibration import llm_weights_key, llm_weights_path, write_llm_weights
-from graph.llm_client import endpoint_model
-from recmodels.artifacts import load_latest_scorer
-
-
-def _store_obeyed_weights(dataset, rec_model: str) -> None:
-    settings = get_settings()
-    rec = load_latest_scorer(settings.models_dir, dataset, rec_model)
-    reward = load_latest_scorer(settings.models_dir, dataset, settings.reward_model)
-    config = settings.loop_config()
-    key = llm_weights_key(config, dataset, rec, reward, endpoint_model(config.llm))
-    write_llm_weights(llm_weights_path(rec, reward, key), key, LLMWeights.obey())
 
 
 def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
@@ -39,15 +26,14 @@ def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
         monkeypatch.setenv("RECLOOP_DATA_DIR", str(data_dir))
         monkeypatch.setenv("RECLOOP_LLM_BASE_URL", server.base_url)
         get_settings.cache_clear()
-        # weights stored for this endpoint (so the evaluation does not fit them first): the LLM's
-        # answers decide, which is what the counts below are about
-        _store_obeyed_weights(ml_dataset, "sasrec")
+        # --llm-weights obey: the LLM's answers decide (no weights fitted or stored first), which is
+        # what the counts below are about
         try:
             result = CliRunner().invoke(
                 cli,
                 ["eval", "table4", "--dataset", "movielens", "--rec-model", "sasrec", "--agents", "llm"]
                 + ["--seeds", "1", "--max-rows", "6", "--concurrency", "3", "--run-dir", str(run_dir)]
-                + ["--json", "--no-progress"],
+                + ["--llm-weights", "obey", "--json", "--no-progress"],
             )
         finally:
             get_settings.cache_clear()
@@ -67,6 +53,7 @@ def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(
 
     results = json.loads((run_dir / "results.json").read_text())
     assert results["config"]["agents"] == "llm" and results["config"]["llm_model"]
+    assert results["config"]["llm_weights"] == "obey"
     # the exact expectation exists for the picks that rank by one score, not for an LLM's proposal
     stored = results["rows"][0]
     assert "model_hr1_exact" in stored and "agent_hr1_exact" not in stored

@@ -48,6 +48,13 @@ CandidatesOpt = typer.Option(
 )
 JsonOpt = typer.Option(False, "--json", help="End the output with one machine-readable JSON line.")
 ConcurrencyOpt = typer.Option(4, "--concurrency", min=1, help="Rows run at once with LLM agents.")
+LLM_WEIGHT_CHOICES = ("fitted", "obey")
+LlmWeightsOpt = typer.Option(
+    "fitted",
+    "--llm-weights",
+    help="With --agents llm: fitted (the weights fitted for the endpoint on validation, fitted first "
+    "when it has none) or obey (the LLM's answers decide: measures the LLM itself, not the weighed loop).",
+)
 ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr.")
 # table5's own defaults of two shared options
 Table5SeedsOpt = typer.Option(1, "--seeds", min=1, help="Seeds 0..N-1 drawing candidates and negatives.")
@@ -70,6 +77,7 @@ class EvalArgs:
     as_json: bool
     concurrency: int
     progress: bool
+    llm_weights: str = "fitted"
 
     @property
     def seed_range(self) -> tuple[int, ...]:
@@ -100,6 +108,7 @@ def _shared_options(seeds: Any, candidates: Any) -> tuple[list[inspect.Parameter
         opt("as_json", bool, JsonOpt),
         opt("concurrency", int, ConcurrencyOpt),
         opt("progress", bool, ProgressOpt),
+        opt("llm_weights", str, LlmWeightsOpt),
     ]
     return before, after
 
@@ -195,12 +204,18 @@ def execute(
     """Open the dataset and run dir, run ``body``, write results.json + report.md, print."""
     settings = settings or get_settings()
     kind = _check_agents(settings, args.agents)
+    if args.llm_weights not in LLM_WEIGHT_CHOICES:
+        raise typer.BadParameter(
+            f"--llm-weights must be one of {', '.join(LLM_WEIGHT_CHOICES)}, got {args.llm_weights!r}"
+        )
     candidates = args.candidates
     # Batch-of-one inference: extra intra-op threads only contend on a shared machine.
     torch.set_num_threads(settings.torch_threads)
     try:
         dataset = Dataset.open(settings.datasets_dir, args.dataset)
         config = base_config(settings, dataset, experiment, kind, candidates) | extra_config
+        if kind == "llm":
+            config["llm_weights"] = args.llm_weights
         run = RunDir.create(args.run_dir, settings.runs_dir, f"{experiment}-{dataset.name}", config)
     except (DatasetNotFound, EvalError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -213,6 +228,7 @@ def execute(
         agents=kind,
         concurrency=args.concurrency,
         progress=args.progress,
+        llm_weights=args.llm_weights,
     )
     started = time.perf_counter()
     try:

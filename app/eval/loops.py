@@ -16,6 +16,7 @@ from typing import Any, Literal
 from app.eval.adapters import ModelBank, baseline_picks, loop_runner, make_loop_deps, model_picks, run_flow
 from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
+from graph.agents.llm_evidence import LLMWeights
 from graph.caches import LoopCaches
 from graph.config import AgentMode
 from recmodels.dataset import Dataset
@@ -46,6 +47,8 @@ class EvalContext:
     agents: AgentMode = "offline"
     concurrency: int = 1
     progress: bool = True
+    llm_weights: str = "fitted"
+    """With LLM agents: "fitted" (the endpoint's weights, fitted first when missing) or "obey"."""
     runner: Any = field(default_factory=loop_runner, repr=False)
     """The loop graph, compiled once for the whole evaluation (``graph.runner.LoopRunner``)."""
     aio: asyncio.Runner = field(default_factory=asyncio.Runner, repr=False)
@@ -61,6 +64,9 @@ class EvalContext:
         Synchronous, for use between batches: it may fit the calibration, which runs loops itself.
         """
         key = (rec_model, variant.name)
+        knobs = dict(variant.knobs)
+        if self.agents == "llm" and self.llm_weights == "obey":
+            knobs.setdefault("llm_weights", LLMWeights.obey())
         if key not in self._deps:
             self._deps[key] = self.aio.run(
                 make_loop_deps(
@@ -70,7 +76,7 @@ class EvalContext:
                     self.models.get(self.dataset, self.settings.reward_model),
                     self.agents,
                     self.caches,
-                    **variant.knobs,
+                    **knobs,
                 )
             )
         return self._deps[key]
