@@ -218,6 +218,14 @@ _MUSIC_TOPICS = (
     "singer-songwriters", "protest songs", "drum solos", "sax solos", "bagpipes", "orchestral stuff",
     "lo-fi beats", "ska", "bluegrass", "gospel", "the radio hits", "chart stuff", "deep cuts", "b-sides",
 )  # fmt: skip
+_TOPIC_POSITIVE = _POSITIVE + (
+    "anything with {x}", "anything w/ {x}", "i love {x}", "{x} stuff", "something with {x}", "more {x}",
+    "big {x} fan here", "i'm a sucker for {x}",
+)  # fmt: skip
+_TOPIC_NEGATIVE = _NEGATIVE + (
+    "i'm not a fan of {x}", "no {x} please", "less {x}", "{x} gets on my nerves", "nothing with {x}",
+    "i can't stand {x}", "i could do without the {x}", "not big on {x}",
+)  # fmt: skip
 _NOTHING = (
     "what's the weather like", "thanks!", "hello there", "who are you?", "tell me a joke", "lol", "hmm",
     "ok", "how does this work?", "what time is it", "i'm bored", "good morning", "you're great",
@@ -612,15 +620,7 @@ class CommandSimulator:
             return None
         used.add(topic)
         positive = rng.random() < 0.55
-        template = self._pick(_POSITIVE if positive else _NEGATIVE)
-        if positive and rng.random() < 0.3:
-            template = rng.choice(("anything with {x}", "anything w/ {x}", "i love {x}", "{x} stuff",
-                                   "something with {x}", "more {x}", "big {x} fan here"))  # fmt: skip
-        elif not positive and rng.random() < 0.3:
-            template = rng.choice(
-                ("i'm not a fan of {x}", "no {x} please", "less {x}", "{x} gets on my nerves",
-                 "nothing with {x}", "i can't stand {x}")
-            )  # fmt: skip
+        template = self._pick(_TOPIC_POSITIVE if positive else _TOPIC_NEGATIVE)
         text = template.replace("{x}", topic)
         return _Clause(text, soft_positive=positive, soft_negative=not positive)
 
