@@ -6,21 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cli_runner import invoke
 from known_skill import KnownSkill, known_skill_server, tell_rows
-from typer.testing import CliRunner
-
-from app.cli import cli
-from app.settings import get_settings
 
 ROWS = 10
-
-
-def invoke(*args: str):
-    get_settings.cache_clear()
-    try:
-        return CliRunner().invoke(cli, list(args))
-    finally:
-        get_settings.cache_clear()
 
 
 def test_calibrate_respects_its_budget_resumes_and_stores_the_weights(

@@ -8,24 +8,13 @@ import json
 from pathlib import Path
 
 import torch
+from cli_runner import invoke
 from fake_openai import Reply
-from typer.testing import CliRunner
-
-from app.cli import cli
-from app.settings import get_settings
 
 DATA = Path(__file__).parent / "data"
 RETIRED = DATA / "steering_natural" / "movielens.jsonl"
 FROZEN = DATA / "steering_natural_v3" / "movielens.jsonl"
 SMALL = ["--n-train", "120", "--n-val", "40", "--epochs", "1", "--encoder-layers", "2", "--tune-layers", "1"]
-
-
-def invoke(*args: str):
-    get_settings.cache_clear()
-    try:
-        return CliRunner().invoke(cli, list(args))
-    finally:
-        get_settings.cache_clear()
 
 
 def test_a_frozen_set_or_a_teacher_without_an_endpoint_is_refused_before_any_training(cli_env):

@@ -31,8 +31,7 @@ from app.eval.steering import (
 )
 from app.settings import Settings, get_settings
 from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
-from app.steering.learned_parser import common_words, known_words
-from app.steering.mentions import MentionFinder
+from app.steering.learned_parser import mention_finder
 from app.steering.natural_labels import FrozenSetError, read_training_set
 from app.steering.parser import CommandParser
 from app.steering.planner import PlanWeights
@@ -291,7 +290,7 @@ def _teach(
 ) -> tuple[list, TeacherReport]:
     """The LLM teacher's checked rewrites of ``n`` simulated commands (their own seed, the training
     share of the templates; abstentions are not rewritten)."""
-    finder = MentionFinder(index, common_words(encoder), known_words(encoder))
+    finder = mention_finder(index, encoder)
     sources = [c for c in simulate(index, n, split="train", seed=seed + 20_000) if c.expected is not None]
     cache = teacher_cache_path(cache_dir, settings, sources) if cache_dir is not None else None
     with tqdm(total=len(sources), desc="teacher", disable=not progress) as bar:

@@ -64,10 +64,10 @@ class EvalContext:
         Synchronous, for use between batches: it may fit the calibration, which runs loops itself.
         """
         key = (rec_model, variant.name)
-        knobs = dict(variant.knobs)
-        if self.agents == "llm" and self.llm_weights == "obey":
-            knobs.setdefault("llm_weights", LLMWeights.obey())
         if key not in self._deps:
+            knobs = dict(variant.knobs)
+            if self.agents == "llm" and self.llm_weights == "obey":
+                knobs.setdefault("llm_weights", LLMWeights.obey())
             self._deps[key] = self.aio.run(
                 make_loop_deps(
                     self.settings,

@@ -189,6 +189,11 @@ def common_words(encoder: CommandEncoder) -> frozenset[str]:
     return frozenset(w for w in known_words(encoder) if vocab[w] < EVERYDAY_IDS)
 
 
+def mention_finder(index: CatalogIndex, encoder: CommandEncoder) -> MentionFinder:
+    """The look-up the learned parser reads with: the encoder's vocabulary tells everyday words."""
+    return MentionFinder(index, common_words(encoder), known_words(encoder))
+
+
 @dataclass
 class _Prediction:
     mentions: list[Mention]
@@ -214,7 +219,7 @@ class LearnedParser(CommandParser):
         self.student = student.eval()
         self.encoder = encoder
         self.thresholds = thresholds
-        self.finder = MentionFinder(self.index, common_words(encoder), known_words(encoder))
+        self.finder = mention_finder(self.index, encoder)
         self.rules = OfflineParser(self.index)
         self.info = info or {}
 

@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -67,9 +67,6 @@ class TeacherReport:
     cached: int = 0
     """Commands answered from the cache (no call)."""
     usage: dict[str, float] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def teacher_cache_path(cache_dir: Path, settings: Settings, commands: Sequence[SimulatedCommand]) -> Path:

@@ -62,8 +62,8 @@ class TrainConfig:
     refit_all: bool = True
     """After the thresholds are chosen, train the final head on training and held-out commands."""
     natural: tuple[Path, ...] = ()
-    """Retired natural-command sets (development data) trained on beside the simulated commands;
-    thresholds are still chosen on simulated held-out phrasings only."""
+    """Retired natural-command sets (development data) trained on beside the simulated commands
+    (a share of them also helps choose the thresholds: ``natural_select_share``)."""
     natural_repeat: int = 4
     """Each natural command counts this many times (a few hundred beside thousands simulated)."""
     natural_select_share: float = 0.3
@@ -145,7 +145,8 @@ def train_parser(
         order = list(range(len(natural.commands)))
         random.Random(config.seed).shuffle(order)
         chosen = sorted(order[: round(config.natural_select_share * len(order))])
-        fit = [i for i in range(len(order)) if i not in set(chosen)]
+        held_out = set(chosen)
+        fit = [i for i in range(len(order)) if i not in held_out]
         features = [*features, *[nat_features[i] for i in fit] * k]
         train_roles = [*train_roles, *[nat_roles[i] for i in fit] * k]
         train_flags = torch.cat([train_flags, nat_flags[fit].repeat(k, 1)])
@@ -255,7 +256,7 @@ def _fit(
     role_loss, flag_loss = nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     order = list(range(len(features)))
-    total_steps = config.epochs * len(_length_batches(list(order), features, config.batch_size, rng))
+    total_steps = config.epochs * _n_length_batches(len(order), config.batch_size)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
         optimiser, max_lr=[g["lr"] for g in groups], total_steps=total_steps
     )
@@ -276,13 +277,23 @@ def _fit(
     student.eval()
 
 
+_POOL_BATCHES = 32
+"""Commands are sorted by length within pools of this many batches (shuffled pools, then batches)."""
+
+
+def _n_length_batches(n: int, batch_size: int) -> int:
+    """How many batches :func:`_length_batches` makes of ``n`` commands (each pool's last may be short)."""
+    pool = _POOL_BATCHES * batch_size
+    return sum(-(-min(pool, n - start) // batch_size) for start in range(0, n, pool))
+
+
 def _length_batches(
     order: list[int], features: Sequence[Features], batch_size: int, rng: random.Random
 ) -> list[list[int]]:
     """Shuffled batches of commands of about the same length: a batch is padded to its longest
     command, and fine-tuned encoder layers pay for every padded token."""
     rng.shuffle(order)
-    pool = 32 * batch_size
+    pool = _POOL_BATCHES * batch_size
     batches = []
     for start in range(0, len(order), pool):
         chunk = sorted(order[start : start + pool], key=lambda i: features[i].tokens.shape[0])
