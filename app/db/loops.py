@@ -7,12 +7,13 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import exists, func, literal, select, text, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, Session, SteeringCommand, usage_columns
+from app.db.sessions import loop_status_update
 
 ROUND_FIELDS = (
     "round",
@@ -54,6 +55,11 @@ def new_loop(
 
 def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
     """Round rows from graph RoundRecord dicts."""
+    return [Round(**values) for values in round_values(rounds)]
+
+
+def round_values(rounds: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Round columns (all but the loop's id) from graph RoundRecord dicts."""
     rows = []
     for record in rounds:
         detail = None
@@ -67,11 +73,11 @@ def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
         if record.get("reason_reading"):  # a human judge's reason, as the steering parser read it
             detail = {**(detail or {}), "reason_reading": record["reason_reading"]}
         rows.append(
-            Round(
+            {
                 **{name: record.get(name) for name in ROUND_FIELDS},
                 **usage_columns(record.get("llm_usage") or {}),
-                llm_detail=detail,
-            )
+                "llm_detail": detail,
+            }
         )
     return rows
 
@@ -167,6 +173,65 @@ def _utc_today() -> date:
     return datetime.now(UTC).date()
 
 
+async def record_loop(
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID,
+    loop_index: int,
+    worker_id: str,
+    values: dict[str, Any],
+    duration_ms: float,
+    rounds: list[dict[str, Any]],
+    session_status: str,
+) -> bool:
+    """A run's outcome in one statement: the loop's ``values`` (its duration grows by
+    ``duration_ms``), its new ``rounds`` (:func:`round_values`) and the session's status; False,
+    and nothing written, when the loop is not ``running`` under ``worker_id`` any more.
+
+    The loop's row stays locked until the transaction ends: a recovery's :func:`resolve_running`
+    of the same loop waits for it (and then finds it recorded), or has committed first (and this
+    UPDATE finds the loop failed, READ COMMITTED re-checking the row it waited for).
+    """
+    loop = (
+        update(Loop)
+        .where(
+            Loop.session_id == session_id,
+            Loop.loop_index == loop_index,
+            Loop.status == "running",
+            Loop.worker_id == worker_id,
+        )
+        .values(**values, duration_ms=func.coalesce(Loop.duration_ms, 0.0) + duration_ms)
+        .returning(Loop.id)
+        .cte("loop")
+    )
+    recorded = exists(select(loop.c.id))
+    session = loop_status_update(session_id, status=session_status, n_loops=loop_index).where(recorded)
+    stmt = select(loop.c.id).add_cte(session.cte("session"))
+    if rounds:
+        names = list(rounds[0])
+        columns = Round.__table__.c
+        # One SELECT per round from the loop's CTE: no round is written unless the loop was.
+        rows = [
+            select(loop.c.id, *[literal(row[name], columns[name].type) for name in names]) for row in rounds
+        ]
+        stmt = stmt.add_cte(
+            insert(Round)
+            .from_select(["loop_id", *names], rows[0] if len(rows) == 1 else union_all(*rows))
+            .cte("new_rounds")
+        )
+    return (await db.execute(stmt)).scalar_one_or_none() is not None
+
+
+async def stored_rounds(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int) -> set[int]:
+    """The numbers of the rounds stored for the loop (a paused loop's, before it resumes)."""
+    stmt = (
+        select(Round.round)
+        .join(Loop, Round.loop_id == Loop.id)
+        .where(Loop.session_id == session_id, Loop.loop_index == loop_index)
+    )
+    return set((await db.execute(stmt)).scalars())
+
+
 async def set_loop_status(
     db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str, worker_id: str | None = None
 ) -> None:
@@ -210,22 +275,6 @@ async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index
         .values(status="idle", updated_at=func.now())
     )
     return True
-
-
-async def lock_for_record(
-    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int
-) -> tuple[str, str | None] | None:
-    """Row-lock the loop until the transaction ends; its (status, worker), None if it is gone.
-
-    A recovery's :func:`resolve_running` of the same loop waits for this transaction (and then
-    finds it recorded), or has committed first (and this transaction sees it failed)."""
-    stmt = (
-        select(Loop.status, Loop.worker_id)
-        .where(Loop.session_id == session_id, Loop.loop_index == loop_index)
-        .with_for_update()
-    )
-    row = (await db.execute(stmt)).one_or_none()
-    return None if row is None else (row[0], row[1])
 
 
 async def note_discarded_result(

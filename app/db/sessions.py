@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import Select, Update, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Session
@@ -99,7 +99,12 @@ async def delete_session(db: AsyncSession, *, session_id: uuid.UUID) -> None:
 
 async def set_loop_status(db: AsyncSession, *, session_id: uuid.UUID, status: str, n_loops: int) -> None:
     """After a loop run: the session's status and loop count, without reading the row first."""
-    await db.execute(
+    await db.execute(loop_status_update(session_id, status=status, n_loops=n_loops))
+
+
+def loop_status_update(session_id: uuid.UUID, *, status: str, n_loops: int) -> Update:
+    """The UPDATE of :func:`set_loop_status`, to run inside another statement (app/db/loops.py)."""
+    return (
         update(Session)
         .where(Session.id == session_id)
         .values(status=status, n_loops=func.greatest(Session.n_loops, n_loops), updated_at=func.now())

@@ -111,7 +111,6 @@ class LoopRun:
         self.resumed = is_resume(graph_input)
         self.loop_index = loop_index
         """The loop's number in the session's history: the next one, or the paused loop's."""
-        self._loop: Loop | None = None
         self.started = asyncio.Event()
         """Set once the loop is in the history as ``running`` (before the graph starts)."""
         self._streamed = StreamedLoop()
@@ -223,14 +222,15 @@ class LoopRun:
                     worker_id=worker,
                 )
             else:
-                self._loop = loops_repo.new_loop(
-                    session_id=self.session.id,
-                    loop_index=self.loop_index,
-                    status="running",
-                    params=self.params,
-                    worker_id=worker,
+                db.add(
+                    loops_repo.new_loop(
+                        session_id=self.session.id,
+                        loop_index=self.loop_index,
+                        status="running",
+                        params=self.params,
+                        worker_id=worker,
+                    )
                 )
-                db.add(self._loop)
             # A keyed request's key stands for this loop from now on: its retry replays the loop
             # once it is recorded, waits (409) while it runs, and runs again only if it failed.
             await idempotency.link(db, session_id=self.session.id, loop_index=self.loop_index)
@@ -306,17 +306,16 @@ class LoopRun:
     async def _record(self, outcome: LoopOutcome) -> None:
         """The loop's history and the session's status, in one (synchronously committed) transaction.
 
-        A new loop is one INSERT with its rounds; a resumed one (human judge) appends the rounds
-        that are not stored yet. (loop, round) is unique, so a fork could not be written anyway.
+        The loop's row (inserted ``running`` by :meth:`_start`) gets its outcome and its rounds; a
+        resumed one (human judge) only the rounds that are not stored yet. (loop, round) is unique,
+        so a fork could not be written anyway.
         """
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
         handover = checkpoints.commit_with(self.res.saver, self.session.thread_id)
         async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
-            found = await loops_repo.lock_for_record(
-                db, session_id=self.session.id, loop_index=self.loop_index
-            )
-            if found != ("running", self.res.worker_id):
+            new_rounds = await self._stage_record(db, outcome, checkpoint_statements)
+            if new_rounds is None:
                 # Resolved meanwhile: another worker found this one's lock free for stale_grace_s
                 # (cut off from the database) and a retry may already have run the loop again, so
                 # this result must not land. Its checkpoint rows are dropped, never committed.
@@ -327,11 +326,7 @@ class LoopRun:
                     worker_id=self.res.worker_id,
                     note=DISCARDED,
                 )
-                superseded, new_rounds = True, []
-            else:
-                superseded = False
-                new_rounds = await self._stage_record(db, outcome, checkpoint_statements)
-        if superseded:
+        if new_rounds is None:
             await checkpoints.discard(self.res.saver, self.session.thread_id)
             raise LoopSuperseded(
                 f"loop {self.loop_index} was resolved as abandoned while this worker could not reach "
@@ -344,23 +339,32 @@ class LoopRun:
 
     async def _stage_record(
         self, db: AsyncSession, outcome: LoopOutcome, checkpoint_statements: list
-    ) -> list[dict[str, Any]]:
-        """Stage the loop, its new rounds, the session's status and the key's usage; the new rounds."""
-        loop = self._loop  # a new loop's row, as _start inserted it
-        if loop is None:
-            loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
-        if loop is None:
-            raise RuntimeError(f"loop {self.loop_index} of session {self.session.id} is not in the history")
-        stored = {r.round for r in loop.rounds} if self.resumed else set()
+    ) -> list[dict[str, Any]] | None:
+        """Write the loop, its new rounds, the session's status and the key's usage, then the
+        run's checkpoint rows; the new rounds, or None (nothing written) when the loop is not this
+        worker's ``running`` loop any more.
+
+        One statement for the history (Core, not the ORM's unit of work: a round trip and its
+        CPU per row), one pipelined round trip for the checkpoint rows.
+        """
+        stored = (
+            await loops_repo.stored_rounds(db, session_id=self.session.id, loop_index=self.loop_index)
+            if self.resumed
+            else set()
+        )
         new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
-        _finish_loop(loop, outcome)
-        loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
-        await sessions_repo.set_loop_status(
+        recorded = await loops_repo.record_loop(
             db,
             session_id=self.session.id,
-            status="awaiting_feedback" if outcome.pending is not None else "idle",
-            n_loops=outcome.loop_index,
+            loop_index=self.loop_index,
+            worker_id=self.res.worker_id,
+            values=_finished_values(outcome, status=outcome.status),
+            duration_ms=outcome.duration_ms,
+            rounds=loops_repo.round_values(new_rounds),
+            session_status="awaiting_feedback" if outcome.pending is not None else "idle",
         )
+        if not recorded:
+            return None
         await loops_repo.add_key_usage(
             db,
             owner_key_id=self.session.owner_key_id,
@@ -368,7 +372,6 @@ class LoopRun:
             fallbacks=_fallbacks(new_rounds),
         )
         if checkpoint_statements:
-            await db.flush()
             raw = await (await db.connection()).get_raw_connection()
             await checkpoints.execute_in_transaction(
                 raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
@@ -408,17 +411,25 @@ async def start_run(
     return run, task
 
 
-def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str | None = None) -> None:
-    loop.status = status or outcome.status
-    loop.duration_ms = (loop.duration_ms or 0.0) + outcome.duration_ms
-    if outcome.status == "completed":
-        loop.final_item = outcome.final_item
-        loop.final_reason = outcome.final_reason
-        loop.stop_reason = outcome.stop_reason
-        loop.finished_at = datetime.now(UTC)
-    # Usage is recomputed from all rounds of the loop, so a resumed loop is not double counted.
-    for column, value in usage_columns(dict(total_usage(outcome.rounds, "llm_usage"))).items():
+def _finish_loop(loop: Loop, outcome: LoopOutcome, *, status: str) -> None:
+    for column, value in _finished_values(outcome, status=status).items():
         setattr(loop, column, value)
+    loop.duration_ms = (loop.duration_ms or 0.0) + outcome.duration_ms
+
+
+def _finished_values(outcome: LoopOutcome, *, status: str) -> dict[str, Any]:
+    """A loop's columns after a run (its duration aside, which adds up over a paused loop's runs)."""
+    values: dict[str, Any] = {"status": status}
+    if outcome.status == "completed":
+        values.update(
+            final_item=outcome.final_item,
+            final_reason=outcome.final_reason,
+            stop_reason=outcome.stop_reason,
+            finished_at=datetime.now(UTC),
+        )
+    # Usage is recomputed from all rounds of the loop, so a resumed loop is not double counted.
+    values.update(usage_columns(dict(total_usage(outcome.rounds, "llm_usage"))))
+    return values
 
 
 def _deps_for(res: ServiceResources, agents: AgentMode) -> LoopDeps:
