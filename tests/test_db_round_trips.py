@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 HISTORY = [49, 180, 257, 293, 0, 171]
 LOOPS = 6
-MAX_PER_LOOP = 15
+MAX_PER_LOOP = 11
 """Per loop, rate limit on, one-round loops (the table printed shows them statement by statement)."""
 
 
@@ -58,3 +58,33 @@ async def test_an_offline_loop_stays_within_its_round_trips(
     with capsys.disabled():
         print(f"\nround trips per offline loop (1 round, {LOOPS} loops):\n{proxy.counted.table(LOOPS)}")
     assert per_loop <= MAX_PER_LOOP, proxy.counted.table(LOOPS)
+
+
+async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api, service_resources):
+    """LoopRun._write_start: the loop's ``running`` row and its session's status, atomic, in one
+    statement whose commit skips the WAL flush, leaving its pooled connection as it was."""
+    import uuid
+
+    from sqlalchemy import select, text
+
+    from app.db import loops as loops_repo
+    from app.db.models import Loop, Session
+
+    created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
+    session_id = uuid.UUID(created.json()["id"])
+    res = service_resources
+    async with res.one_statement() as db:
+        flushes = "SELECT wal_sync FROM pg_stat_wal"
+        before = (await db.execute(text(flushes))).scalar_one()
+        for loop_index in range(1, 21):  # a WAL flush each if their commits waited for one
+            await loops_repo.start_loop(
+                db, session_id=session_id, loop_index=loop_index, worker_id="w", params={"p": 1}
+            )
+        after = (await db.execute(text(flushes))).scalar_one()
+        assert (await db.execute(text("SHOW synchronous_commit"))).scalar_one() == "on"
+    assert after - before < 10  # the WAL writer's own flushes (one per 200 ms) aside
+    async with res.sessionmaker() as db:
+        session = await db.get(Session, session_id)
+        loops = (await db.execute(select(Loop.status).where(Loop.session_id == session_id))).scalars()
+        assert session is not None and (session.status, session.n_loops) == ("running", 20)
+        assert list(loops) == ["running"] * 20

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import exists, func, literal, select, text, union_all, update
+from sqlalchemy import exists, func, literal, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
@@ -29,28 +29,6 @@ ROUND_FIELDS = (
     "rec_fallback_cause",
     "user_fallback_cause",
 )
-
-
-def new_loop(
-    *,
-    session_id: uuid.UUID,
-    loop_index: int,
-    status: str,
-    params: dict[str, Any],
-    worker_id: str | None = None,
-) -> Loop:
-    """A loop row to fill in and stage with :func:`stage_loop` (one INSERT with its rounds)."""
-    return Loop(
-        session_id=session_id,
-        loop_index=loop_index,
-        status=status,
-        params=params,
-        worker_id=worker_id,
-        llm_calls=0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        rounds=[],  # loaded (empty), so rounds can be appended after the row is committed
-    )
 
 
 def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
@@ -173,6 +151,30 @@ def _utc_today() -> date:
     return datetime.now(UTC).date()
 
 
+async def start_loop(
+    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, worker_id: str, params: dict[str, Any] | None
+) -> None:
+    """The loop ``running`` under ``worker_id`` and its session with it, in one statement (atomic
+    on its own) whose commit is not waited for on disk: ``set_config`` is ``SET LOCAL`` without a
+    round trip of its own, and it lasts until this statement's transaction (or the caller's) commits.
+
+    ``params``: a new loop's row; None: the paused loop (``awaiting_feedback``) runs again.
+    """
+    if params is None:
+        started: Any = (
+            update(Loop)
+            .where(Loop.session_id == session_id, Loop.loop_index == loop_index)
+            .values(status="running", worker_id=worker_id)
+        )
+    else:
+        started = insert(Loop).values(
+            session_id=session_id, loop_index=loop_index, status="running", params=params, worker_id=worker_id
+        )
+    loop = started.returning(Loop.id).cte("loop")
+    session = loop_status_update(session_id, status="running", n_loops=loop_index).cte("session")
+    await db.execute(select(loop.c.id, func.set_config("synchronous_commit", "off", True)).add_cte(session))
+
+
 async def record_loop(
     db: AsyncSession,
     *,
@@ -232,17 +234,6 @@ async def stored_rounds(db: AsyncSession, *, session_id: uuid.UUID, loop_index: 
     return set((await db.execute(stmt)).scalars())
 
 
-async def set_loop_status(
-    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, status: str, worker_id: str | None = None
-) -> None:
-    values: dict[str, Any] = {"status": status}
-    if worker_id is not None:
-        values["worker_id"] = worker_id
-    await db.execute(
-        update(Loop).where(Loop.session_id == session_id, Loop.loop_index == loop_index).values(**values)
-    )
-
-
 async def loop_status(db: AsyncSession, *, session_id: uuid.UUID | None, loop_index: int) -> str | None:
     stmt = select(Loop.status).where(Loop.session_id == session_id, Loop.loop_index == loop_index)
     return (await db.execute(stmt)).scalar_one_or_none()
@@ -291,8 +282,3 @@ async def note_discarded_result(
         )
         .values(error=func.left(func.concat(Loop.error, note), 500))
     )
-
-
-async def without_sync_commit(db: AsyncSession) -> None:
-    """This transaction's commit does not wait for its WAL flush (for rows a crash may lose)."""
-    await db.execute(text("SET LOCAL synchronous_commit TO OFF"))

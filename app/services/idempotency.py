@@ -144,6 +144,11 @@ async def claim(
             CLAIM.reset(token)
 
 
+def keyed() -> bool:
+    """Whether the request being served carries a key (its work must :func:`link` it)."""
+    return CLAIM.get() is not None
+
+
 async def link(
     db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | None = None, command_id: int | None = None
 ) -> None:

@@ -210,33 +210,23 @@ class LoopRun:
             raise
 
     async def _write_start(self) -> None:
-        worker = self.res.worker_id
-        async with self.res.sessionmaker.begin() as db:
-            await loops_repo.without_sync_commit(db)
-            if self.resumed:
-                await loops_repo.set_loop_status(
-                    db,
-                    session_id=self.session.id,
-                    loop_index=self.loop_index,
-                    status="running",
-                    worker_id=worker,
-                )
-            else:
-                db.add(
-                    loops_repo.new_loop(
-                        session_id=self.session.id,
-                        loop_index=self.loop_index,
-                        status="running",
-                        params=self.params,
-                        worker_id=worker,
-                    )
-                )
-            # A keyed request's key stands for this loop from now on: its retry replays the loop
-            # once it is recorded, waits (409) while it runs, and runs again only if it failed.
-            await idempotency.link(db, session_id=self.session.id, loop_index=self.loop_index)
-            await sessions_repo.set_loop_status(
-                db, session_id=self.session.id, status="running", n_loops=self.loop_index
-            )
+        """The loop ``running`` and its session with it: one statement, one round trip (a keyed
+        request's key is linked in the same transaction)."""
+        start = {
+            "session_id": self.session.id,
+            "loop_index": self.loop_index,
+            "worker_id": self.res.worker_id,
+            "params": None if self.resumed else self.params,
+        }
+        if not idempotency.keyed():
+            async with self.res.one_statement() as db:
+                await loops_repo.start_loop(db, **start)
+        else:
+            async with self.res.sessionmaker.begin() as db:
+                await loops_repo.start_loop(db, **start)
+                # The key stands for this loop from now on: its retry replays the loop once it is
+                # recorded, waits (409) while it runs, and runs again only if it failed.
+                await idempotency.link(db, session_id=self.session.id, loop_index=self.loop_index)
         self.started.set()
 
     async def _record_failure(self, exc: BaseException, duration_ms: float) -> bool:

@@ -78,7 +78,8 @@ class ServiceResources:
     unrecorded: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     """Loops whose failure could not be written (the database was gone), with the error to record."""
     reads: async_sessionmaker[AsyncSession] | None = None
-    """Autocommit sessions for one-statement reads (see :meth:`read`); None: plain ones."""
+    """Autocommit sessions for one-statement reads and writes (:meth:`read`, :meth:`one_statement`);
+    None: plain ones."""
     protocol_runs: dict[str, Any] = field(default_factory=dict)
     """Runs of LangGraph's protocol in this worker while they run, by run id (to join, stream and
     cancel them): app.services.protocol.TrackedRun."""
@@ -87,6 +88,17 @@ class ServiceResources:
         """A session for one read statement on the request path: no transaction around it, so one
         round trip instead of three (BEGIN, the query, ROLLBACK when it closes)."""
         return (self.reads or self.sessionmaker)()
+
+    @asynccontextmanager
+    async def one_statement(self) -> AsyncIterator[AsyncSession]:
+        """A session for one write that is atomic on its own (one statement): committed by the
+        server as it runs, one round trip instead of three (BEGIN, the statement, COMMIT)."""
+        if self.reads is None:
+            async with self.sessionmaker.begin() as db:
+                yield db
+        else:
+            async with self.reads() as db:
+                yield db
 
     @property
     def models_loaded(self) -> bool:
