@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 HISTORY = [49, 180, 257, 293, 0, 171]
 LOOPS = 6
-MAX_PER_LOOP = 11
+MAX_PER_LOOP = 10
 """Per loop, rate limit on, one-round loops (the table printed shows them statement by statement)."""
 
 

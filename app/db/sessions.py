@@ -11,6 +11,7 @@ from sqlalchemy import Select, Update, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Session
+from app.db.steering import latest_preferences
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,17 @@ async def get_owned_session(
     if for_update:
         stmt = stmt.with_for_update()
     return (await db.execute(stmt)).scalar_one_or_none()
+
+
+async def get_owned_session_with_memory(
+    db: AsyncSession, *, session_id: uuid.UUID, owner_key_id: int
+) -> tuple[Session, dict[str, Any] | None] | None:
+    """:func:`get_owned_session` and, in the same statement, the session's steering memory as
+    stored (its newest command's ``preferences``; None if it was never steered)."""
+    memory = latest_preferences(Session.id).label("memory")
+    stmt = select(Session, memory).where(Session.id == session_id, Session.owner_key_id == owner_key_id)
+    row = (await db.execute(stmt)).one_or_none()
+    return None if row is None else (row[0], row[1])
 
 
 def _filtered(stmt: Select, *, owner_key_id: int, where: SessionFilter) -> Select:

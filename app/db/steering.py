@@ -33,6 +33,17 @@ async def latest_command(db: AsyncSession, *, session_id: uuid.UUID) -> Steering
     return (await db.execute(stmt)).scalar_one_or_none()
 
 
+def latest_preferences(session_id: Any) -> Any:
+    """The memory of ``session_id`` (a value or a column) as a scalar subquery, to read with the session."""
+    return (
+        select(SteeringCommand.preferences)
+        .where(SteeringCommand.session_id == session_id)
+        .order_by(SteeringCommand.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
 async def list_commands(
     db: AsyncSession, *, session_id: uuid.UUID, limit: int, offset: int
 ) -> tuple[list[SteeringCommand], int]:

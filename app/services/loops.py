@@ -37,7 +37,7 @@ from app.services.errors import (
 )
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
-from app.services.sessions import get_session, locked_session, thread_state
+from app.services.sessions import get_session, locked_session, locked_session_with_memory, thread_state
 from app.services.validation import check_candidates
 from graph.config import AgentMode
 from graph.context import LoopDeps
@@ -445,14 +445,14 @@ async def open_loop(
         await limits.check_llm_budget(res, caller)
     if request.candidates is not None:
         check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
-    async with locked_session(res, caller, session_id) as session:
+    async with locked_session_with_memory(res, caller, session_id) as (session, memory):
         await recovery.settle(res, session)  # a loop left running on it: resolved, or 409 for now
         if session.status == "awaiting_feedback":
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
             )
         # The session's steering memory shapes the candidates and is shown to both agents.
-        preferences = await steering.session_preferences(res, session.id)
+        preferences = steering.loop_preferences(memory)
         steered = await steering.loop_candidates(res, preferences, session.history, request.candidates)
         candidates = steered or default_candidates(deps, session.history, res.settings.n_candidates)
         max_rounds = request.max_rounds or res.settings.max_rounds

@@ -68,6 +68,24 @@ async def locked_session(
     Locking first and reading once saves a round trip per request. A busy *foreign* session is
     reported as 404, like any foreign session: 409 would reveal that it exists.
     """
+    async with _locked(res, caller, session_id, with_memory=False) as (session, _):
+        yield session
+
+
+@asynccontextmanager
+async def locked_session_with_memory(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID
+) -> AsyncIterator[tuple[Session, dict[str, Any] | None]]:
+    """:func:`locked_session` and the session's steering memory as stored (None: never steered),
+    read in the same statement: a loop needs both, and a round trip costs more than the join."""
+    async with _locked(res, caller, session_id, with_memory=True) as found:
+        yield found
+
+
+@asynccontextmanager
+async def _locked(
+    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, with_memory: bool
+) -> AsyncIterator[tuple[Session, dict[str, Any] | None]]:
     try:
         busy = SessionBusy(
             "another recommendation or update is running on this session; retry when it finishes",
@@ -75,12 +93,18 @@ async def locked_session(
         )
         async with res.locks.hold(str(session_id), busy=busy, on_busy=BUSY_REJECTIONS.inc):
             async with res.read() as db:
-                session = await sessions_repo.get_owned_session(
-                    db, session_id=session_id, owner_key_id=caller.key_id
-                )
-            if session is None:
+                if with_memory:
+                    found = await sessions_repo.get_owned_session_with_memory(
+                        db, session_id=session_id, owner_key_id=caller.key_id
+                    )
+                else:
+                    session = await sessions_repo.get_owned_session(
+                        db, session_id=session_id, owner_key_id=caller.key_id
+                    )
+                    found = None if session is None else (session, None)
+            if found is None:
                 raise _not_found(session_id)
-            yield session
+            yield found
     except SessionBusy:
         await get_session(res, caller, session_id)  # raises NotFound for a foreign session
         raise

@@ -158,6 +158,13 @@ async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> P
     return None if memory.is_empty() else memory
 
 
+def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
+    """:func:`session_preferences` from the memory as stored, read with the session
+    (app/services/sessions.py ``locked_session_with_memory``)."""
+    memory = Preferences() if stored is None else Preferences.model_validate(stored)
+    return None if memory.is_empty() else memory
+
+
 async def loop_candidates(
     res: ServiceResources,
     preferences: Preferences | None,
