@@ -343,6 +343,44 @@ def test_words_ending_like_decades_are_no_years(finder, text):
     assert all(m.kind != "year" for m in finder.find(text)), text
 
 
+def test_in_a_list_of_names_a_lower_cased_one_counts_beside_a_name_found_on_its_own():
+    finder = _catalog_finder(
+        ["Quixotica", "Heat", "Tomas Brightwell", "Velvet", "Zandra Quillfeather"],
+        common={"heat", "velvet"},
+        known={"tomas"},
+    )  # fmt: skip
+    # alone, an everyday word or a known given name said in lower case is no name
+    assert _items(finder, "too much heat") == [] and _items(finder, "some tomas") == []
+    assert _items(finder, "quixotica or heat") == [("quixotica", (0,)), ("heat", (1,))]
+    # the list runs on from a name taken so, across commas, "and", "no X, no Y"
+    assert _items(finder, "zandra, tomas, velvet") == [("zandra", (4,)), ("tomas", (2,)), ("velvet", (3,))]
+    assert _items(finder, "no quixotica, no heat") == [("quixotica", (0,)), ("heat", (1,))]
+    # beside a name but not listed with it: the everyday word stays a word
+    assert _items(finder, "quixotica brings the heat") == [("quixotica", (0,))]
+    assert _items(finder, "heat and velvet") == []  # no name found on its own: nothing to list with
+
+
+def test_a_series_is_asked_for_by_its_shared_name_and_a_plural():
+    finder = _catalog_finder(
+        [
+            "Nightwing", "Nightwing Returns", "Nightwing & Robin", "Iron Gate", "Iron Gate 2",
+            "Iron Gate: Reckoning", "Good Harbor", "Good Lanterns",
+        ],
+        common={"nightwing", "iron", "gate", "good"},
+    )  # fmt: skip
+    assert _items(finder, "enough with the nightwing films") == [("nightwing films", (0, 1, 2))]
+    assert _items(finder, "i've seen every nightwing movie") == [("nightwing movie", (0, 1, 2))]
+    # "sequels": all but the title the name alone names
+    assert _items(finder, "no Iron Gate sequels") == [("Iron Gate sequels", (4, 5))]
+    # a singular without "every" is the one film; a shared start that names no title is no series
+    assert _items(finder, "Nightwing movie night") == [("Nightwing", (0,))]
+    assert _items(finder, "good movies please") == []
+    # a series means all its titles (a name two titles share means one of them: reading.assemble)
+    (series,) = finder.find("no more nightwing movies")
+    update = assemble(Reading([series], [Role.NEGATIVE]), finder.index)
+    assert update.negative.items == [0, 1, 2]
+
+
 def test_a_name_of_several_words_is_known_by_one_of_them_or_its_initials():
     finder = _catalog_finder(
         [

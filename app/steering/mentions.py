@@ -79,6 +79,26 @@ MOOD_WORDS: dict[str, str] = {
     "danceable": "danceable", "dance": "dance", "party": "party", "acoustic": "acoustic",
     "instrumental": "instrumental", "ambient": "ambient", "melancholic": "melancholic",
     "melancholy": "melancholic", "aggressive": "aggressive", "sleepy": "sleepy",
+    # qualities people ask for or against in their own words (adjectives, and their comparatives)
+    "moody": "moody", "moodier": "moody", "summery": "summery", "sunny": "summery", "mopey": "sad depressing",
+    "twisty": "twisty", "dumb": "dumb mindless", "brainless": "dumb mindless",
+    "mindless": "dumb mindless", "stupid": "dumb mindless", "spooky": "spooky creepy",
+    "creepy": "spooky creepy", "eerie": "spooky creepy", "gore": "violent gory", "campy": "campy",
+    "trashy": "trashy", "raunchy": "raunchy", "wholesome": "wholesome", "heartwarming": "heartwarming",
+    "nostalgic": "nostalgic", "dreamy": "dreamy",
+    "sexy": "sensual", "sultry": "sensual", "angry": "angry", "catchy": "catchy", "groovy": "groovy",
+    "jazzy": "jazzy", "funky": "funky", "folky": "folky", "bluesy": "bluesy", "soulful": "soulful",
+    "poppy": "poppy", "poppier": "poppy", "edgy": "edgy", "edgier": "edgy", "artsy": "artsy", "arty": "artsy",
+    "pretentious": "pretentious", "tearjerker": "sad emotional", "tearjerkers": "sad emotional",
+    "bittersweet": "bittersweet", "suspenseful": "suspenseful tense", "tense": "suspenseful tense",
+    "atmospheric": "atmospheric", "touching": "emotional", "corny": "cheesy",
+    "goofy": "silly", "witty": "clever thoughtful", "absurd": "absurd surreal", "surreal": "absurd surreal",
+    "trippy": "trippy psychedelic", "psychedelic": "trippy psychedelic", "haunting": "haunting",
+    "cute": "cute", "lo fi": "lo-fi", "lofi": "lo-fi",
+    "mellower": "mellow", "gentle": "mellow", "soothing": "chill relaxing", "peaceful": "chill relaxing",
+    "hyped": "upbeat energetic", "pumped": "upbeat energetic",
+    "grittier": "dark grim", "scarier": "scary", "creepier": "spooky creepy", "funnier": "fun entertaining",
+    "cheerier": "light-hearted feel-good", "sappy": "sentimental", "sentimental": "sentimental",
 }  # fmt: skip
 # Music styles: LastFM has no genre field, so these are soft wishes there.
 STYLE_WORDS: tuple[str, ...] = (
@@ -87,6 +107,17 @@ STYLE_WORDS: tuple[str, ...] = (
     "reggae", "r b", "rnb", "funk", "disco", "grunge", "emo", "alternative", "synth", "synthpop",
     "new wave", "goth", "gothic", "industrial", "ballads", "oldies", "opera", "edm", "dubstep",
     "trip hop", "britpop", "shoegaze", "post rock", "hard rock", "soft rock", "classic rock",
+    "latin", "reggaeton", "salsa", "ska", "k pop", "kpop", "j pop", "bossa nova", "world music", "gospel",
+    "bluegrass", "americana", "big band", "motown", "drum and bass", "dnb", "hardcore",
+    "screamo", "black metal", "death metal", "nu metal", "thrash", "thrash metal", "prog", "progressive rock",
+    "prog rock", "psych rock", "surf rock", "rockabilly", "chillwave", "vaporwave", "hyperpop",
+    "grime", "afrobeat", "afrobeats", "dancehall", "new age", "soundtrack", "soundtracks", "lounge",
+    "downtempo", "breakbeat", "glam rock", "power pop", "pop punk", "post punk", "doo wop", "eurodance",
+    "italo disco", "boy band", "boy bands", "girl group", "folk rock", "indie rock", "indie pop",
+    "dream pop", "math rock", "krautrock", "metalcore", "neo soul", "smooth jazz", "bebop", "jazz fusion",
+    "baroque", "singer songwriter", "singer songwriters", "rap rock", "old school rap", "old school hip hop",
+    "gangsta rap", "conscious rap", "emo rap", "shoegazey", "garage rock", "stoner rock", "sludge",
+    "doom metal",
 )  # fmt: skip
 
 _DECADE_NAMES = {
@@ -137,6 +168,13 @@ _SMALL_NUMBERS = (
 CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
 _AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(_SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
 _ARTICLES = frozenset({"the", "a", "an"})
+# After a name several titles start with, these words ask for all of them ("batman films", "the
+# star trek movies"); "sequels" for all but the one named by it alone ("Die Hard sequels").
+_SERIES_NOUNS = frozenset(("movies", "films", "flicks", "series", "franchise", "saga", "trilogy", "sequels"))
+_SERIES_SINGULAR = frozenset(("movie", "film", "flick"))  # after "every", "each", "all", "any"
+_SERIES_EVERY = frozenset(("every", "each", "all", "any"))
+# What separates the names of a list: "mariah, whitney, celine", "oasis or blur", "no X, no Y", "X & Y"
+_LIST_GAP = re.compile(r"\s*(?:,|;|/|&|\+|\band\b|\bor\b|\bnor\b)\s*(?:(?:and|or|no|not|nor)\s+)?(?:the\s+)?")
 _SUFFIXES = ("ly", "y", "s", "es", "ed", "ing", "er", "ers", "ness", "ful")
 # Initials that are chat, not a band: never read as a name's initials
 CHAT_ABBREVIATIONS = frozenset((
@@ -171,6 +209,8 @@ class Mention:
     years: YearRange | None = None
     items: tuple[int, ...] = ()
     mood: str = ""
+    every: bool = False
+    """The items are all meant (a series: "the batman films"), not one name's candidates."""
 
 
 def fold(text: str) -> str:
@@ -351,7 +391,7 @@ class MentionFinder:
         folded = fold(text)
         words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
         candidates = [*self._years(folded), *self._ages(folded, text)]
-        candidates += [*self._lexicon(words, text), *self._items(words, text)]
+        candidates += [*self._lexicon(words, text), *self._items(words, text), *self._series(words, text)]
         # "my 15 year old" names no film, and its "old" is no era
         ages = [found.span() for found in _AGE.finditer(folded)]
         candidates = [
@@ -363,7 +403,34 @@ class MentionFinder:
         for mention in candidates:
             if all(mention.end <= c.start or mention.start >= c.end for c in chosen):
                 chosen.append(mention)
+        if any(m.kind == "item" for m in chosen):
+            chosen += self._listed_names(words, text, folded, chosen)
         return sorted(chosen, key=lambda m: m.start)
+
+    def _listed_names(
+        self, words: list[tuple[int, int, str]], text: str, folded: str, chosen: list[Mention]
+    ) -> list[Mention]:
+        """Names said in lower case that count only capitalised ("blur", "whitney"), taken when they
+        stand in a list beside a title found on its own ("oasis or blur", "mariah, whitney, celine"):
+        in a list of names, the next one is a name too. The list may run on from a name taken so."""
+        lenient = [
+            m
+            for m in self._items(words, text, strict_case=False)
+            if all(m.end <= c.start or m.start >= c.end for c in chosen)
+        ]
+        named = [m for m in chosen if m.kind == "item"]
+        taken: list[Mention] = []
+        grew = True
+        while grew:
+            grew = False
+            for mention in lenient:
+                if mention in taken or any(m.start < mention.end and mention.start < m.end for m in taken):
+                    continue
+                if any(_LIST_GAP.fullmatch(_gap(folded, n, mention)) for n in named):
+                    taken.append(mention)
+                    named.append(mention)
+                    grew = True
+        return taken
 
     # --- years -----------------------------------------------------------------------------
 
@@ -458,7 +525,10 @@ class MentionFinder:
 
     # --- titles ------------------------------------------------------------------------------
 
-    def _items(self, words: list[tuple[int, int, str]], text: str) -> Iterable[Mention]:
+    def _items(
+        self, words: list[tuple[int, int, str]], text: str, strict_case: bool = True
+    ) -> Iterable[Mention]:
+        """``strict_case``: names that count only capitalised must be (off: what a list may hold)."""
         titles, vocab = self._titles, self._vocabulary
         for i in range(len(words)):
             for n in range(min(MAX_TITLE_WORDS, len(words) - i), 0, -1):
@@ -468,7 +538,8 @@ class MentionFinder:
                 if ids is None and n == 1 and key in self._short_names:
                     ids, capitals = self._short_names[key]
                     said = text[start:end]
-                    if capitals and not (said.isupper() if capitals == "all" else said[0].isupper()):
+                    capitalised = said.isupper() if capitals == "all" else said[0].isupper()
+                    if capitals and strict_case and not capitalised:
                         ids = None
                 if ids is None:
                     continue
@@ -478,16 +549,61 @@ class MentionFinder:
                 # "the killers", "the godfather": an everyday word after the article its title has
                 after_its_article = i > 0 and words[i - 1][2] == "the" and key in self._article_titles
                 lower_word = n == 1 and key in self.common_words and not text[start].isupper()
-                if lower_word and not after_its_article:
+                if strict_case and lower_word and not after_its_article:
                     continue
-                if key in self._cased_aliases and not all(
-                    text[s].isupper() for s, _e, _w in words[i : i + n]
+                if (
+                    strict_case
+                    and key in self._cased_aliases
+                    and not all(text[s].isupper() for s, _e, _w in words[i : i + n])
                 ):
                     continue
                 yield Mention("item", start, end, text[start:end], items=ids)
                 break
             else:
-                yield from self._misspelt_items(words, i, text)
+                if strict_case:
+                    yield from self._misspelt_items(words, i, text)
+
+    @cached_property
+    def _series_table(self) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """The first one to three words of titles, shared by two titles or more -> (all of them, the
+        ones whose whole key is those words: the original a sequel follows)."""
+        starting: dict[str, list[int]] = {}
+        for item in self.index.catalog.items:
+            words = self._title_key(item.title or "").split()
+            for n in range(1, min(3, len(words)) + 1):
+                starting.setdefault(" ".join(words[:n]), []).append(item.id)
+        return {
+            key: (tuple(ids), self._titles.get(key, ()))
+            for key, ids in starting.items()
+            if len(ids) >= 2 and len(key) >= 3 and key not in self._vocabulary
+        }
+
+    def _series(self, words: list[tuple[int, int, str]], text: str) -> Iterable[Mention]:
+        """A series asked for by its shared name and a plural ("batman films", "every star trek
+        movie"): every title that starts with the name, the name's own title left out for "sequels"."""
+        table = self._series_table
+        for i in range(len(words)):
+            for n in (3, 2, 1):
+                if i + n >= len(words):
+                    continue
+                key = " ".join(w for _s, _e, w in words[i : i + n])
+                noun = words[i + n][2]
+                every = i > 0 and words[i - 1][2] in _SERIES_EVERY
+                if key not in table or not (noun in _SERIES_NOUNS or (every and noun in _SERIES_SINGULAR)):
+                    continue
+                # the shared name must be a name itself (a title or its short form: "Batman", "Star
+                # Trek"), so that "good films" is no series of the titles starting with "good"
+                if key not in self._titles or (
+                    key in self._cased_aliases
+                    and not all(text[s].isupper() for s, _e, _w in words[i : i + n])
+                ):
+                    continue
+                every_title, original = table[key]
+                ids = tuple(x for x in every_title if x not in original) if noun == "sequels" else every_title
+                if ids:
+                    start, end = words[i][0], words[i + n][1]
+                    yield Mention("item", start, end, text[start:end], items=ids, every=True)
+                break
 
     def _unheard_of(self, word: str) -> bool:
         """A word of six letters or more that is no word of the language, nor one with a suffix
@@ -565,6 +681,12 @@ class MentionFinder:
                 start, end = words[i][0], words[i + n - 1][1]
                 yield Mention("item", start, end, text[start:end], items=self._titles[close[0]])
                 return
+
+
+def _gap(folded: str, a: Mention, b: Mention) -> str:
+    """The text between two mentions, in whichever order they stand."""
+    first, second = (a, b) if a.end <= b.start else (b, a)
+    return folded[first.end : second.start] if first.end <= second.start else "overlap"
 
 
 def _year(text: str) -> int:

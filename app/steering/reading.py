@@ -69,14 +69,21 @@ def assemble(reading: Reading, index: CatalogIndex, prefer: Collection[int] = ()
         elif mention.kind == "mood":
             _add_soft(sides[role], SoftPreference(text=mention.mood))
         elif mention.kind == "item" and mention.items:
-            item = next((i for i in mention.items if i in prefer), mention.items[0])
-            if role in HARD_ROLES:
-                side = sides[role]
-                if item not in side.items:
-                    side.items.append(item)
-            else:
-                side = update.positive if role is Role.SOFT_POSITIVE else update.negative
-                _add_soft(side, SoftPreference(text=index.catalog.item(item).title or str(item), item=item))
+            meant = (
+                mention.items
+                if mention.every
+                else (next((i for i in mention.items if i in prefer), mention.items[0]),)
+            )
+            for item in meant:
+                if role in HARD_ROLES:
+                    side = sides[role]
+                    if item not in side.items:
+                        side.items.append(item)
+                else:
+                    side = update.positive if role is Role.SOFT_POSITIVE else update.negative
+                    _add_soft(
+                        side, SoftPreference(text=index.catalog.item(item).title or str(item), item=item)
+                    )
     for text, side in ((reading.soft_positive, update.positive), (reading.soft_negative, update.negative)):
         if text and not any(p.item is None for p in side.soft):
             _add_soft(side, SoftPreference(text=text[:SOFT_TEXT_MAX_CHARS]))
