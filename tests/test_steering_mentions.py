@@ -119,7 +119,7 @@ def test_simulator_labels_are_reachable_and_held_out_phrasings_differ(finder, ml
     for command in train:
         found = finder.find(command.text)
         reading = Reading(
-            found, label_roles(found, command.planted), reset=command.reset,
+            found, label_roles(found, command), reset=command.reset,
             soft_positive="w" if command.soft_positive else None,
             soft_negative="w" if command.soft_negative else None,
         )  # fmt: skip
@@ -160,10 +160,11 @@ def test_labels_keep_slasher_soft_and_old_fashioned_no_era(finder):
 
 
 def test_simulated_bare_wishes_and_double_negations_are_wanted(finder):
+    # a bare genre word is about one command in 6,000: draw enough that both forms occur
     commands = [
-        *simulate(finder.index, 3000, split="train", seed=3),
-        *simulate(finder.index, 3000, split="val", seed=3),
-    ]
+        c for seed in range(3, 8) for split in ("train", "val")
+        for c in simulate(finder.index, 3000, split=split, seed=seed)
+    ]  # fmt: skip
     words = {w for w, genres in GENRE_WORDS.items() if len(genres) == 1}
     bare = [c for c in commands if c.text.casefold().strip(" !?.") in words]
     assert bare and all(c.expected.positive.genres and not c.expected.negative.genres for c in bare)
@@ -177,6 +178,31 @@ def test_simulated_bare_wishes_and_double_negations_are_wanted(finder):
     ]  # fmt: skip
     assert double and all(c.expected.positive.genres or c.expected.positive.year_range for c in double)
     assert all(not c.expected.negative.genres for c in double if len(c.planted) == 1)
+
+
+def test_simulated_questions_about_a_title_want_nothing(finder, lastfm_finder):
+    for f in (finder, lastfm_finder):
+        drawn = {
+            split: [
+                c for c in simulate(f.index, 4000, split=split, seed=11)
+                if c.expected is None and c.planted
+            ]
+            for split in ("train", "val")
+        }  # fmt: skip
+        assert drawn["train"] and drawn["val"]
+        for c in drawn["train"] + drawn["val"]:
+            assert [p.role for p in c.planted] == [Role.NONE] and not (c.reset or c.soft_positive)
+            mention = c.planted[0].mention
+            assert mention.kind == "item" and fold(c.text[mention.start : mention.end]) == fold(mention.text)
+        # held-out question forms differ from the trained ones
+        forms = {
+            split: {
+                fold(c.text[: c.planted[0].mention.start] + "{x}" + c.text[c.planted[0].mention.end :])
+                for c in commands
+            }
+            for split, commands in drawn.items()
+        }
+        assert forms["train"].isdisjoint(forms["val"])
 
 
 def test_simulated_titles_follow_the_catalogs_convention(finder, lastfm_finder):

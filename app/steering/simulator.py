@@ -157,6 +157,10 @@ _RESET = (
     "wipe everything", "scratch all that", "forget all my preferences", "reset everything", "start fresh",
     "let's begin again", "forget what i told you before", "clean slate please", "start again",
     "undo all my filters", "drop all my preferences", "forget it all", "back to square one",
+    "new session", "forget my earlier picks", "ignore everything from before", "fresh start",
+    "let's wipe the slate", "throw out what i said", "clear all that", "from scratch please",
+    "disregard my previous requests", "reset my filters", "forget the last few things i said",
+    "never mind all of that", "let's try again from zero", "cancel everything i asked for",
 )  # fmt: skip
 _FREE_SOFT_POSITIVE = (
     "something i can fall asleep to", "something for a rainy day", "something for date night",
@@ -242,6 +246,23 @@ _NOTHING = (
     "are there concert tickets?",
     "how long is this", "can i get subtitles", "pause", "next", "i need some fresh air", "brb",
     "what's your name", "nvm", "never mind", "can you recommend a restaurant", "is it raining",
+    "turn on subtitles", "my popcorn is burning", "the wifi keeps dropping", "hold on, phone call",
+    "log me out", "how do i change my password", "the screen froze", "dinner's ready, back soon",
+    "is there a free trial", "my headphones died", "what's trending", "why is it buffering",
+    "can you speak louder", "i'll be right back", "how much does this cost", "the app is slow today",
+)  # fmt: skip
+# Questions about a title, not wishes (the labelling contract: a question asks nothing of the feed).
+_ITEM_QUESTIONS = (
+    "who directed {x}?", "what year did {x} come out?", "is {x} on netflix?", "how long is {x}?",
+    "who is in {x}", "when was {x} made", "is {x} any good?", "what's {x} about?",
+    "did {x} win any oscars?", "where can i stream {x}", "who plays the lead in {x}?",
+    "how old is {x}", "wait, is {x} a sequel?", "what rating does {x} have",
+)  # fmt: skip
+_ARTIST_QUESTIONS = (
+    "when did {x} release their first album?", "is {x} touring this year?", "where is {x} from?",
+    "how many albums does {x} have", "who is the singer of {x}?", "is {x} still together?",
+    "what was {x}'s biggest hit?", "how old is {x}?", "did {x} ever play in berlin",
+    "what label is {x} on", "are {x} tickets sold out?", "who wrote that {x} song",
 )  # fmt: skip
 _PREFIXES = (
     "hmm ", "ok so ", "honestly, ", "i think ", "please, ", "hey, ", "well, ", "actually, ", "so ",
@@ -280,6 +301,9 @@ class SimulatedCommand:
     soft_negative: bool = False
     expected: PreferenceUpdate | None = None
     """None: nothing in the text can be applied (a correct parser abstains)."""
+    soft_spans: tuple[tuple[int, int, Role], ...] = ()
+    """Free-text wish clauses (start, end, the side's role): a mood word the look-up finds in one
+    ("no gore", "summery stuff") is meant on that clause's side."""
 
 
 @dataclass
@@ -326,7 +350,7 @@ class CommandSimulator:
         n = rng.choices((1, 2, 3), weights=(0.45, 0.4, 0.15))[0]
         clauses = []
         if rng.random() < 0.07:
-            clauses.append(_Clause(rng.choice(_RESET), reset=True))
+            clauses.append(_Clause(self._pick(_RESET), reset=True))
             n = rng.choice((0, 1, 1))
         used: set[object] = set()
         for _ in range(n):
@@ -661,17 +685,35 @@ class CommandSimulator:
     # --- whole commands --------------------------------------------------------------------------
 
     def _nothing(self) -> SimulatedCommand:
-        return SimulatedCommand(self._case(self.rng.choice(_NOTHING)), ())
+        if self.rng.random() < 0.3:
+            return self._question()
+        return SimulatedCommand(self._case(self._pick(_NOTHING)), ())
+
+    def _question(self) -> SimulatedCommand:
+        """A question about a title names it without wanting it: the title's span has no role."""
+        item = self.rng.choice(self.titled)
+        title = item.title.lower() if self.rng.random() < 0.25 else item.title
+        template = self._pick(_ITEM_QUESTIONS if self.genres else _ARTIST_QUESTIONS)
+        pieces = [(title, (item.id,)), ("", None)]
+        clause = self._fill(
+            template, pieces, lambda ids, s, e, t: Mention("item", s, e, t, items=ids), Role.NONE
+        )
+        planted = tuple(Planted(m, role) for _s, _e, m, role in clause.planted)
+        return SimulatedCommand(self._case(clause.text), planted)
 
     def _join(self, clauses: list[_Clause]) -> SimulatedCommand:
         rng = self.rng
         text = rng.choice(_PREFIXES) if rng.random() < 0.25 else ""
         planted: list[Planted] = []
+        soft_spans: list[tuple[int, int, Role]] = []
         for i, clause in enumerate(clauses):
             if i:
                 text += ": " if clauses[i - 1].reset and rng.random() < 0.4 else rng.choice(_CONNECTORS)
             offset = len(text)
             text += clause.text
+            if clause.soft_positive or clause.soft_negative:
+                side = Role.POSITIVE if clause.soft_positive else Role.NEGATIVE
+                soft_spans.append((offset, len(text), side))
             for start, end, mention, role in clause.planted:
                 moved = Mention(
                     mention.kind, start + offset, end + offset, mention.text, mention.genres, mention.years,
@@ -688,7 +730,7 @@ class CommandSimulator:
             soft_positive=clauses_text(clauses, "positive"), soft_negative=clauses_text(clauses, "negative"),
         )  # fmt: skip
         expected = assemble(reading, self.index)
-        return SimulatedCommand(text, tuple(planted), reset, soft_pos, soft_neg, expected)
+        return SimulatedCommand(text, tuple(planted), reset, soft_pos, soft_neg, expected, tuple(soft_spans))
 
     def _case(self, text: str) -> str:
         """Casing as people type: as is, a capital first letter, Title Case now and then, rarely CAPS."""
@@ -707,16 +749,22 @@ def clauses_text(clauses: Sequence[_Clause], side: str) -> str | None:
     return "; ".join(wanted) or None
 
 
-def label_roles(found: Sequence[Mention], planted: Sequence[Planted]) -> list[Role]:
-    """Each found mention gets the role of the planted span it overlaps (of the same kind), else none."""
+def label_roles(found: Sequence[Mention], command: SimulatedCommand) -> list[Role]:
+    """Each found mention gets the role of the planted span it overlaps (of the same kind); a mood
+    word inside a free-text wish gets that wish's side; anything else none."""
     roles = []
     for mention in found:
         role = Role.NONE
-        for p in planted:
+        for p in command.planted:
             same_kind = p.mention.kind == mention.kind or {p.mention.kind, mention.kind} == {"year", "mood"}
             if same_kind and mention.start < p.mention.end and p.mention.start < mention.end:
                 role = p.role
                 break
+        else:
+            if mention.kind == "mood":
+                role = next(
+                    (r for s, e, r in command.soft_spans if s <= mention.start and mention.end <= e), role
+                )
         roles.append(role)
     return roles
 

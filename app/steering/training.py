@@ -93,7 +93,7 @@ def _targets(
     for command in commands:
         found = finder.find(command.text)
         mentions.append(found)
-        roles.append(torch.tensor([int(r) for r in label_roles(found, command.planted)], dtype=torch.long))
+        roles.append(torch.tensor([int(r) for r in label_roles(found, command)], dtype=torch.long))
         flags.append([float(command.reset), float(command.soft_positive), float(command.soft_negative)])
     return mentions, roles, torch.tensor(flags)
 
@@ -171,7 +171,7 @@ def train_parser(
         predictions += parser.predict_features(
             val_mentions[start : start + 256], val_features[start : start + 256]
         )
-    val_roles = [torch.tensor([int(r) for r in label_roles(m, c.planted)], dtype=torch.long)
+    val_roles = [torch.tensor([int(r) for r in label_roles(m, c)], dtype=torch.long)
                  for m, c in zip(val_mentions, val, strict=True)]  # fmt: skip
     val_flags = torch.tensor([[float(c.reset), float(c.soft_positive), float(c.soft_negative)] for c in val])
     best: tuple[tuple, Thresholds, dict[str, object]] | None = None
@@ -359,7 +359,7 @@ def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index:
     for command in val:
         found = finder.find(command.text)
         reading = Reading(
-            found, label_roles(found, command.planted), reset=command.reset,
+            found, label_roles(found, command), reset=command.reset,
             soft_positive="wish" if command.soft_positive else None,
             soft_negative="wish" if command.soft_negative else None,
         )  # fmt: skip
