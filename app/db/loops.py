@@ -11,7 +11,6 @@ from sqlalchemy import Executable, Select, exists, func, literal, select, union_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
-from sqlalchemy.util import LRUCache
 
 from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, Session, SteeringCommand, usage_columns
 from app.db.sessions import loop_status_update
@@ -233,19 +232,12 @@ def record_loop_statement(
     return stmt
 
 
-_COMPILED: LRUCache = LRUCache(64)
-
-
 async def driver_sql(db: AsyncSession, stmt: Executable) -> tuple[str, dict[str, Any]]:
     """``stmt`` as the SQL and parameters the session's psycopg connection would send, to send it
     on that connection directly (in a pipeline beside other statements, whose results SQLAlchemy
     cannot read)."""
-    # Compiled once per statement shape, as SQLAlchemy's own execution does (its cache key; the
-    # record statement with its CTEs took ~2 ms of CPU to compile afresh).
-    compiled, extracted, _, _ = stmt._compile_w_cache(  # type: ignore[attr-defined]
-        (await db.connection()).dialect, compiled_cache=_COMPILED, column_keys=[]
-    )
-    params = compiled.construct_params(extracted_parameters=extracted)
+    compiled = stmt.compile(dialect=(await db.connection()).dialect)
+    params = compiled.construct_params()
     for name, process in compiled._bind_processors.items():  # JSONB's serializer, say
         if name in params:
             params[name] = process(params[name])
