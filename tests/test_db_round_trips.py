@@ -16,18 +16,14 @@ pytestmark = pytest.mark.integration
 
 HISTORY = [49, 180, 257, 293, 0, 171]
 LOOPS = 6
-MAX_PER_LOOP = 8
+MAX_PER_LOOP = 10
 """Per loop, rate limit on, one-round loops (the table printed shows them statement by statement)."""
 
 
 async def test_an_offline_loop_stays_within_its_round_trips(
-    service_settings, service_db_url, ml_dataset, service_loop_deps, capsys, monkeypatch
+    service_settings, service_db_url, ml_dataset, service_loop_deps, capsys
 ):
     import httpx
-
-    from app.services import limits
-
-    monkeypatch.setattr(limits, "PURGE_SHARE", 0.0)  # 1 % of requests purge old windows: not per loop
 
     from app.db.urls import sqlalchemy_url
     from app.main import create_app

@@ -51,7 +51,6 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor, sql
-from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
 from app.db.langgraph_postgres import (
@@ -353,59 +352,6 @@ async def execute_in_transaction(conn: AsyncConnection, rows: list[Row], schema:
         # The saver's SQL names its tables unqualified; they live in their own schema.
         await cur.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
         await _run(cur, rows)
-
-
-async def record_with_rows(
-    conn: AsyncConnection,
-    statements: Sequence[tuple[str, Mapping[str, Any]]],
-    rows: list[Row],
-    schema: str,
-) -> bool:
-    """One transaction on ``conn`` (a psycopg connection, idle): ``statements`` (SQL, parameters)
-    and then a saver's rows, committed if the first statement returned a row, else rolled back
-    (the rows too); whether it committed.
-
-    On an autocommit connection the BEGIN, the statements and the rows go out as one pipeline,
-    one round trip, and the COMMIT or ROLLBACK as the second (otherwise psycopg waits for the
-    answer to its implicit BEGIN first: one more). Whatever fails leaves the connection idle
-    (rolled back) or closed, never inside the transaction.
-    """
-    explicit = conn.autocommit
-    try:
-        async with conn.cursor() as head:
-            async with conn.pipeline(), conn.cursor(binary=True) as cur:
-                if explicit:
-                    await cur.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                await head.execute(statements[0][0], statements[0][1])
-                for query, params in statements[1:]:
-                    await cur.execute(query, params, binary=False)
-                if rows:
-                    # The saver's SQL names its tables unqualified; they live in their own schema.
-                    await cur.execute(
-                        sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema))
-                    )
-                    await _run(cur, rows)
-            found = bool(await head.fetchall())
-        if explicit:
-            await conn.execute("COMMIT" if found else "ROLLBACK")
-        elif found:
-            await conn.commit()
-        else:
-            await conn.rollback()
-    except BaseException:
-        await _abandon(conn)
-        raise
-    return found
-
-
-async def _abandon(conn: AsyncConnection) -> None:
-    """Roll back whatever a failed :func:`record_with_rows` left open; close the connection if
-    even that fails (the pool then discards it)."""
-    try:
-        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-            await conn.rollback()
-    except BaseException:
-        await conn.close()
 
 
 async def _run(cur: AsyncCursor, rows: list[Row]) -> None:

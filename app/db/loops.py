@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import Executable, Select, exists, func, literal, select, union_all, update
+from sqlalchemy import exists, func, literal, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
@@ -124,23 +124,15 @@ async def add_key_usage(
     db: AsyncSession, *, owner_key_id: int, usage: dict[str, Any], fallbacks: int, day: date | None = None
 ) -> None:
     """Add one request's LLM usage to its key's row of the day (UTC); nothing when it used no LLM."""
-    stmt = key_usage_statement(owner_key_id=owner_key_id, usage=usage, fallbacks=fallbacks, day=day)
-    if stmt is not None:
-        await db.execute(stmt)
-
-
-def key_usage_statement(
-    *, owner_key_id: int, usage: dict[str, Any], fallbacks: int, day: date | None = None
-) -> Executable | None:
-    """:func:`add_key_usage`'s statement; None when the request used no LLM."""
     if not usage.get("calls"):
-        return None
+        return
     values = {**usage_columns(usage), "fallbacks": fallbacks}
     stmt = insert(KeyUsage).values(owner_key_id=owner_key_id, day=day or _utc_today(), **values)
-    return stmt.on_conflict_do_update(
+    stmt = stmt.on_conflict_do_update(
         index_elements=[KeyUsage.owner_key_id, KeyUsage.day],
         set_={name: getattr(KeyUsage, name) + stmt.excluded[name] for name in values},
     )
+    await db.execute(stmt)
 
 
 async def key_usage(
@@ -183,7 +175,8 @@ async def start_loop(
     await db.execute(select(loop.c.id, func.set_config("synchronous_commit", "off", True)).add_cte(session))
 
 
-def record_loop_statement(
+async def record_loop(
+    db: AsyncSession,
     *,
     session_id: uuid.UUID,
     loop_index: int,
@@ -192,11 +185,10 @@ def record_loop_statement(
     duration_ms: float,
     rounds: list[dict[str, Any]],
     session_status: str,
-) -> Select:
+) -> bool:
     """A run's outcome in one statement: the loop's ``values`` (its duration grows by
-    ``duration_ms``), its new ``rounds`` (:func:`round_values`) and the session's status; it
-    returns the loop's id, or no row (and writes nothing) when the loop is not ``running`` under
-    ``worker_id`` any more.
+    ``duration_ms``), its new ``rounds`` (:func:`round_values`) and the session's status; False,
+    and nothing written, when the loop is not ``running`` under ``worker_id`` any more.
 
     The loop's row stays locked until the transaction ends: a recovery's :func:`resolve_running`
     of the same loop waits for it (and then finds it recorded), or has committed first (and this
@@ -229,19 +221,7 @@ def record_loop_statement(
             .from_select(["loop_id", *names], rows[0] if len(rows) == 1 else union_all(*rows))
             .cte("new_rounds")
         )
-    return stmt
-
-
-async def driver_sql(db: AsyncSession, stmt: Executable) -> tuple[str, dict[str, Any]]:
-    """``stmt`` as the SQL and parameters the session's psycopg connection would send, to send it
-    on that connection directly (in a pipeline beside other statements, whose results SQLAlchemy
-    cannot read)."""
-    compiled = stmt.compile(dialect=(await db.connection()).dialect)
-    params = compiled.construct_params()
-    for name, process in compiled._bind_processors.items():  # JSONB's serializer, say
-        if name in params:
-            params[name] = process(params[name])
-    return compiled.string, params
+    return (await db.execute(stmt)).scalar_one_or_none() is not None
 
 
 async def stored_rounds(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int) -> set[int]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
@@ -301,14 +303,12 @@ class LoopRun:
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
         handover = checkpoints.commit_with(self.res.saver, self.session.thread_id)
-        async with handover as checkpoint_statements:
-            new_rounds = await self._stage_record(outcome, checkpoint_statements)
-        if new_rounds is None:
-            # Resolved meanwhile: another worker found this one's lock free for stale_grace_s
-            # (cut off from the database) and a retry may already have run the loop again, so
-            # this result must not land. Its checkpoint rows were rolled back with the record
-            # (and are dropped below), never committed.
-            async with self.res.sessionmaker.begin() as db:
+        async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
+            new_rounds = await self._stage_record(db, outcome, checkpoint_statements)
+            if new_rounds is None:
+                # Resolved meanwhile: another worker found this one's lock free for stale_grace_s
+                # (cut off from the database) and a retry may already have run the loop again, so
+                # this result must not land. Its checkpoint rows are dropped, never committed.
                 await loops_repo.note_discarded_result(
                     db,
                     session_id=self.session.id,
@@ -328,49 +328,45 @@ class LoopRun:
             metrics.LOOPS.labels(stop_reason=outcome.stop_reason or "unknown").inc()
 
     async def _stage_record(
-        self, outcome: LoopOutcome, checkpoint_statements: list
+        self, db: AsyncSession, outcome: LoopOutcome, checkpoint_statements: list
     ) -> list[dict[str, Any]] | None:
-        """Write the loop, its new rounds, the session's status, the key's usage and the run's
-        checkpoint rows in one transaction; the new rounds, or None (rolled back, nothing written)
-        when the loop is not this worker's ``running`` loop any more.
+        """Write the loop, its new rounds, the session's status and the key's usage, then the
+        run's checkpoint rows; the new rounds, or None (nothing written) when the loop is not this
+        worker's ``running`` loop any more.
 
         One statement for the history (Core, not the ORM's unit of work: a round trip and its
-        CPU per row), sent with the BEGIN, the key's usage and the checkpoint rows as one
-        pipeline on an autocommit connection (:func:`checkpoints.record_with_rows`); then COMMIT
-        or ROLLBACK on its answer: two round trips.
+        CPU per row), one pipelined round trip for the checkpoint rows.
         """
-        async with self.res.read() as db:
-            stored = (
-                await loops_repo.stored_rounds(db, session_id=self.session.id, loop_index=self.loop_index)
-                if self.resumed
-                else set()
-            )
-            new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
-            record = loops_repo.record_loop_statement(
-                session_id=self.session.id,
-                loop_index=self.loop_index,
-                worker_id=self.res.worker_id,
-                values=_finished_values(outcome, status=outcome.status),
-                duration_ms=outcome.duration_ms,
-                rounds=loops_repo.round_values(new_rounds),
-                session_status="awaiting_feedback" if outcome.pending is not None else "idle",
-            )
-            statements = [await loops_repo.driver_sql(db, record)]
-            usage = loops_repo.key_usage_statement(
-                owner_key_id=self.session.owner_key_id,
-                usage=dict(total_usage(new_rounds, "llm_usage")),
-                fallbacks=_fallbacks(new_rounds),
-            )
-            if usage is not None:  # written only if the loop is: rolled back with it otherwise
-                statements.append(await loops_repo.driver_sql(db, usage))
+        stored = (
+            await loops_repo.stored_rounds(db, session_id=self.session.id, loop_index=self.loop_index)
+            if self.resumed
+            else set()
+        )
+        new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
+        recorded = await loops_repo.record_loop(
+            db,
+            session_id=self.session.id,
+            loop_index=self.loop_index,
+            worker_id=self.res.worker_id,
+            values=_finished_values(outcome, status=outcome.status),
+            duration_ms=outcome.duration_ms,
+            rounds=loops_repo.round_values(new_rounds),
+            session_status="awaiting_feedback" if outcome.pending is not None else "idle",
+        )
+        if not recorded:
+            return None
+        await loops_repo.add_key_usage(
+            db,
+            owner_key_id=self.session.owner_key_id,
+            usage=dict(total_usage(new_rounds, "llm_usage")),
+            fallbacks=_fallbacks(new_rounds),
+        )
+        if checkpoint_statements:
             raw = await (await db.connection()).get_raw_connection()
-            recorded = await checkpoints.record_with_rows(
-                raw.driver_connection,
-                statements,
-                checkpoint_statements,
-                self.res.settings.checkpoint_schema,
+            await checkpoints.execute_in_transaction(
+                raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
             )
-        return new_rounds if recorded else None
+        return new_rounds
 
 
 async def start_run(
