@@ -401,7 +401,7 @@ class MentionFinder:
         candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
         chosen: list[Mention] = []
         for mention in candidates:
-            if all(mention.end <= c.start or mention.start >= c.end for c in chosen):
+            if not any(overlaps(mention, c) for c in chosen):
                 chosen.append(mention)
         if any(m.kind == "item" for m in chosen):
             chosen += self._listed_names(words, text, folded, chosen)
@@ -414,9 +414,7 @@ class MentionFinder:
         stand in a list beside a title found on its own ("oasis or blur", "mariah, whitney, celine"):
         in a list of names, the next one is a name too. The list may run on from a name taken so."""
         lenient = [
-            m
-            for m in self._items(words, text, strict_case=False)
-            if all(m.end <= c.start or m.start >= c.end for c in chosen)
+            m for m in self._items(words, text, strict_case=False) if not any(overlaps(m, c) for c in chosen)
         ]
         named = [m for m in chosen if m.kind == "item"]
         taken: list[Mention] = []
@@ -424,7 +422,7 @@ class MentionFinder:
         while grew:
             grew = False
             for mention in lenient:
-                if mention in taken or any(m.start < mention.end and mention.start < m.end for m in taken):
+                if any(overlaps(mention, t) for t in taken):
                     continue
                 if any(_LIST_GAP.fullmatch(_gap(folded, n, mention)) for n in named):
                     taken.append(mention)
@@ -551,11 +549,7 @@ class MentionFinder:
                 lower_word = n == 1 and key in self.common_words and not text[start].isupper()
                 if strict_case and lower_word and not after_its_article:
                     continue
-                if (
-                    strict_case
-                    and key in self._cased_aliases
-                    and not all(text[s].isupper() for s, _e, _w in words[i : i + n])
-                ):
+                if strict_case and key in self._cased_aliases and not _capitalised(words[i : i + n], text):
                     continue
                 yield Mention("item", start, end, text[start:end], items=ids)
                 break
@@ -594,8 +588,7 @@ class MentionFinder:
                 # the shared name must be a name itself (a title or its short form: "Batman", "Star
                 # Trek"), so that "good films" is no series of the titles starting with "good"
                 if key not in self._titles or (
-                    key in self._cased_aliases
-                    and not all(text[s].isupper() for s, _e, _w in words[i : i + n])
+                    key in self._cased_aliases and not _capitalised(words[i : i + n], text)
                 ):
                     continue
                 every_title, original = table[key]
@@ -683,10 +676,20 @@ class MentionFinder:
                 return
 
 
+def overlaps(a: Mention, b: Mention) -> bool:
+    """Whether two spans share a character."""
+    return a.start < b.end and b.start < a.end
+
+
 def _gap(folded: str, a: Mention, b: Mention) -> str:
-    """The text between two mentions, in whichever order they stand."""
+    """The text between two mentions that do not overlap, in whichever order they stand."""
     first, second = (a, b) if a.end <= b.start else (b, a)
-    return folded[first.end : second.start] if first.end <= second.start else "overlap"
+    return folded[first.end : second.start]
+
+
+def _capitalised(words: Sequence[tuple[int, int, str]], text: str) -> bool:
+    """Every word said with a capital ("Die Hard", not "die hard")."""
+    return all(text[start].isupper() for start, _end, _word in words)
 
 
 def _year(text: str) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold
+from app.steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold, overlaps
 from app.steering.reading import Reading, Role, assemble
 from graph.steering.catalog_index import CatalogIndex
 from graph.steering.preferences import PreferenceUpdate, YearRange
@@ -757,7 +757,7 @@ def label_roles(found: Sequence[Mention], command: SimulatedCommand) -> list[Rol
         role = Role.NONE
         for p in command.planted:
             same_kind = p.mention.kind == mention.kind or {p.mention.kind, mention.kind} == {"year", "mood"}
-            if same_kind and mention.start < p.mention.end and p.mention.start < mention.end:
+            if same_kind and overlaps(mention, p.mention):
                 role = p.role
                 break
         else:
