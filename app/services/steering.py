@@ -154,14 +154,16 @@ async def command_history(
 
 async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> Preferences | None:
     """The memory the loop should show both agents, or None when the user never steered."""
-    memory = await _memory(res, session_id)
-    return None if memory.is_empty() else memory
+    return _steered(await _memory(res, session_id))
 
 
 def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
     """:func:`session_preferences` from the memory as stored, read with the session
     (app/services/sessions.py ``locked_session_with_memory``)."""
-    memory = Preferences() if stored is None else Preferences.model_validate(stored)
+    return _steered(_parsed_memory(stored))
+
+
+def _steered(memory: Preferences) -> Preferences | None:
     return None if memory.is_empty() else memory
 
 
@@ -215,7 +217,12 @@ def _check_text(text: str, settings: Settings) -> str:
 async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
     async with res.read() as db:
         row = await store.latest_command(db, session_id=session_id)
-    return Preferences() if row is None else Preferences.model_validate(row.preferences)
+    return _parsed_memory(None if row is None else row.preferences)
+
+
+def _parsed_memory(stored: dict[str, Any] | None) -> Preferences:
+    """The steering memory as stored with a command (None: never steered) as preferences."""
+    return Preferences() if stored is None else Preferences.model_validate(stored)
 
 
 async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID) -> list[int]:
