@@ -191,19 +191,13 @@ async def make_api_client(service_settings: Settings, service_resources):
     import httpx
 
     from app.main import create_app
-    from app.services.keys import create_key
+    from tests.api_client import authed_client
 
     app = create_app(service_settings, resources=service_resources)
     clients: list[httpx.AsyncClient] = []
 
     async def make(owner: str = "tester") -> httpx.AsyncClient:
-        key = await create_key(service_resources.sessionmaker, owner=owner)
-        client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app),
-            base_url="http://recloop.test",
-            headers={"Authorization": f"Bearer {key.secret}"},
-            timeout=30,
-        )
+        client = await authed_client(service_settings, service_resources, owner, app=app)
         clients.append(client)
         return client
 

@@ -23,41 +23,33 @@ MAX_PER_LOOP = 10
 async def test_an_offline_loop_stays_within_its_round_trips(
     service_settings, service_db_url, ml_dataset, service_loop_deps, capsys, monkeypatch
 ):
-    import httpx
-
+    from app.db.urls import sqlalchemy_url
     from app.services import limits
+    from app.services.runtime import open_resources
+    from tests.api_client import authed_client
 
     monkeypatch.setattr(limits, "PURGE_SHARE", 0.0)  # 1 % of requests purge old windows: not per loop
-
-    from app.db.urls import sqlalchemy_url
-    from app.main import create_app
-    from app.services.keys import create_key
-    from app.services.runtime import open_resources
 
     server = make_url(sqlalchemy_url(service_db_url))
     settings = service_settings.model_copy(update={"rate_limit_per_minute": 600})  # the default's counter
     async with RoundTripProxy(server.host or "127.0.0.1", server.port or 5432) as proxy:
         proxied = server.set(host="127.0.0.1", port=proxy.port).render_as_string(False)
-        async with open_resources(
-            settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
-        ) as res:
-            key = await create_key(res.sessionmaker, owner="round-trips")
-            async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=create_app(settings, resources=res)),
-                base_url="http://recloop.test",
-                headers={"Authorization": f"Bearer {key.secret}"},
-                timeout=30,
-            ) as api:
-                created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
-                url = f"/v1/sessions/{created.json()['id']}/recommendations"
-                body = {"candidates": [5, 10, 15, 20], "max_rounds": 1}  # one round: the same work each loop
-                for _ in range(6):  # connections opened, key verified, statements prepared (5th use)
-                    assert (await api.post(url, json=body)).status_code == 200
-                proxy.counted.reset()
-                for _ in range(LOOPS):
-                    answer = await api.post(url, json=body)
-                    assert answer.status_code == 200, answer.text
-                    assert len(answer.json()["rounds"]) == 1
+        async with (
+            open_resources(
+                settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
+            ) as res,
+            await authed_client(settings, res, "round-trips") as api,
+        ):
+            created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
+            url = f"/v1/sessions/{created.json()['id']}/recommendations"
+            body = {"candidates": [5, 10, 15, 20], "max_rounds": 1}  # one round: the same work each loop
+            for _ in range(6):  # connections opened, key verified, statements prepared (5th use)
+                assert (await api.post(url, json=body)).status_code == 200
+            proxy.counted.reset()
+            for _ in range(LOOPS):
+                answer = await api.post(url, json=body)
+                assert answer.status_code == 200, answer.text
+                assert len(answer.json()["rounds"]) == 1
     per_loop = proxy.counted.total / LOOPS
     with capsys.disabled():
         print(f"\nround trips per offline loop (1 round, {LOOPS} loops):\n{proxy.counted.table(LOOPS)}")
