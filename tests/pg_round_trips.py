@@ -9,10 +9,11 @@ start-up (authentication and the pools' session settings are not a request's cos
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
+
+from tests.tcp_proxy import TcpProxy, Watcher
 
 _UNTYPED_CODES = (80877103, 80877104)  # SSLRequest, GSSENCRequest: answered by one byte, then start-up
 
@@ -97,47 +98,14 @@ def _short(query: bytes) -> str:
     return " ".join(query.decode(errors="replace").split())[:90]
 
 
-async def _pipe(reader, writer, on_data) -> None:
-    try:
-        while data := await reader.read(65536):
-            on_data(data)
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        writer.close()
-
-
-class RoundTripProxy:
-    """``async with RoundTripProxy(host, port) as proxy``: connect to ``proxy.port`` instead."""
+class RoundTripProxy(TcpProxy):
+    """``async with RoundTripProxy(host, port) as proxy``: connect to ``proxy.port`` instead; what
+    was sent is in ``proxy.counted``."""
 
     def __init__(self, host: str, port: int) -> None:
-        self.host, self.target_port = host, port
         self.counted = RoundTrips()
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._pipes: set[asyncio.Task] = set()
+        super().__init__(host, port, watch=self._watch)
 
-    async def __aenter__(self) -> RoundTripProxy:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._pipes):
-            task.cancel()
-        await asyncio.gather(*self._pipes, return_exceptions=True)
-
-    async def _serve(self, client_reader, client_writer) -> None:
-        server_reader, server_writer = await asyncio.open_connection(self.host, self.target_port)
+    def _watch(self) -> tuple[Watcher, Watcher]:
         connection = _Connection(self.counted)
-        pipes = [
-            asyncio.ensure_future(_pipe(client_reader, server_writer, connection.from_client)),
-            asyncio.ensure_future(_pipe(server_reader, client_writer, connection.from_server)),
-        ]
-        self._pipes.update(pipes)
-        await asyncio.gather(*pipes, return_exceptions=True)
-        self._pipes.difference_update(pipes)
+        return connection.from_client, connection.from_server

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 import httpx
 import pytest
 from sqlalchemy.engine import make_url
@@ -13,6 +10,7 @@ from app.db.urls import sqlalchemy_url
 from app.main import create_app
 from app.services.keys import create_key
 from app.services.runtime import open_resources
+from tests.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
 
@@ -55,60 +53,13 @@ async def test_catalog_search_finds_titles_and_items_by_id(api, ml_dataset):
     assert blank.status_code == 422 and blank.json()["field"] == "q"
 
 
-class _TcpProxy:
-    """A switchable TCP proxy in front of PostgreSQL: stop() makes the database unreachable."""
-
-    def __init__(self, target_host: str, target_port: int):
-        self.target = (target_host, target_port)
-        self.port = 0
-        self.server: asyncio.Server | None = None
-        self.pipes: set[asyncio.Task] = set()
-
-    async def start(self) -> None:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self.server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for task in list(self.pipes):
-            task.cancel()
-        await asyncio.gather(*self.pipes, return_exceptions=True)
-        await self.server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        tasks = {
-            asyncio.create_task(self._pipe(reader, up_writer)),
-            asyncio.create_task(self._pipe(up_reader, writer)),
-        }
-        self.pipes |= tasks
-        try:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            self.pipes -= tasks
-            for w in (writer, up_writer):
-                w.close()
-
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-
-
 async def test_database_outage_gives_503_with_retry_after_and_the_service_recovers(
     service_settings, service_db_url, ml_dataset, service_loop_deps
 ):
     url = make_url(sqlalchemy_url(service_db_url))
     if not url.host:
         pytest.skip("the test database is on a Unix socket (embedded); the proxy needs TCP")
-    proxy = _TcpProxy(url.host, url.port or 5432)
+    proxy = TcpProxy(url.host, url.port or 5432)
     await proxy.start()
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     settings = service_settings.model_copy(update={"db_connect_timeout_s": 1.0})
