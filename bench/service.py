@@ -222,6 +222,13 @@ def _merge_counts(counts) -> dict[str, int]:
     return merged
 
 
+def _mean_per_loop(slices: list[dict], key: str) -> float | None:
+    """A per-loop figure over all slices, each weighed by its requests."""
+    pairs = [(s[key], s["requests"]) for s in slices if s.get(key) is not None and s["requests"]]
+    loops = sum(n for _, n in pairs)
+    return round(sum(v * n for v, n in pairs) / loops, 2) if loops else None
+
+
 def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> dict:
     latencies = sorted(x for s in slices for x in s["latencies_ms"])
     rounds = [r for s in slices for r in s["rounds"]]
@@ -243,6 +250,9 @@ def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> 
         # The worker's CPU time over the recorded requests (all slices), and per slice.
         "cpu_ms_per_loop": round(1000 * sum(cpu) / len(latencies), 2) if cpu and latencies else None,
         "cpu_ms_per_loop_slices": [s.get("server_cpu_ms_per_loop") for s in slices],
+        # Where the rest of the machine's cores went: every PostgreSQL process, and the load generator.
+        "postgres_cpu_ms_per_loop": _mean_per_loop(slices, "postgres_cpu_ms_per_loop"),
+        "client_cpu_ms_per_loop": _mean_per_loop(slices, "client_cpu_ms_per_loop"),
         "load_average": [min(loads), max(loads)] if loads else None,
     }
 
@@ -271,20 +281,23 @@ def measure(servers: list[VariantServer], args: argparse.Namespace, echo) -> lis
 def markdown(results: list[dict]) -> str:
     lines = [
         "| checkpointer | concurrency | req/s | p50 ms | p99 ms | mean rounds | errors | vs memory "
-        "| worker CPU ms/loop | load average |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| worker CPU ms/loop | PostgreSQL CPU ms/loop | load generator CPU ms/loop | load average |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     memory = {r["concurrency"]: r["throughput_rps"] for r in results if r["variant"] == "memory"}
     for r in results:
         ratio = (
             r["throughput_rps"] / memory[r["concurrency"]] if memory.get(r["concurrency"]) else float("nan")
         )
-        cpu = "" if r.get("cpu_ms_per_loop") is None else f"{r['cpu_ms_per_loop']:.1f}"
+        cpu, postgres, client = (
+            "" if r.get(key) is None else f"{r[key]:.1f}"
+            for key in ("cpu_ms_per_loop", "postgres_cpu_ms_per_loop", "client_cpu_ms_per_loop")
+        )
         load = r.get("load_average") or []
         lines.append(
             f"| {r['variant']} | {r['concurrency']} | {r['throughput_rps']:.1f} | {r['p50_ms']:.1f} | "
             f"{r['p99_ms']:.1f} | {r['mean_rounds']:.2f} | {r['errors']} | {ratio:.2f} | {cpu} | "
-            f"{'-'.join(f'{x:.1f}' for x in load)} |"
+            f"{postgres} | {client} | {'-'.join(f'{x:.1f}' for x in load)} |"
         )
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -48,6 +49,28 @@ def process_tree_cpu_s(pid: int) -> float:
         except (FileNotFoundError, ProcessLookupError):
             continue  # exited meanwhile
     return total
+
+
+def postgres_cpu_s() -> float:
+    """User + system CPU seconds of every PostgreSQL process on this machine (/proc, Linux): with
+    the worker's and the load generator's own, where the machine's cores go per loop."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name, fields = (entry / "stat").read_text().split(" (", 1)[1].rsplit(")", 1)
+            if name == "postgres":
+                values = fields.split()
+                total += (int(values[11]) + int(values[12])) / _TICKS
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue  # exited meanwhile
+    return total
+
+
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _request_body(rng: random.Random, max_rounds: int, random_candidates: bool) -> dict:
@@ -103,11 +126,13 @@ async def run(
         out: dict = {"latencies": [], "rounds": [], "errors": []}
         load_before = os.getloadavg()[0]
         cpu_before = process_tree_cpu_s(server_pid) if server_pid else None
+        postgres_before, client_before = postgres_cpu_s(), own_cpu_s()
         started = time.perf_counter()
         stop = started + duration
         await asyncio.gather(*(_client_loop(client, s, body, stop, True, out) for s in sessions))
         wall = time.perf_counter() - started
         server_cpu = process_tree_cpu_s(server_pid) - cpu_before if cpu_before is not None else None
+        postgres_cpu, client_cpu = postgres_cpu_s() - postgres_before, own_cpu_s() - client_before
         load_after = os.getloadavg()[0]
     lat = sorted(out["latencies"])
     return {
@@ -122,6 +147,8 @@ async def run(
         "mean_rounds": round(statistics.fmean(out["rounds"]), 2) if out["rounds"] else 0.0,
         "server_cpu_s": None if server_cpu is None else round(server_cpu, 3),
         "server_cpu_ms_per_loop": round(1000 * server_cpu / len(lat), 2) if server_cpu and lat else None,
+        "postgres_cpu_ms_per_loop": round(1000 * postgres_cpu / len(lat), 2) if lat else None,
+        "client_cpu_ms_per_loop": round(1000 * client_cpu / len(lat), 2) if lat else None,
         "load_average": [round(load_before, 2), round(load_after, 2)],
         "latencies_ms": [round(x * 1000, 2) for x in out["latencies"]],
         "rounds": out["rounds"],
