@@ -131,53 +131,6 @@ def test_simulator_labels_are_reachable_and_held_out_phrasings_differ(finder, ml
     )
 
 
-@pytest.mark.parametrize(
-    ("text", "roles", "years"),
-    [
-        (
-            "not before 1975 and not after 1985",
-            [Role.NEGATIVE, Role.NEGATIVE],
-            YearRange(start=1975, end=1985),
-        ),
-        ("after 1974 but before 1986", [Role.POSITIVE, Role.POSITIVE], YearRange(start=1975, end=1985)),
-        ("the 80s, or maybe the 90s", [Role.POSITIVE, Role.POSITIVE], YearRange(start=1980, end=1999)),
-        # open ends that never meet hold no range together: the first one stays
-        ("before 1970 or after 1990", [Role.POSITIVE, Role.POSITIVE], YearRange(end=1969)),
-    ],
-)
-def test_two_year_bounds_on_one_side_meet_or_join(finder, text, roles, years):
-    found = finder.find(text)
-    assert [m.kind for m in found] == ["year", "year"]
-    assert assemble(Reading(found, roles), finder.index).positive.year_range == years
-
-
-def test_simulated_contrasts_and_dated_titles(finder, lastfm_finder):
-    """A refusal's scope is its own object ("not a comedy, a drama"); a year beside a title only picks
-    the title."""
-    commands = simulate(finder.index, 4000, split="train", seed=21)
-    contrasts = [c for c in commands if " instead" in c.text.casefold() and len(c.planted) == 2]
-    assert contrasts
-    for c in contrasts:
-        sides = {p.role for p in c.planted}
-        assert sides == {Role.NEGATIVE, Role.POSITIVE}, c.text
-        assert len(c.expected.positive.genres) == len(c.expected.negative.genres) == 1
-    dated = [
-        c for c in commands
-        if len(c.planted) == 2
-        and {(p.mention.kind, p.role is Role.NONE) for p in c.planted} == {("year", True), ("item", False)}
-    ]  # fmt: skip
-    assert dated
-    for c in dated:
-        for p in c.planted:
-            assert fold(c.text[p.mention.start : p.mention.end]) == fold(p.mention.text)
-        assert c.expected.positive.year_range is None and c.expected.negative.year_range is None
-    music = simulate(lastfm_finder.index, 3000, split="train", seed=21)
-    swapped = [c for c in music if " instead" in c.text.casefold() and len(c.planted) == 2]
-    assert swapped and all(
-        len(c.expected.positive.items) == len(c.expected.negative.items) == 1 for c in swapped
-    )
-
-
 def test_scoring_follows_the_labelling_contract():
     expected = PreferenceUpdate(
         negative=Side(genres=["Comedy"]), positive=Side(soft=[SoftPreference(text="lighter")])
@@ -256,7 +209,7 @@ def test_simulated_titles_follow_the_catalogs_convention(finder, lastfm_finder):
     """'more X' is a taste anchor for a film and the artist itself on a music catalog."""
     for f, field in ((finder, "soft"), (lastfm_finder, "items")):
         more = [
-            c for seed in (5, 6) for c in simulate(f.index, 3000, split="train", seed=seed)
+            c for c in simulate(f.index, 3000, split="train", seed=5)
             if len(c.planted) == 1 and c.planted[0].mention.kind == "item"
             and fold(c.text).startswith("more ") and c.planted[0].mention.start == len("more ")
             and " like " not in fold(c.text)

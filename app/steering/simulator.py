@@ -15,9 +15,8 @@ measures phrasings the student never saw, not memorised ones.
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from app.steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold, overlaps
@@ -48,11 +47,6 @@ _POSITIVE = (
     "i don't want anything but {x}", "i don't want anything except {x}", "nothing except {x}",
     "i want nothing but {x}", "don't show me anything other than {x}", "nothing other than {x}",
     "i won't watch anything but {x}", "no, i want {x}",
-    # idioms of liking: the wish is in the idiom, not in a verb of wanting
-    "{x} are my jam", "{x} is my jam", "{x} is my thing", "{x} hits the spot", "i'm all about {x}",
-    "{x}, yes please", "count me in for {x}", "{x} are my favourite", "can't get enough of {x}",
-    "i'm a big {x} person", "{x} all day", "i'd kill for some {x}", "{x} is right up my alley",
-    "{x} would make my night", "i'm always down for {x}", "hook me up with {x}", "team {x}",
 )  # fmt: skip
 _NEGATIVE = (
     "no {x}", "no more {x}", "less {x}", "fewer {x}", "i'm sick of {x}", "enough with the {x}",
@@ -79,13 +73,6 @@ _NEGATIVE = (
     "except {x}", "except for {x}", "but no {x}", "but not {x}", "just no {x}", "without the {x}",
     "everything except {x} is fine", "anything but {x} is ok", "all good except {x}",
     "anything is fine except {x}", "whatever you want, just no {x}", "everything but {x} works for me",
-    # idioms of refusal: no negation word needed ("count me out", "a hard pass", "not my cup of tea")
-    "{x}? count me out", "count me out on {x}", "{x} is a hard pass", "{x} are a hard pass",
-    "{x} isn't my cup of tea", "{x} aren't my cup of tea", "dial back the {x}", "dial back the {x} a bit",
-    "tone down the {x}", "ease up on the {x}", "{x} is a turn-off", "{x} does nothing for me",
-    "{x} puts me to sleep", "i'm allergic to {x}", "{x} can wait", "give the {x} a rest",
-    "{x}, not today", "not today, {x}", "keep {x} off my feed", "less of the {x}", "{x}? pass",
-    "{x} is dead to me", "over {x} tbh", "i've outgrown {x}", "{x} ain't it", "{x} makes me cringe",
 )  # fmt: skip
 _LIFT = (
     "{x} is fine again", "{x} is ok now", "i don't mind {x} anymore", "you can show me {x} again",
@@ -105,10 +92,6 @@ _LIFT = (
     "about the {x} ban, forget it", "the {x} ban is over", "ignore what i said about no {x}",
     "i said no {x} but i changed my mind", "drop the {x} filter", "remove the {x} block",
     "you don't have to avoid {x} anymore", "no need to skip {x}", "stop excluding {x}",
-    # a refusal denied is a permission, not a wish: "not against" is neither "no" nor "more"
-    "i'm not against {x}", "i have nothing against {x}", "i don't object to {x}", "{x} doesn't bother me",
-    "i don't hate {x}", "{x} isn't so bad", "i wouldn't say no to {x}", "{x} is not a problem",
-    "{x} is acceptable", "not opposed to {x}", "{x} doesn't bug me anymore", "i'm not anti {x}",
 )  # fmt: skip
 _ITEM_POSITIVE = (
     "play more {x}", "i want {x}", "more {x}", "put on some {x}", "i'd like to hear {x}", "play {x}",
@@ -217,25 +200,6 @@ _FREE_SOFT_NEGATIVE += (
     "nothing overplayed", "no banjo stuff", "nothing from the radio", "no remixes", "not so much shouting",
     "less of the moody stuff", "no more breakup songs",
 )  # fmt: skip
-# One thing refused and another wanted in one breath ("not a comedy, a drama", "mysteries without any
-# horror"): {n} is the unwanted, {p} the wanted one. The "not" does not reach past its own object.
-_CONTRAST = (
-    "not {n}, {p}", "not a {n}, a {p}", "{p}, not {n}", "{p} not {n}", "{p} without any {n} in them",
-    "{p} without {n}", "no {n}, {p} instead", "{p} instead of {n}", "{p} rather than {n}",
-    "instead of {n}, {p}", "{n} is not good, give me {p}", "for me {n} is not good, give {p}",
-    "less {n}, more {p}", "swap the {n} for {p}", "{p} but no {n}", "{p}, just no {n}",
-    "no {n} - {p}", "i don't want {n}, i want {p}", "not {n} but {p}", "{p} please, not {n}",
-    "{p} and nothing {n}", "enough {n}, time for {p}", "{n} no, {p} yes", "{p} but without the {n}",
-    "skip {n}, give me {p}", "not in the mood for {n}, more {p}", "{p}, hold the {n}",
-    "any {p} that isn't {n}", "{p} minus the {n}", "trade {n} for {p}", "{p} over {n}",
-    "rather {p} than {n}",
-)  # fmt: skip
-# A year beside a title picks which one ("the 1991 cape fear", "sabrina, the one from the fifties"):
-# it qualifies the title and is no constraint of its own.
-_TITLE_WITH_YEAR = (
-    "the {y} {t}", "{t} ({y})", "{t}, the one from {y}", "{t} from {y}", "the {y} version of {t}",
-    "{t}, the {y} one", "{t} - the {y} version", "the {t} from {y}",
-)  # fmt: skip
 # People and themes a catalog has no field for: soft on whichever side the template puts them.
 _MOVIE_TOPICS = (
     "tom hanks", "hitchcock", "spielberg", "tarantino", "jim carrey", "meg ryan", "bogart",
@@ -315,7 +279,6 @@ _CONNECTORS = (
     ", ", " and ", " but ", ". ", "; ", " - ", ", also ", " and also ", ", plus ", ", but ", " & ",
     " and then ", ". also ", ", and ",
 )  # fmt: skip
-_SEPARATORS = (". ", "; ", ", but ", " but ", ". but ", "! ", ". also ")
 _GENRE_NOUNS = ("", "", "", " movies", " films", " stuff", " flicks", " ones")
 _MUSIC_NOUNS = ("", "", " music", " stuff", " songs", " tracks")
 _YEAR_NOUNS_BEFORE = ("", "movies ", "films ", "stuff ", "something ", "anything ")
@@ -402,8 +365,8 @@ class CommandSimulator:
 
     def _clause(self, used: set[object]) -> _Clause | None:
         rng = self.rng
-        kinds = ["item", "mood", "free", "topic", "contrast"]
-        weights = [0.3, 0.15, 0.08, 0.1, 0.07]
+        kinds = ["item", "mood", "free", "topic"]
+        weights = [0.3, 0.15, 0.08, 0.1]
         if self.genres:
             kinds.append("genre")
             weights.append(0.45)
@@ -427,8 +390,6 @@ class CommandSimulator:
             return self._mood_clause(used)
         if kind == "topic":
             return self._topic_clause(used)
-        if kind == "contrast":
-            return self._contrast_clause(used)
         return self._free_clause()
 
     def _role(self, weights: tuple[float, float, float] = (0.42, 0.43, 0.15)) -> Role:
@@ -659,68 +620,7 @@ class CommandSimulator:
             title = title.lower()
         template = self._pick(templates)
         pieces = [(title, (item.id,)), ("", None)]
-        clause = self._fill(template, pieces, lambda ids, s, e, t: Mention("item", s, e, t, items=ids), role)
-        if not music and item.year and rng.random() < 0.1:
-            clause = self._with_year(clause, item.year)
-        return clause
-
-    def _with_year(self, clause: _Clause, year: int) -> _Clause:
-        """The clause's title qualified by its year or decade ("the 1991 cape fear"): the year span
-        picks the title and is no constraint (role none)."""
-        rng = self.rng
-        (start, end, title, role), *_ = clause.planted
-        decade = year - year % 10
-        surface, years = rng.choice(
-            ((str(year), YearRange(start=year, end=year)),
-             (f"the {str(decade)[2:]}s", YearRange(start=decade, end=decade + 9)))
-        )  # fmt: skip
-        form = self._pick(_TITLE_WITH_YEAR)
-        if surface.startswith("the "):
-            form = form.replace("the {y}", "{y}")  # not "the the 90s cape fear"
-        inner = _fill_slots(
-            form,
-            {
-                "t": (title.text, lambda s, e, t: Mention("item", s, e, t, items=title.items), role),
-                "y": (surface, lambda s, e, t: Mention("year", s, e, t, years=years), Role.NONE),
-            },
-        )
-        text = clause.text[:start] + inner.text + clause.text[end:]
-        planted = [(s + start, e + start, _shifted(m, start), r) for s, e, m, r in inner.planted]
-        return _Clause(text, planted)
-
-    def _contrast_clause(self, used: set[object]) -> _Clause | None:
-        """One thing refused and another wanted in one phrase ("not a comedy, a drama", "radiohead, not
-        coldplay"): the refusal's scope is its own object."""
-        rng = self.rng
-        template = self._pick(_CONTRAST)
-        if self.genres:
-            n, p = rng.sample(self.genres, 2)
-            if n in used or p in used or not (self._genre_surfaces[n] and self._genre_surfaces[p]):
-                return None
-            used |= {n, p}
-            slots = {
-                name: (
-                    self._noise(rng.choice(self._genre_surfaces[genre])),
-                    lambda s, e, t, g=genre: Mention("genre", s, e, t, genres=(g,)),
-                    role,
-                )
-                for name, genre, role in (("n", n, Role.NEGATIVE), ("p", p, Role.POSITIVE))
-            }
-        else:
-            n_item, p_item = rng.sample(self.titled, 2)
-            if n_item.id in used or p_item.id in used:
-                return None
-            used |= {n_item.id, p_item.id}
-            lower = rng.random() < 0.4
-            slots = {
-                name: (
-                    item.title.lower() if lower else item.title,
-                    lambda s, e, t, i=item.id: Mention("item", s, e, t, items=(i,)),
-                    role,
-                )
-                for name, item, role in (("n", n_item, Role.NEGATIVE), ("p", p_item, Role.POSITIVE))
-            }
-        return _fill_slots(template, slots)
+        return self._fill(template, pieces, lambda ids, s, e, t: Mention("item", s, e, t, items=ids), role)
 
     def _mood_clause(self, used: set[object]) -> _Clause | None:
         rng = self.rng
@@ -808,14 +708,18 @@ class CommandSimulator:
         soft_spans: list[tuple[int, int, Role]] = []
         for i, clause in enumerate(clauses):
             if i:
-                text += self._connector(clauses[i - 1], clause)
+                text += ": " if clauses[i - 1].reset and rng.random() < 0.4 else rng.choice(_CONNECTORS)
             offset = len(text)
             text += clause.text
             if clause.soft_positive or clause.soft_negative:
                 side = Role.POSITIVE if clause.soft_positive else Role.NEGATIVE
                 soft_spans.append((offset, len(text), side))
-            for _start, _end, mention, role in clause.planted:
-                planted.append(Planted(_shifted(mention, offset), role))
+            for start, end, mention, role in clause.planted:
+                moved = Mention(
+                    mention.kind, start + offset, end + offset, mention.text, mention.genres, mention.years,
+                    mention.items, mention.mood,
+                )  # fmt: skip
+                planted.append(Planted(moved, role))
         if rng.random() < 0.2:
             text += rng.choice(_SUFFIXES)
         text = self._case(text)
@@ -828,18 +732,6 @@ class CommandSimulator:
         expected = assemble(reading, self.index)
         return SimulatedCommand(text, tuple(planted), reset, soft_pos, soft_neg, expected, tuple(soft_spans))
 
-    def _connector(self, before: _Clause, after: _Clause) -> str:
-        """What joins two clauses. After a refusal, a clause that opens on its object is set apart by
-        punctuation or "but": "no horror and comedies" refuses both (the negation runs over the list),
-        so labelling "comedies" wanted there would teach the opposite of what people mean."""
-        rng = self.rng
-        if before.reset and rng.random() < 0.4:
-            return ": "
-        refused = any(role in (Role.NEGATIVE, Role.SOFT_NEGATIVE) for *_span, role in before.planted[-1:])
-        if (refused or before.soft_negative) and after.planted and after.planted[0][0] == 0:
-            return rng.choice(_SEPARATORS)
-        return rng.choice(_CONNECTORS)
-
     def _case(self, text: str) -> str:
         """Casing as people type: as is, a capital first letter, Title Case now and then, rarely CAPS."""
         r = self.rng.random()
@@ -850,29 +742,6 @@ class CommandSimulator:
         if r < 0.45:
             return text.upper()
         return text
-
-
-def _shifted(mention: Mention, offset: int) -> Mention:
-    return replace(mention, start=mention.start + offset, end=mention.end + offset)
-
-
-_SLOT = re.compile(r"\{(\w)\}")
-
-
-def _fill_slots(
-    template: str, slots: dict[str, tuple[str, Callable[[int, int, str], Mention], Role]]
-) -> _Clause:
-    """The template with each ``{name}`` replaced by its slot's text, planted with its mention and role."""
-    text, planted, at = "", [], 0
-    for match in _SLOT.finditer(template):
-        text += template[at : match.start()]
-        surface, make, role = slots[match.group(1)]
-        planted.append(
-            (len(text), len(text) + len(surface), make(len(text), len(text) + len(surface), surface), role)
-        )
-        text += surface
-        at = match.end()
-    return _Clause(text + template[at:], planted)
 
 
 def clauses_text(clauses: Sequence[_Clause], side: str) -> str | None:
