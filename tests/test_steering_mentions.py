@@ -131,6 +131,26 @@ def test_simulator_labels_are_reachable_and_held_out_phrasings_differ(finder, ml
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "roles", "years"),
+    [
+        (
+            "not before 1975 and not after 1985",
+            [Role.NEGATIVE, Role.NEGATIVE],
+            YearRange(start=1975, end=1985),
+        ),
+        ("after 1974 but before 1986", [Role.POSITIVE, Role.POSITIVE], YearRange(start=1975, end=1985)),
+        ("the 80s, or maybe the 90s", [Role.POSITIVE, Role.POSITIVE], YearRange(start=1980, end=1999)),
+        # open ends that never meet hold no range together: the first one stays
+        ("before 1970 or after 1990", [Role.POSITIVE, Role.POSITIVE], YearRange(end=1969)),
+    ],
+)
+def test_two_year_bounds_on_one_side_meet_or_join(finder, text, roles, years):
+    found = finder.find(text)
+    assert [m.kind for m in found] == ["year", "year"]
+    assert assemble(Reading(found, roles), finder.index).positive.year_range == years
+
+
 def test_scoring_follows_the_labelling_contract():
     expected = PreferenceUpdate(
         negative=Side(genres=["Comedy"]), positive=Side(soft=[SoftPreference(text="lighter")])

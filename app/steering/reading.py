@@ -97,11 +97,28 @@ def _add_years(update: PreferenceUpdate, role: Role, years: YearRange) -> None:
     if side.year_range is None:
         side.year_range = years
         return
-    # Two ranges on one side ("the 80s, or the 90s"): their hull.
     old = side.year_range
+    # Two open ends that meet ("after 1975 and before 1985", "not before 1975 and not after 1985"):
+    # both bounds hold, so the range is where they overlap.
+    lower, upper = (old, years) if old.end is None else (years, old)
+    if _meet(lower, upper):
+        side.year_range = YearRange(start=lower.start, end=upper.end)
+        return
+    # Two ranges on one side ("the 80s, or the 90s"): their hull.
     start = None if old.start is None or years.start is None else min(old.start, years.start)
     end = None if old.end is None or years.end is None else max(old.end, years.end)
     side.year_range = YearRange(start=start, end=end) if start is not None or end is not None else old
+
+
+def _meet(lower: YearRange, upper: YearRange) -> bool:
+    """``lower`` is open above, ``upper`` open below, and they overlap."""
+    return (
+        lower.end is None
+        and upper.start is None
+        and lower.start is not None
+        and upper.end is not None
+        and lower.start <= upper.end
+    )
 
 
 def _complement(years: YearRange) -> YearRange:
