@@ -254,6 +254,7 @@ def aggregate(name: str, concurrency: int, workers: int, slices: list[dict]) -> 
         "postgres_cpu_ms_per_loop": _mean_per_loop(slices, "postgres_cpu_ms_per_loop"),
         "client_cpu_ms_per_loop": _mean_per_loop(slices, "client_cpu_ms_per_loop"),
         "load_average": [min(loads), max(loads)] if loads else None,
+        "worker_process_cpu_s": [s.get("worker_process_cpu_s") for s in slices],
     }
 
 
@@ -270,6 +271,11 @@ def measure(servers: list[VariantServer], args: argparse.Namespace, echo) -> lis
                 echo(
                     f"{server.name} c={concurrency} slice {turn + 1}: {piece['throughput_rps']} req/s, "
                     f"{piece['server_cpu_ms_per_loop']} ms CPU/loop, load {piece['load_average']}"
+                    + (
+                        f", worker processes' CPU s {piece['worker_process_cpu_s']}"
+                        if len(piece.get("worker_process_cpu_s") or ()) > 1
+                        else ""
+                    )
                 )
         for server in servers:
             result = aggregate(server.name, concurrency, args.workers, slices[server.name])

@@ -51,6 +51,17 @@ def process_tree_cpu_s(pid: int) -> float:
     return total
 
 
+def worker_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds of each direct child of ``pid`` (uvicorn's worker processes) and its descendants."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return {child: process_tree_cpu_s(child) for child in children}
+
+
 def postgres_cpu_s() -> float:
     """User + system CPU seconds of every PostgreSQL process on this machine (/proc, Linux): with
     the worker's and the load generator's own, where the machine's cores go per loop."""
@@ -127,12 +138,19 @@ async def run(
         load_before = os.getloadavg()[0]
         cpu_before = process_tree_cpu_s(server_pid) if server_pid else None
         postgres_before, client_before = postgres_cpu_s(), own_cpu_s()
+        workers_before = worker_cpu_s(server_pid) if server_pid else {}
         started = time.perf_counter()
         stop = started + duration
         await asyncio.gather(*(_client_loop(client, s, body, stop, True, out) for s in sessions))
         wall = time.perf_counter() - started
         server_cpu = process_tree_cpu_s(server_pid) - cpu_before if cpu_before is not None else None
         postgres_cpu, client_cpu = postgres_cpu_s() - postgres_before, own_cpu_s() - client_before
+        workers_after = worker_cpu_s(server_pid) if server_pid else {}
+        # Each worker process's part of the work: how evenly its connections were spread.
+        worker_cpu = sorted(
+            (round(workers_after[w] - workers_before[w], 2) for w in workers_after if w in workers_before),
+            reverse=True,
+        )
         load_after = os.getloadavg()[0]
     lat = sorted(out["latencies"])
     return {
@@ -149,6 +167,7 @@ async def run(
         "server_cpu_ms_per_loop": round(1000 * server_cpu / len(lat), 2) if server_cpu and lat else None,
         "postgres_cpu_ms_per_loop": round(1000 * postgres_cpu / len(lat), 2) if lat else None,
         "client_cpu_ms_per_loop": round(1000 * client_cpu / len(lat), 2) if lat else None,
+        "worker_process_cpu_s": worker_cpu,
         "load_average": [round(load_before, 2), round(load_after, 2)],
         "latencies_ms": [round(x * 1000, 2) for x in out["latencies"]],
         "rounds": out["rounds"],
