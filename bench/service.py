@@ -13,7 +13,9 @@ Variants: ``postgres`` (the service default: pooled saver, one durable commit pe
 ``postgres_nobatch`` (pooled saver, every checkpoint write its own commit), ``postgres_stock``
 (LangGraph's AsyncPostgresSaver as shipped), ``memory`` (InMemorySaver, nothing durable).
 ``--baseline PATH...`` adds the ``--baseline-variants`` run from other checkouts' code (``NAME@DIRNAME``),
-taking turns with the others. Each slice measures the worker's CPU time per loop (/proc).
+taking turns with the others. Each slice measures the worker's CPU time per loop (/proc), with
+PostgreSQL's and the load generator's beside it, and with several workers each worker process's
+share (an uneven spread of keep-alive connections shows there).
 Results: a markdown table on stdout and JSON in reports/bench_service.json.
 """
 
