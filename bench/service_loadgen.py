@@ -32,6 +32,13 @@ N_ITEMS = 1682  # MovieLens-100k
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _process_cpu(pid: int | str) -> tuple[str, float]:
+    """A process's name and its user + system CPU seconds (/proc/PID/stat, Linux)."""
+    head, fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+    values = fields.split()
+    return head.split(" (", 1)[1], (int(values[11]) + int(values[12])) / _TICKS  # utime, stime (14, 15)
+
+
 def process_tree_cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` and its live descendants (/proc, Linux).
 
@@ -42,8 +49,7 @@ def process_tree_cpu_s(pid: int) -> float:
     while stack:
         current = stack.pop()
         try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+            total += _process_cpu(current)[1]
             for task in Path(f"/proc/{current}/task").iterdir():
                 stack.extend(int(c) for c in (task / "children").read_text().split())
         except (FileNotFoundError, ProcessLookupError):
@@ -70,12 +76,11 @@ def postgres_cpu_s() -> float:
         if not entry.name.isdigit():
             continue
         try:
-            name, fields = (entry / "stat").read_text().split(" (", 1)[1].rsplit(")", 1)
-            if name == "postgres":
-                values = fields.split()
-                total += (int(values[11]) + int(values[12])) / _TICKS
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            name, cpu = _process_cpu(entry.name)
+        except (FileNotFoundError, ProcessLookupError):
             continue  # exited meanwhile
+        if name == "postgres":
+            total += cpu
     return total
 
 
