@@ -39,6 +39,18 @@ def _process_cpu(pid: int | str) -> tuple[str, float]:
     return head.split(" (", 1)[1], (int(values[11]) + int(values[12])) / _TICKS  # utime, stime (14, 15)
 
 
+def _children(pid: int) -> list[int]:
+    """The direct children of process ``pid`` (/proc/PID/task/*/children); none once it has exited."""
+    try:
+        return [
+            int(c)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()
+        ]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
 def process_tree_cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` and its live descendants (/proc, Linux).
 
@@ -50,22 +62,15 @@ def process_tree_cpu_s(pid: int) -> float:
         current = stack.pop()
         try:
             total += _process_cpu(current)[1]
-            for task in Path(f"/proc/{current}/task").iterdir():
-                stack.extend(int(c) for c in (task / "children").read_text().split())
         except (FileNotFoundError, ProcessLookupError):
             continue  # exited meanwhile
+        stack.extend(_children(current))
     return total
 
 
 def worker_cpu_s(pid: int) -> dict[int, float]:
     """CPU seconds of each direct child of ``pid`` (uvicorn's worker processes) and its descendants."""
-    children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            children += [int(c) for c in (task / "children").read_text().split()]
-        except FileNotFoundError:
-            continue
-    return {child: process_tree_cpu_s(child) for child in children}
+    return {child: process_tree_cpu_s(child) for child in _children(pid)}
 
 
 def postgres_cpu_s() -> float:
