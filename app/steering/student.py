@@ -130,6 +130,12 @@ class CommandEncoder:
 
     @torch.no_grad()
     def encode(self, texts: Sequence[str], mentions: Sequence[Sequence[Mention]]) -> list[Features]:
+        if self.quantized and len(texts) > 1:
+            # Dynamic int8 scales a batch's activations by their range over the whole batch, padding
+            # included, so a command's vectors would depend on its batch-mates: one at a time, as served.
+            return [
+                f for text, found in zip(texts, mentions, strict=True) for f in self.encode([text], [found])
+            ]
         batch = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=MAX_TOKENS,
             return_offsets_mapping=True, return_tensors="pt",

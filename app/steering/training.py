@@ -319,6 +319,7 @@ def _cached_encode(
                 [[(m.start, m.end, m.kind) for m in ms] for ms in mentions],
                 encoder.layers,
                 encoder.quantized,
+                "one-at-a-time",  # quantized features were once encoded in padded batches
             ]
         ).encode()
     )
