@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from app.steering.learned_parser import LearnedParser
+from app.steering.reading import N_ROLES, Role
 from app.steering.student import CommandEncoder, StudentConfig, build_student
 from graph.steering.catalog_index import CatalogIndex
 from recmodels.text import load_text_encoder
@@ -70,3 +71,39 @@ def test_the_tuned_layers_learn_and_travel_in_the_artifact(encoder, ml_dataset, 
     for mine, theirs in zip(parser.predict(TEXTS), loaded.predict(TEXTS), strict=True):
         assert torch.allclose(mine.role_probs, theirs.role_probs, atol=1e-5)
         assert torch.allclose(mine.flag_probs, theirs.flag_probs, atol=1e-5)
+
+
+def test_a_quantized_encoders_vectors_do_not_depend_on_the_batch(encoder):
+    """Dynamic int8 scales activations by the batch's range: training encodes thousands of commands,
+    serving one, and both must give a command the same vectors."""
+    quantized = CommandEncoder(encoder._sentence_model, layers=1, quantized=True)
+    texts = ["no horror", "something from the nineties, like Fargo, but nothing too long or too loud please"]
+    together = quantized.encode(texts, [[], []])
+    for text, batched in zip(texts, together, strict=True):
+        assert torch.equal(quantized.encode([text], [[]])[0].tokens, batched.tokens)
+
+
+@pytest.mark.parametrize(
+    "text, wanted, anchors",
+    [
+        ("the wrong trousers", {168}, set()),
+        ("Il Postino or Cinema Paradiso pls!", {13, 169}, set()),
+        ("more like Fargo", set(), {99}),
+        ("Fargo, but with more snow", set(), {99}),
+    ],
+)
+def test_a_command_that_only_names_titles_asks_for_them(encoder, ml_dataset, text, wanted, anchors):
+    """The labelling contract: naming titles and nothing else asks for them, whatever the student leans
+    to; with any other word the student's reading stands."""
+    config = StudentConfig(encoder_layers=2, tune_layers=1)
+    parser = LearnedParser(
+        CatalogIndex(ml_dataset), build_student(config, encoder), encoder.configured(config)
+    )
+    prediction = parser.predict([text])[0]
+    assert [m.kind for m in prediction.mentions] == ["item"] * (len(wanted) or 1)
+    leaning = torch.full((len(prediction.mentions), N_ROLES), 0.05)
+    leaning[:, Role.SOFT_POSITIVE] = 0.75  # a taste anchor, and not sure of it
+    prediction.role_probs = leaning
+    update = parser.read(text, prediction, set(), rules=set()).update
+    assert set(update.positive.items) == wanted
+    assert {s.item for s in update.positive.soft if s.item is not None} == anchors

@@ -147,6 +147,12 @@ _LIST_TAIL = frozenset(
 )
 
 
+# What may stand around a command's titles when it only names them
+_COURTESY = frozenset(
+    ("the", "a", "an", "and", "or", "n", "please", "pls", "plz", "thanks", "thx", "thank", "you")
+)
+
+
 class ParserArtifactError(ValueError):
     """The learned parser's artifact is missing, of another format, or unreadable."""
 
@@ -307,11 +313,15 @@ class LearnedParser(CommandParser):
         mentions, roles, unparsed = [], [], []
         vetoed = False  # the rules read a span on another side: neither reading is trusted
         role_probs = _coordinated(text, prediction.mentions, prediction.role_probs)
+        named_only = _names_alone(text, prediction.mentions)
         for mention, probs, unread in zip(prediction.mentions, role_probs, prediction.unread, strict=True):
             if unread:
                 continue  # reported once below, with the truncation
             role = Role(int(probs.argmax()))
             confidence = float(probs.max())
+            if named_only:
+                # The labelling contract: a command that only names titles asks for them.
+                role, confidence = Role.POSITIVE, 1.0
             if role is Role.NONE:
                 continue
             hard = mention.kind != "mood" and role in HARD_ROLES
@@ -368,6 +378,19 @@ def _coordinated(text: str, mentions: Sequence[Mention], probs: torch.Tensor) ->
         if set(_WORDS.findall(tail[: end.start()] if end else tail)) <= _LIST_TAIL:
             out[i] = out[i - 1]  # "romance is fine" after "no horror and" says its own thing: not a list
     return out
+
+
+def _names_alone(text: str, mentions: Sequence[Mention]) -> bool:
+    """Whether the command only names titles, with nothing but courtesy, articles and "and"/"or"
+    around them ("the wrong trousers", "Il Postino or Cinema Paradiso", "pixies & blur pls!")."""
+    if not mentions or any(m.kind != "item" for m in mentions):
+        return False
+    folded, rest, at = fold(text), [], 0
+    for mention in mentions:
+        rest.append(folded[at : mention.start])
+        at = mention.end
+    rest.append(folded[at:])
+    return set(_WORDS.findall(" ".join(rest))) <= _COURTESY
 
 
 def _agreement(mine: set[tuple], rules: set[tuple]) -> str:
