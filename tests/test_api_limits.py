@@ -15,6 +15,7 @@ from app.services.keys import create_key
 from app.services.runtime import open_resources
 from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
+from tests.api_client import authed_client
 
 pytestmark = pytest.mark.integration
 
@@ -74,22 +75,21 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             Reply.json({"thoughts": "t", "item_id": 10, "reason": "A classic."}),
             Reply.json({"thoughts": "t", "decision": "accept", "reason": "Yes."}),
         )
-        async with open_resources(
-            settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-        ) as resources:
-            key = await create_key(resources.sessionmaker, owner="budget")
-            transport = httpx.ASGITransport(app=create_app(settings, resources=resources))
-            headers = {"Authorization": f"Bearer {key.secret}"}
-            async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
-                session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
-                url = f"/v1/sessions/{session.json()['id']}/recommendations"
-                body = {"agents": "llm", "candidates": [5, 10, 15, 20], "max_rounds": 1}
-                first = await api.post(url, json=body)
-                assert first.status_code == 200 and first.json()["usage"]["prompt_tokens"] > 0
-                refused = await api.post(url, json=body)
-                offline = await api.post(url, json={**body, "agents": "offline"})
-                async with resources.sessionmaker() as db:
-                    loops = (await db.execute(select(func.count()).select_from(Loop))).scalar_one()
+        async with (
+            open_resources(
+                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
+            ) as resources,
+            await authed_client(settings, resources, "budget") as api,
+        ):
+            session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
+            url = f"/v1/sessions/{session.json()['id']}/recommendations"
+            body = {"agents": "llm", "candidates": [5, 10, 15, 20], "max_rounds": 1}
+            first = await api.post(url, json=body)
+            assert first.status_code == 200 and first.json()["usage"]["prompt_tokens"] > 0
+            refused = await api.post(url, json=body)
+            offline = await api.post(url, json={**body, "agents": "offline"})
+            async with resources.sessionmaker() as db:
+                loops = (await db.execute(select(func.count()).select_from(Loop))).scalar_one()
 
     assert refused.status_code == 429 and refused.json()["field"] is None
     detail = refused.json()["detail"]

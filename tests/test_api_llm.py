@@ -11,6 +11,7 @@ from app.services.keys import create_key
 from app.services.runtime import open_resources
 from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
+from tests.api_client import authed_client
 
 pytestmark = pytest.mark.integration
 
@@ -41,23 +42,22 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
             Reply.json({"thoughts": "t", "item_id": 10, "reason": "A classic."}),
             Reply.json({"thoughts": "t", "decision": "reject", "reason": "Seen it twice."}),
         )
-        async with open_resources(
-            settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-        ) as resources:
-            key = await create_key(resources.sessionmaker, owner="llm")
-            transport = httpx.ASGITransport(app=create_app(settings, resources=resources))
-            headers = {"Authorization": f"Bearer {key.secret}"}
-            async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
-                session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
-                url = f"/v1/sessions/{session.json()['id']}"
-                response = await api.post(
-                    f"{url}/recommendations",
-                    json={"agents": "llm", "candidates": CANDIDATES, "max_rounds": 3},
-                )
-                assert response.status_code == 200, response.text
-                body = response.json()
-                stored = (await api.get(f"{url}/loops")).json()["data"][0]
-                ready = (await api.get("/readyz")).json()
+        async with (
+            open_resources(
+                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
+            ) as resources,
+            await authed_client(settings, resources, "llm") as api,
+        ):
+            session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
+            url = f"/v1/sessions/{session.json()['id']}"
+            response = await api.post(
+                f"{url}/recommendations",
+                json={"agents": "llm", "candidates": CANDIDATES, "max_rounds": 3},
+            )
+            assert response.status_code == 200, response.text
+            body = response.json()
+            stored = (await api.get(f"{url}/loops")).json()["data"][0]
+            ready = (await api.get("/readyz")).json()
 
     assert [(r["item"], r["decision"]) for r in body["rounds"]][0] == (10, "reject")
     assert body["rounds"][0]["user_reason"] == "Seen it twice." and body["rounds"][-1]["decision"] == "accept"
@@ -109,23 +109,22 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
             )
             for mode in ("offline", "llm")
         }
-        async with open_resources(
-            settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-        ) as resources:
-            key = await create_key(resources.sessionmaker, owner=f"llm-{failure}")
-            transport = httpx.ASGITransport(app=create_app(settings, resources=resources))
-            headers = {"Authorization": f"Bearer {key.secret}"}
-            async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
-                session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
-                url = f"/v1/sessions/{session.json()['id']}"
-                response = await api.post(
-                    f"{url}/recommendations",
-                    json={"agents": "llm", "candidates": CANDIDATES, "max_rounds": 2},
-                )
-                stored = (await api.get(f"{url}/loops")).json()["data"][0]
-                state = (await api.get(url)).json()
-                per_key = (await api.get("/v1/usage")).json()
-                metrics = (await api.get("/metrics")).text
+        async with (
+            open_resources(
+                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
+            ) as resources,
+            await authed_client(settings, resources, f"llm-{failure}") as api,
+        ):
+            session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
+            url = f"/v1/sessions/{session.json()['id']}"
+            response = await api.post(
+                f"{url}/recommendations",
+                json={"agents": "llm", "candidates": CANDIDATES, "max_rounds": 2},
+            )
+            stored = (await api.get(f"{url}/loops")).json()["data"][0]
+            state = (await api.get(url)).json()
+            per_key = (await api.get("/v1/usage")).json()
+            metrics = (await api.get("/metrics")).text
 
     assert response.status_code == 200, response.text
     body = response.json()

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 
 from app.db.models import Loop, Round
 from graph.agents.base import RecAgent
+from tests.api_client import authed_client
 
 pytestmark = pytest.mark.integration
 
@@ -183,22 +184,18 @@ class _SlowRecAgent(RecAgent):
 
 @pytest.fixture
 async def slow_api(service_settings, service_db_url, ml_dataset, service_loop_deps):
-    import httpx
 
-    from app.main import create_app
-    from app.services.keys import create_key
     from app.services.runtime import open_resources
 
     offline = service_loop_deps["offline"]
     slow = {"offline": dataclasses.replace(offline, rec_agent=_SlowRecAgent(offline.rec_agent, 0.2))}
-    async with open_resources(
-        service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=slow
-    ) as resources:
-        key = await create_key(resources.sessionmaker, owner="slow")
-        transport = httpx.ASGITransport(app=create_app(service_settings, resources=resources))
-        headers = {"Authorization": f"Bearer {key.secret}"}
-        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as client:
-            yield client, resources
+    async with (
+        open_resources(
+            service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=slow
+        ) as resources,
+        await authed_client(service_settings, resources, "slow") as client,
+    ):
+        yield client, resources
 
 
 async def test_twenty_simultaneous_requests_on_one_session_run_exactly_one_loop(slow_api):

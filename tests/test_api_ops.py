@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.urls import sqlalchemy_url
-from app.main import create_app
-from app.services.keys import create_key
 from app.services.runtime import open_resources
+from tests.api_client import authed_client
 from tests.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
@@ -63,31 +61,28 @@ async def test_database_outage_gives_503_with_retry_after_and_the_service_recove
     await proxy.start()
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     settings = service_settings.model_copy(update={"db_connect_timeout_s": 1.0})
-    async with open_resources(
-        settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
-    ) as resources:
-        key = await create_key(resources.sessionmaker, owner="outage")
-        transport = httpx.ASGITransport(app=create_app(settings, resources=resources))
-        headers = {"Authorization": f"Bearer {key.secret}"}
-        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as client:
-            session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": [1, 2]})).json()[
-                "id"
-            ]
+    async with (
+        open_resources(
+            settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
+        ) as resources,
+        await authed_client(settings, resources, "outage") as client,
+    ):
+        session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": [1, 2]})).json()[
+            "id"
+        ]
 
-            await proxy.stop()
-            down = await client.get(f"/v1/sessions/{session_id}")
-            assert down.status_code == 503
-            assert down.headers["Retry-After"] == str(settings.db_retry_after_s)
-            assert "database is unreachable" in down.json()["detail"]
-            not_ready = await client.get("/readyz")
-            assert not_ready.status_code == 503 and not_ready.json()["checks"]["database"] != "ok"
-            assert (await client.get("/healthz")).status_code == 200
+        await proxy.stop()
+        down = await client.get(f"/v1/sessions/{session_id}")
+        assert down.status_code == 503
+        assert down.headers["Retry-After"] == str(settings.db_retry_after_s)
+        assert "database is unreachable" in down.json()["detail"]
+        not_ready = await client.get("/readyz")
+        assert not_ready.status_code == 503 and not_ready.json()["checks"]["database"] != "ok"
+        assert (await client.get("/healthz")).status_code == 200
 
-            await proxy.start()  # same port: the database is back
-            recovered = await client.get(f"/v1/sessions/{session_id}")
-            assert recovered.status_code == 200 and recovered.json()["history"] == [1, 2]
-            loop = await client.post(
-                f"/v1/sessions/{session_id}/recommendations", json={"candidates": [5, 6, 7]}
-            )
-            assert loop.status_code == 200, loop.text
+        await proxy.start()  # same port: the database is back
+        recovered = await client.get(f"/v1/sessions/{session_id}")
+        assert recovered.status_code == 200 and recovered.json()["history"] == [1, 2]
+        loop = await client.post(f"/v1/sessions/{session_id}/recommendations", json={"candidates": [5, 6, 7]})
+        assert loop.status_code == 200, loop.text
     await proxy.stop()
