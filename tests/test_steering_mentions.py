@@ -42,6 +42,8 @@ def _one(finder: MentionFinder, text: str):
         ("the '90s please", 1990, 1999),
         ("the early nineties", 1990, 1994),
         ("the late 80s", 1985, 1989),
+        ("the mid-eighties", 1983, 1987),
+        ("the mid 90s", 1993, 1997),
         ("before 1980", None, 1979),
         ("pre-1980 films", None, 1979),
         ("after 1990", 1991, None),

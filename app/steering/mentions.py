@@ -727,8 +727,8 @@ def _decade(four: str | None, full: str | None, two: str | None, word: str | Non
         raise ValueError("no decade")
     if modifier == "early":
         return YearRange(start=start, end=start + 4)
-    if modifier in ("mid", "middle"):
-        return YearRange(start=start + 3, end=start + 6)
+    if modifier in ("mid", "middle"):  # the middle five years (the labelling contract, frozen set v4)
+        return YearRange(start=start + 3, end=start + 7)
     if modifier == "late":
         return YearRange(start=start + 5, end=start + 9)
     return YearRange(start=start, end=start + 9)
