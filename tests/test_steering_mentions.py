@@ -44,6 +44,12 @@ def _one(finder: MentionFinder, text: str):
         ("the late 80s", 1985, 1989),
         ("the mid-eighties", 1983, 1987),
         ("the mid 90s", 1993, 1997),
+        ("something from nineteen ninety-two", 1992, 1992),
+        ("nineteen eighty four please", 1984, 1984),
+        ("the early nineteen seventies", 1970, 1974),
+        ("films of 80 years", 1980, 1989),
+        ("the years 60", 1960, 1969),
+        ("nothing past 1980", 1981, None),
         ("before 1980", None, 1979),
         ("pre-1980 films", None, 1979),
         ("after 1990", 1991, None),
@@ -73,6 +79,10 @@ def test_year_expressions(finder, text, start, end):
         ("cowboy films", ("Western",)),
         ("a whodunit", ("Mystery",)),
         ("thriler", ("Thriller",)),  # a misspelling
+        ("a cops and robbers flick", ("Crime",)),
+        ("a song-and-dance picture", ("Musical",)),
+        ("toons", ("Animation",)),
+        ("gunslingers please", ("Western",)),
     ],
 )
 def test_genre_words(finder, text, genres):
@@ -305,6 +315,11 @@ def test_sequel_numbers_match_whatever_their_spelling():
     assert [ids for _t, ids in _items(finder, "zephyr quest")] == [(0,)]
     # a number word opening a title stays a word
     assert _items(finder, "Seven, not the four winds") == [("Seven", (3,)), ("four winds", (4,))]
+
+
+def test_a_long_misspelt_title_is_found_whole():
+    finder = _catalog_finder(["Raiders of the Lost Ark", "Lost"], common={"lost", "of", "the"})
+    assert _items(finder, "raiders of the lost arc") == [("raiders of the lost arc", (0,))]
 
 
 def test_a_rare_title_counts_lower_cased_and_an_everyday_one_needs_a_capital():

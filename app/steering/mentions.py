@@ -27,6 +27,7 @@ MentionKind = Literal["genre", "year", "item", "mood"]
 MENTION_KINDS: tuple[MentionKind, ...] = ("genre", "year", "item", "mood")
 MAX_TITLE_WORDS = 12
 FUZZY_MIN_CHARS = 7  # a misspelt title is looked for only from this many characters ("radiohed")
+MISSPELT_MAX_WORDS = 6  # "raiders of the lost arc"
 FUZZY_CUTOFF = 0.88  # difflib ratio: one letter wrong in eight
 OLD_END = 1969  # "old", "classic", "vintage": up to the end of the sixties (the labelling convention)
 RECENT_SPAN = 3  # "recent", "new": the catalog's newest year minus this, on
@@ -36,10 +37,12 @@ GENRE_WORDS: dict[str, tuple[str, ...]] = {
     "action": ("Action",), "action packed": ("Action",), "adventure": ("Adventure",),
     "adventures": ("Adventure",), "animation": ("Animation",), "animated": ("Animation",),
     "cartoon": ("Animation",), "cartoons": ("Animation",), "anime": ("Animation",),
+    "toon": ("Animation",), "toons": ("Animation",),
     "children s": ("Children's",), "childrens": ("Children's",), "children": ("Children's",),
     "kids": ("Children's",), "kid": ("Children's",), "kids movies": ("Children's",),
     "my kids": ("Children's",), "toddler": ("Children's",), "toddlers": ("Children's",),
     "preschooler": ("Children's",), "preschoolers": ("Children's",),
+    "little ones": ("Children's",), "my little one": ("Children's",),
     "family": ("Children's",),
     "family friendly": ("Children's",), "comedy": ("Comedy",), "comedies": ("Comedy",),
     "funny": ("Comedy",), "comedic": ("Comedy",), "crime": ("Crime",), "gangster": ("Crime",),
@@ -55,7 +58,8 @@ GENRE_WORDS: dict[str, tuple[str, ...]] = {
     "romantic comedy": ("Comedy", "Romance"), "romantic comedies": ("Comedy", "Romance"),
     "sci fi": ("Sci-Fi",), "scifi": ("Sci-Fi",), "science fiction": ("Sci-Fi",), "thriller": ("Thriller",),
     "thrillers": ("Thriller",), "war": ("War",), "western": ("Western",), "westerns": ("Western",),
-    "cowboy": ("Western",), "cowboys": ("Western",),
+    "cowboy": ("Western",), "cowboys": ("Western",), "gunslinger": ("Western",), "gunslingers": ("Western",),
+    "cops and robbers": ("Crime",), "song and dance": ("Musical",),
 }  # fmt: skip
 # Soft wishes no catalog field holds: word sequences -> the text the semantic matcher reads.
 MOOD_WORDS: dict[str, str] = {
@@ -130,6 +134,10 @@ _B = r"(?<![0-9a-z'])"  # a word starts here (a "'77" too)
 _DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|([a-z]{3,9}(?:ies|ys)))"
 _MOD = r"(?:(early|mid|middle|late)[- ]?)?"
 _THE = r"(?:the\s)?"
+_SMALL_NUMBERS = (
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+)  # fmt: skip
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
 _OPEN_AFTER = r"(?:\s(?:on|onwards?|or later|and later|or newer|and newer|and up|forward))"
 _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern))
@@ -145,9 +153,14 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("before", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_Y}\b"),
         ("until", rf"\b(?:until|till|up to|up until|through|no later than)\s{_Y}\b"),
         ("until_suffix", rf"{_B}{_Y}\s(?:or earlier|and earlier|or older|and older|and before)\b"),
-        ("after", rf"\b(after|post-?|newer than|later than)\s?{_Y}\b"),
+        ("after", rf"\b(after|post-?|newer than|later than|past)\s?{_Y}\b"),
         ("since", rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
         ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
+        # "nineteen ninety-two", "nineteen eighty four", "the nineteen seventies"
+        ("year_words", rf"\bnineteen[- ]?({_TENS})(?:(?:[- ]|\s?and\s)?({'|'.join(_SMALL_NUMBERS[:9])}))?\b"),
+        ("decade_words", rf"\b{_THE}{_MOD}nineteen[- ]?([a-z]{{3,9}}(?:ies|ys))\b"),
+        # a decade said the way other languages say it ("the comedy of 80 years", "the years 80")
+        ("decade_years", r"\b(?:of\s(?:the\s)?'?(\d0)\s?years(?!\s(?:ago|old))|the\syears\s'?(\d0)s?)\b"),
         ("year", rf"{_B}{_Y}\b"),
         (
             "recent",
@@ -162,9 +175,6 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _WORD = re.compile(r"[0-9a-z]+")
-_SMALL_NUMBERS = (
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-)  # fmt: skip
 CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
 _AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(_SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
 _ARTICLES = frozenset({"the", "a", "an"})
@@ -476,6 +486,14 @@ class MentionFinder:
                 return _decade(*groups[0:4])
             if name == "year":
                 return YearRange(start=_year(groups[0]), end=_year(groups[0]))
+            if name == "year_words":
+                year = 1900 + 10 * (_TENS.split("|").index(groups[0]) + 2)
+                year += _SMALL_NUMBERS.index(groups[1]) + 1 if groups[1] else 0
+                return YearRange(start=year, end=year)
+            if name == "decade_words":
+                return _decade(groups[0], None, None, groups[1])
+            if name == "decade_years":
+                return _decade(None, None, next(g for g in groups if g))
             if name == "recent":
                 return YearRange(start=self.newest_year - RECENT_SPAN) if self.newest_year else None
             if name == "old":
@@ -656,7 +674,7 @@ class MentionFinder:
         """A title one or two letters off ("terminater 2", "red hot chilli peppers"), from word i: the
         closest key within FUZZY_CUTOFF, among keys of about the same length and the same start.
         One everyday word is never read as a misspelt title."""
-        for n in range(min(4, len(words) - i), 0, -1):
+        for n in range(min(MISSPELT_MAX_WORDS, len(words) - i), 0, -1):
             key = _numbered([w for _s, _e, w in words[i : i + n]])
             everyday = n == 1 and (key in self._known or key in self._vocabulary)
             # a key spelt right was judged by the title rules already ("good morning" uncapitalised)
