@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.steering.learned_parser import common_words, known_words
+from app.steering.learned_parser import common_words, known_words, name_like_words
 from app.steering.mentions import GENRE_WORDS, MentionFinder, fold, title_aliases
 from app.steering.reading import Reading, Role, assemble
 from app.steering.scoring import score_all, score_command, wilson_interval
@@ -253,9 +253,10 @@ def test_simulated_titles_follow_the_catalogs_convention(finder, lastfm_finder):
 # --- title aliases, rare lower-cased titles, ages, misspelt eras (invented catalogs and commands) -----
 
 
-def _catalog_finder(titles, common=(), known=()) -> MentionFinder:
+def _catalog_finder(titles, common=(), known=(), name_like=()) -> MentionFinder:
     items = [Item(i, t, {"genres": ["Drama"], "year": 1990}) for i, t in enumerate(titles)]
-    return MentionFinder(CatalogIndex(InMemoryCatalog(items)), frozenset(common), frozenset(known))
+    index = CatalogIndex(InMemoryCatalog(items))
+    return MentionFinder(index, frozenset(common), frozenset(known), frozenset(name_like))
 
 
 def _items(finder: MentionFinder, text: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -333,10 +334,23 @@ def test_a_rare_title_counts_lower_cased_and_an_everyday_one_needs_a_capital():
 
 
 def test_everyday_words_are_the_encoders_frequent_words():
-    vocab = {"[PAD]": 0, "a": 1000, "the": 1997, "heat": 3685, "##ing": 4000, "fargo": 23055}
+    vocab = {"[PAD]": 0, "a": 1000, "the": 1997, "heat": 3685, "##ing": 4000, "bowie": 14598, "fargo": 23055}
     encoder = SimpleNamespace(tokenizer=SimpleNamespace(get_vocab=lambda: vocab))
-    assert common_words(encoder) == {"the", "heat"}
-    assert known_words(encoder) == {"the", "heat", "fargo"}
+    assert common_words(encoder) == {"the", "heat", "bowie"}
+    assert known_words(encoder) == {"the", "heat", "bowie", "fargo"}
+    assert name_like_words(encoder) == {"bowie"}
+
+
+def test_a_name_like_surname_said_with_its_capital_stands_for_the_name():
+    finder = _catalog_finder(
+        ["David Bowie", "Faith No More", "Pink Floyd", "Floyd Cramer"],
+        common={"david", "faith", "more", "pink", "bowie", "floyd", "knife", "band"},
+        name_like={"bowie", "floyd"},
+    )
+    assert _items(finder, "Bowie") == [("Bowie", (0,))]
+    assert _items(finder, "some bowie please") == []  # an everyday word needs its capital
+    assert _items(finder, "More upbeat please") == []  # not a name-like word
+    assert _items(finder, "some Floyd") == []  # two names hold it: neither is meant
 
 
 @pytest.fixture(scope="module")

@@ -196,9 +196,20 @@ def common_words(encoder: CommandEncoder) -> frozenset[str]:
     return frozenset(w for w in known_words(encoder) if vocab[w] < EVERYDAY_IDS)
 
 
+NAME_LIKE_IDS = 9_000
+"""Everyday words from this id on ("swift", "bowie", "floyd", "mozart") are rare enough that, said with a
+capital, the last word of a name may stand for it."""
+
+
+def name_like_words(encoder: CommandEncoder) -> frozenset[str]:
+    """Everyday words rare enough to be a surname said alone ("Bowie", "Floyd", "Swift")."""
+    vocab = encoder.tokenizer.get_vocab()
+    return frozenset(w for w in known_words(encoder) if NAME_LIKE_IDS <= vocab[w] < EVERYDAY_IDS)
+
+
 def mention_finder(index: CatalogIndex, encoder: CommandEncoder) -> MentionFinder:
     """The look-up the learned parser reads with: the encoder's vocabulary tells everyday words."""
-    return MentionFinder(index, common_words(encoder), known_words(encoder))
+    return MentionFinder(index, common_words(encoder), known_words(encoder), name_like_words(encoder))
 
 
 @dataclass

@@ -302,6 +302,9 @@ class MentionFinder:
     known_words: Collection[str] = field(default_factory=frozenset)
     """Words of the language beyond the everyday ones (default: the everyday words): a known word is
     never read as a misspelt title or genre."""
+    name_like_words: Collection[str] = field(default_factory=frozenset)
+    """Everyday words rare enough that one said with a capital may be the last word of a name
+    standing for it ("Bowie", "Floyd"): see :attr:`_short_names`."""
 
     @cached_property
     def _known(self) -> frozenset[str]:
@@ -631,9 +634,10 @@ class MentionFinder:
         "QOTSA", "NIN"). Word -> (items, capitals: "" lower case counts, "first" a capital needed,
         "all" said in capitals).
 
-        Only words no other title holds, never an everyday word ("more" is not Faith No More),
-        never a title or alias; a word of the language ("britney", "hendrix") needs its capital,
-        and three initials must be said in capitals ("NIN", not "nin")."""
+        Only words no other title holds, never an everyday word ("more" is not Faith No More) except
+        a name-like one ending the name, said with its capital ("Bowie", "Floyd"), never a title or
+        alias; a word of the language ("britney", "hendrix") needs its capital, and three initials
+        must be said in capitals ("NIN", not "nin")."""
         if not self.common_words:  # without everyday words no word can be told rare
             return {}
         holders: dict[str, set[int]] = {}
@@ -647,8 +651,12 @@ class MentionFinder:
                 continue
             candidates = {words[0], words[-1]} if len(words) <= 3 else set()
             for word in candidates:
-                if len(word) >= 4 and word not in self.common_words and holders.get(word) == {item.id}:
+                if len(word) < 4 or holders.get(word) != {item.id}:
+                    continue
+                if word not in self.common_words:
                     found[word] = ((item.id,), "" if self._unheard_of(word) else "first")
+                elif word == words[-1] and word in self.name_like_words:
+                    found[word] = ((item.id,), "first")  # a surname: "Bowie", "Floyd", "Swift"
             initials = "".join(w[0] for w in words)
             if len(words) >= 3 and initials not in self._known and initials not in CHAT_ABBREVIATIONS:
                 capitals = "all" if len(initials) == 3 else ""
