@@ -130,14 +130,16 @@ _DECADE_NAMES = {
 }  # fmt: skip
 _Y = r"(1[89]\d\d|20\d\d|'\d\d)"  # "'77" too
 _B = r"(?<![0-9a-z'])"  # a word starts here (a "'77" too)
-# A decade's name, or a word that may be one misspelt ("ninties", "eightys": see _decade_name)
-_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|([a-z]{3,9}(?:ies|ys)))"
+# A decade's name, or a word that may be one misspelt ("ninties", "eightys": see _decade_name),
+# also said in full ("the nineteen seventies")
+_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|(?:nineteen[- ]?)?([a-z]{3,9}(?:ies|ys)))"
 _MOD = r"(?:(early|mid|middle|late)[- ]?)?"
 _THE = r"(?:the\s)?"
 _SMALL_NUMBERS = (
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
 )  # fmt: skip
-_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_YEAR_IN_WORDS = rf"nineteen[- ]?({'|'.join(_TENS)})(?:(?:[- ]|\s?and\s)?({'|'.join(_SMALL_NUMBERS[:9])}))?"
 _OPEN_AFTER = r"(?:\s(?:on|onwards?|or later|and later|or newer|and newer|and up|forward))"
 _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern))
@@ -156,9 +158,8 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("after", rf"\b(after|post-?|newer than|later than|past)\s?{_Y}\b"),
         ("since", rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
         ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
-        # "nineteen ninety-two", "nineteen eighty four", "the nineteen seventies"
-        ("year_words", rf"\bnineteen[- ]?({_TENS})(?:(?:[- ]|\s?and\s)?({'|'.join(_SMALL_NUMBERS[:9])}))?\b"),
-        ("decade_words", rf"\b{_THE}{_MOD}nineteen[- ]?([a-z]{{3,9}}(?:ies|ys))\b"),
+        # "nineteen ninety-two", "nineteen eighty four"
+        ("year_words", rf"\b{_YEAR_IN_WORDS}\b"),
         # a decade said the way other languages say it ("the comedy of 80 years", "the years 80")
         ("decade_years", r"\b(?:of\s(?:the\s)?'?(\d0)\s?years(?!\s(?:ago|old))|the\syears\s'?(\d0)s?)\b"),
         ("year", rf"{_B}{_Y}\b"),
@@ -490,11 +491,9 @@ class MentionFinder:
             if name == "year":
                 return YearRange(start=_year(groups[0]), end=_year(groups[0]))
             if name == "year_words":
-                year = 1900 + 10 * (_TENS.split("|").index(groups[0]) + 2)
+                year = 1900 + 10 * (_TENS.index(groups[0]) + 2)
                 year += _SMALL_NUMBERS.index(groups[1]) + 1 if groups[1] else 0
                 return YearRange(start=year, end=year)
-            if name == "decade_words":
-                return _decade(groups[0], None, None, groups[1])
             if name == "decade_years":
                 return _decade(None, None, next(g for g in groups if g))
             if name == "recent":
