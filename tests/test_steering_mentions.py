@@ -353,6 +353,29 @@ def test_a_name_like_surname_said_with_its_capital_stands_for_the_name():
     assert _items(finder, "some Floyd") == []  # two names hold it: neither is meant
 
 
+def test_a_rare_surname_counts_lower_cased_and_stands_for_the_name_other_names_hold_whole():
+    finder = _catalog_finder(
+        ["Jimi Hendrix", "The Jimi Hendrix Experience", "Nova Quill", "Quill Nova Band"],
+        common={"the", "experience", "band"},
+        known={"hendrix", "quill", "nova"},
+    )
+    assert _items(finder, "hendrix pls") == [("hendrix", (0,))]  # the person, not the act named after him
+    assert _items(finder, "some quill") == []  # neither name holds the other whole
+
+
+def test_names_are_found_as_people_type_symbols_and_numbers():
+    assert ("Kesha", False) in title_aliases("Ke$ha") and ("Pink", False) in title_aliases("P!nk")
+    assert ("twelve Angry Men", False) in title_aliases("12 Angry Men")
+    assert ("Apollo thirty-three", False) in title_aliases("Apollo 33 (1995)")
+    finder = _catalog_finder(
+        ["Ke$ha", "12 Angry Men", "Apollo 13", "Room 237"], common={"angry", "men", "apollo", "room"}
+    )
+    assert _items(finder, "so over kesha") == [("kesha", (0,))]
+    assert _items(finder, "twelve angry men please") == [("twelve angry men", (1,))]
+    assert _items(finder, "apollo thirteen") == [("apollo thirteen", (2,))]
+    assert _items(finder, "room two hundred") == []  # only numbers up to 99 are said in words
+
+
 @pytest.fixture(scope="module")
 def everyday_finders(ml_dataset, lastfm_dataset) -> list[MentionFinder]:
     """Finders over both catalogs with the learned parser's own word lists (the bundled tokenizer)."""

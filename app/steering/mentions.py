@@ -205,6 +205,12 @@ _NUMERALS = {
     **{w: str(n) for n, w in enumerate(("two", "three", "four", "five", "six", "seven", "eight", "nine"), 2)},
 }  # fmt: skip
 _AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
+# Letters written as symbols inside a name ("Ke$ha", "P!nk", "A$AP"): people type the letter
+_LETTER_SYMBOLS = {"$": "s", "!": "i", "@": "a"}
+_SYMBOL_IN_WORD = re.compile(r"(?<=[A-Za-z])[$!@]|[$!@](?=[A-Za-z])")
+# Numbers a title writes in digits are said in words too ("12 Angry Men" = "twelve angry men")
+_UP_TO_NINETEEN = (*_SMALL_NUMBERS, "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+                   "nineteen")  # fmt: skip
 _NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
 
 
@@ -274,6 +280,7 @@ def title_aliases(title: str) -> list[tuple[str, bool]]:
         if not name or name in names:
             return
         names[name] = short
+        add(_spelt_out(name), short)
         subtitled = _SUBTITLE.match(name)
         if subtitled:
             add(subtitled.group(1), True)
@@ -290,6 +297,20 @@ def title_aliases(title: str) -> list[tuple[str, bool]]:
         if not alternative.isdigit() and not _NOT_AN_ALIAS.match(alternative):
             add(alternative, False)
     return [(n, short) for n, short in names.items() if n != title.strip()]
+
+
+def _number_in_words(n: int) -> str:
+    if n < 20:
+        return _UP_TO_NINETEEN[n - 1]
+    tens, unit = divmod(n, 10)
+    return _TENS[tens - 2] + (f"-{_UP_TO_NINETEEN[unit - 1]}" if unit else "")
+
+
+def _spelt_out(title: str) -> str:
+    """The title as people type it: symbols standing for letters become the letters ("Ke$ha" ->
+    "Kesha") and numbers from 1 to 99 become words ("12 Angry Men" -> "twelve Angry Men")."""
+    spelt = _SYMBOL_IN_WORD.sub(lambda m: _LETTER_SYMBOLS[m.group()], title)
+    return re.sub(r"\b([1-9]\d?)\b", lambda m: _number_in_words(int(m.group(1))), spelt)
 
 
 @dataclass
@@ -349,7 +370,10 @@ class MentionFinder:
                         continue
                     if short and " " not in key and (key in self.common_words or len(key) < 4):
                         continue
-                    if into is aliases and not short and all(w in self.common_words for w in key.split()):
+                    # a title's number said in words is no everyday phrase ("twelve angry men")
+                    numbered = any(c.isdigit() for c in title) and not any(c.isdigit() for c in said)
+                    everyday = all(w in self.common_words for w in key.split())
+                    if into is aliases and not short and everyday and not numbered:
                         cased.add(key)
                     into.setdefault(key, []).append(item.id)
         for key, ids in aliases.items():
@@ -635,13 +659,17 @@ class MentionFinder:
 
         Only words no other title holds, never an everyday word ("more" is not Faith No More) except
         a name-like one ending the name, said with its capital ("Bowie", "Floyd"), never a title or
-        alias; a word of the language ("britney", "hendrix") needs its capital, and three initials
-        must be said in capitals ("NIN", not "nin")."""
+        alias. A name that other names hold whole stands for it ("Hendrix" is Jimi Hendrix, not The
+        Jimi Hendrix Experience). A given name that is a word of the language ("britney") needs its
+        capital; a rare surname ("hendrix") does not. Three initials must be said in capitals ("NIN",
+        not "nin")."""
         if not self.common_words:  # without everyday words no word can be told rare
             return {}
         holders: dict[str, set[int]] = {}
+        keys: dict[int, str] = {}
         for item in self.index.catalog.items:
-            for word in _key(item.title or "").split():
+            keys[item.id] = f" {_key(item.title or '')} "
+            for word in keys[item.id].split():
                 holders.setdefault(word, set()).add(item.id)
         found: dict[str, tuple[tuple[int, ...], str]] = {}
         for item in self.index.catalog.items:
@@ -650,10 +678,16 @@ class MentionFinder:
                 continue
             candidates = {words[0], words[-1]} if len(words) <= 3 else set()
             for word in candidates:
-                if len(word) < 4 or holders.get(word) != {item.id}:
+                # the person, not the acts named after them: "Hendrix" is Jimi Hendrix, whom "The Jimi
+                # Hendrix Experience" names whole (the contract's Nick Cave rule)
+                others = holders.get(word, set()) - {item.id}
+                if len(word) < 4 or any(keys[item.id] not in keys[other] for other in others):
                     continue
                 if word not in self.common_words:
-                    found[word] = ((item.id,), "" if self._unheard_of(word) else "first")
+                    # a rare surname counts lower-cased too ("hendrix"), a given name only with its capital
+                    rare_surname = word == words[-1] and word in self.known_words
+                    lower = rare_surname or self._unheard_of(word)
+                    found[word] = ((item.id,), "" if lower else "first")
                 elif word == words[-1] and word in self.name_like_words:
                     found[word] = ((item.id,), "first")  # a surname: "Bowie", "Floyd", "Swift"
             initials = "".join(w[0] for w in words)
