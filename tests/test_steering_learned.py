@@ -5,12 +5,16 @@ human judge's reject reason read by it steering the rest of the loop."""
 from __future__ import annotations
 
 import asyncio
+import copy
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from app.steering.choice import parser_kind
-from app.steering.learned_parser import LearnedParser
+from app.steering.learned_parser import LearnedParser, _Prediction
+from app.steering.reading import Role
 from app.steering.student import CommandEncoder
 from app.steering.training import TrainConfig, train_parser
 from graph.steering.catalog_index import CatalogIndex
@@ -35,6 +39,24 @@ def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
     path = tmp_path_factory.mktemp("parser") / "command-parser.pt"
     parser.save(path)
     return parser, path
+
+
+def test_the_rules_veto_is_a_setting_for_forms_they_invert(tiny_parser):
+    """The rules read "anything but horror or war" as wanting both; with their veto on, a sure
+    student reading is withheld; with it off, it needs only the confidence of any other reading."""
+    text = "anything but horror or war"
+    parser = copy.copy(tiny_parser[0])
+    found = parser.finder.find(text)
+    assert [m.genres for m in found] == [("Horror",), ("War",)]
+    sure_negative = torch.zeros(len(found), len(Role))
+    sure_negative[:, Role.NEGATIVE] = 1.0
+    prediction = _Prediction(found, sure_negative, torch.zeros(3), False, [False] * len(found))
+    parser.thresholds = replace(parser.thresholds, hard_confidence=0.9, rules_veto=True)
+    vetoed = parser.read(text, prediction, set())
+    assert vetoed.update.is_neutral() and len(vetoed.unparsed) == 2
+    parser.thresholds = replace(parser.thresholds, rules_veto=False)
+    read = parser.read(text, prediction, set())
+    assert read.update.negative.genres == ["Horror", "War"] and not read.unparsed
 
 
 @pytest.fixture

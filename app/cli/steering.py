@@ -261,7 +261,8 @@ def train_parser_command(
     typer.echo(
         f"learned parser for {catalog.name}: {trained.n_train} training commands, {trained.seconds:.0f} s; "
         f"held-out phrasings ({trained.n_val}): exact {val['exact']} (95% CI {val['exact_ci95']}), "
-        f"inversions {val['inversions']}, hard-constraint confidence {trained.thresholds.hard_confidence}; "
+        f"inversions {val['inversions']}, hard-constraint confidence {trained.thresholds.hard_confidence}"
+        f"{'' if trained.thresholds.rules_veto else ' (no rules veto)'}; "
         f"look-up ceiling {trained.oracle_val_exact}; natural commands trained on {trained.n_natural} "
         f"({trained.natural_dropped} not rebuilt by the look-up, skipped)"
     )
@@ -272,6 +273,7 @@ def train_parser_command(
             "n_train": trained.n_train, "n_val": trained.n_val, "val_exact": val["exact"],
             "val_exact_ci95": val["exact_ci95"], "val_inversions": val["inversions"],
             "val_f1": val["f1"], "hard_confidence": trained.thresholds.hard_confidence,
+            "rules_veto": trained.thresholds.rules_veto,
             "oracle_val_exact": trained.oracle_val_exact, "n_natural": trained.n_natural,
             "natural_dropped": trained.natural_dropped, "taught": len(taught),
         }  # fmt: skip

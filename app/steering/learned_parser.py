@@ -165,6 +165,10 @@ class Thresholds:
     agreed_confidence: float = 0.6
     """... or at least this likely when the rule parser reads the same constraint on the same side
     (two readers that fail differently agreeing is evidence; one reading it on another side vetoes)."""
+    rules_veto: bool = True
+    """Whether the rule parser reading a constraint on another side withholds it (else it needs the
+    ``hard_confidence`` a constraint the rules are silent on needs). Chosen on validation: the rules
+    invert some forms ("anything but comedies"), so their veto can cost more than it saves."""
     soft_confidence: float = 0.5
     reset: float = 0.5
     free_soft: float = 0.5
@@ -343,6 +347,8 @@ class LearnedParser(CommandParser):
                     rules = self.rule_facts(text)
                 mine = hard_facts(assemble(Reading([mention], [role]), self.index, prefer))
                 agreement = _agreement(mine, rules)
+                if agreement == "conflict" and not t.rules_veto:
+                    agreement = "silent"
                 needed = {"agree": t.agreed_confidence, "silent": t.hard_confidence}.get(agreement, 2.0)
                 vetoed |= agreement == "conflict"
             if confidence < needed:

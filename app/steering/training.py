@@ -3,12 +3,12 @@
 The simulator is the teacher: it writes commands and knows what each span means. Training
 commands come from the training share of its templates; the thresholds are chosen on
 validation commands written from the held-out share (phrasings the student never saw), so
-the choice measures generalisation. Two thresholds are chosen together: the confidence a hard
-constraint needs on its own, and the (lower) one it needs when the rule parser reads the same
-constraint on the same side. Selection: the fewest validation commands with a polarity
-inversion, then the best exact-reading rate. The final head is then refitted on training and
-held-out commands together (the reported validation figures are those of the selection head,
-before the refit).
+the choice measures generalisation. Three settings are chosen together: the confidence a hard
+constraint needs on its own, the (lower) one it needs when the rule parser reads the same
+constraint on the same side, and whether the rules reading it on another side withhold it.
+Selection: the fewest validation commands with a polarity inversion, then the best exact-reading
+rate. The final head is then refitted on training and held-out commands together (the reported
+validation figures are those of the selection head, before the refit).
 """
 
 from __future__ import annotations
@@ -177,20 +177,23 @@ def train_parser(
     best: tuple[tuple, Thresholds, dict[str, object]] | None = None
     scored = []
     rule_facts = [parser.rule_facts(c.text) for c in val]
-    for hard in HARD_CONFIDENCE_GRID:
-        for agreed in (a for a in AGREED_CONFIDENCE_GRID if a <= hard):
-            parser.thresholds = replace(parser.thresholds, hard_confidence=hard, agreed_confidence=agreed)
-            score = score_all(
-                (c.expected, parser.read(c.text, p, set(), rules).update)
-                for c, p, rules in zip(val, predictions, rule_facts, strict=True)
-            )
-            scored.append((parser.thresholds, score))
+    grid = [(hard, agreed, veto) for veto in (True, False) for hard in HARD_CONFIDENCE_GRID
+            for agreed in AGREED_CONFIDENCE_GRID if agreed <= hard]  # fmt: skip
+    for hard, agreed, veto in grid:
+        parser.thresholds = replace(
+            parser.thresholds, hard_confidence=hard, agreed_confidence=agreed, rules_veto=veto
+        )
+        score = score_all(
+            (c.expected, parser.read(c.text, p, set(), rules).update)
+            for c, p, rules in zip(val, predictions, rule_facts, strict=True)
+        )
+        scored.append((parser.thresholds, score))
     # The fewest commands with an inverted hard constraint first, then the best exact reading.
     strictest = min(s.commands_with_inversion for _t, s in scored)
     for thresholds, score in scored:
         if score.commands_with_inversion > strictest:
             continue
-        key = (score.exact, -thresholds.hard_confidence, -thresholds.agreed_confidence)
+        key = (score.exact, -thresholds.hard_confidence, -thresholds.agreed_confidence, thresholds.rules_veto)
         if best is None or key > best[0]:
             best = (key, thresholds, score.summary())
     assert best is not None
@@ -229,7 +232,10 @@ def train_parser(
             "taught": len(taught),
         },  # fmt: skip
         "val": report.val,
-        "val_by_threshold": {f"{t.hard_confidence}/{t.agreed_confidence}": s.summary() for t, s in scored},
+        "val_by_threshold": {
+            f"{t.hard_confidence}/{t.agreed_confidence}{'' if t.rules_veto else '/no-veto'}": s.summary()
+            for t, s in scored
+        },
         "oracle_val_exact": oracle,
         "offline_val": offline,
         "seconds": report.seconds,
