@@ -149,19 +149,29 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "decade_pair",
             rf"\b{_THE}{_MOD}{_DEC}\s?(?:or|and|to|through|thru|-|/|&)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
         ),
-        ("before_decade", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_THE}{_DEC}(?![0-9a-z])"),
-        ("after_decade", rf"\b(after|post-?|newer than|later than)\s?{_THE}{_DEC}(?![0-9a-z])"),
+        (
+            "before_decade",
+            rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
+        ),
+        ("after_decade", rf"\b(after|post-?|newer than|later than|past)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
         ("since_decade", rf"\b(?:since\s{_THE}{_DEC}|from\s{_THE}{_DEC}{_OPEN_AFTER})(?![0-9a-z])"),
         ("before", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_Y}\b"),
-        ("until", rf"\b(?:until|till|up to|up until|through|no later than)\s{_Y}\b"),
-        ("until_suffix", rf"{_B}{_Y}\s(?:or earlier|and earlier|or older|and older|and before)\b"),
+        ("until", rf"\b(?:until|till|up to|up until|through|no later than|stop at|stopping at)\s{_Y}\b"),
+        (
+            "until_suffix",
+            rf"{_B}{_Y}\s(?:or earlier|and earlier|or older|and older|and before|at the latest|at most)\b",
+        ),
         ("after", rf"\b(after|post-?|newer than|later than|past)\s?{_Y}\b"),
-        ("since", rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}{_OPEN_AFTER}|no earlier than\s{_Y})\b"),
+        (
+            "since",
+            rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}(?:{_OPEN_AFTER}|\sat the earliest)"
+            rf"|no earlier than\s{_Y})\b",
+        ),
         ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
         # "nineteen ninety-two", "nineteen eighty four"
         ("year_words", rf"\b{_YEAR_IN_WORDS}\b"),
         # a decade said the way other languages say it ("the comedy of 80 years", "the years 80")
-        ("decade_years", r"\b(?:of\s(?:the\s)?'?(\d0)\s?years(?!\s(?:ago|old))|the\syears\s'?(\d0)s?)\b"),
+        ("decade_years", r"\b(?:of\s(?:the\s)?'?(\d0)\s?years(?!\s(?:ago|old))|years\s'?(\d0)s?)\b"),
         ("year", rf"{_B}{_Y}\b"),
         (
             "recent",
@@ -171,7 +181,7 @@ _YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "old",
             r"\b(old(?:[- ]school)?(?! fashioned|-fashioned)(?: classics?)?|older|oldies?|classics?|vintage"
-            r"|golden age)\b",
+            r"|golden[- ]age)\b",
         ),
     )
 )
@@ -497,9 +507,9 @@ class MentionFinder:
                 second = _decade(groups[4], *groups[5:8])
                 return YearRange(start=min(first.start, second.start), end=max(first.end, second.end))
             if name == "before_decade":
-                return YearRange(end=_decade(None, *groups[1:4]).start - 1)
+                return YearRange(end=_decade(*groups[1:5]).start - 1)
             if name == "after_decade":
-                return YearRange(start=_decade(None, *groups[1:4]).end + 1)
+                return YearRange(start=_decade(*groups[1:5]).end + 1)
             if name == "since_decade":
                 decade = _decade(None, *groups[0:3]) if any(groups[0:3]) else _decade(None, *groups[3:6])
                 return YearRange(start=decade.start)
