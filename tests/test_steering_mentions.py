@@ -219,6 +219,24 @@ def test_simulated_bare_wishes_and_double_negations_are_wanted(finder):
     assert all(not c.expected.negative.genres for c in double if len(c.planted) == 1)
 
 
+def test_a_simulated_genre_narrowed_beyond_the_fields_is_hard_with_a_soft_wish_beside(finder):
+    """ "british comedies", "documentaries about nature": the genre is wanted, and so is the rest."""
+    commands = [c for seed in (1, 2) for c in simulate(finder.index, 2000, split="train", seed=seed)]
+
+    def narrowed_genre(c) -> bool:
+        genre = c.planted[0].mention
+        before, after = c.text.casefold()[: genre.start], c.text.casefold()[genre.end : genre.end + 20]
+        return before.endswith(("british ", "korean ", "indie ", "cult ")) or any(
+            q in after for q in (" involving ", " featuring ", " w/ ")
+        )
+
+    one_genre = [c for c in commands if len(c.planted) == 1 and c.planted[0].mention.kind == "genre"]
+    narrowed = [c for c in one_genre if narrowed_genre(c)]
+    assert len(narrowed) >= 5
+    assert all(c.expected.positive.genres and c.expected.positive.soft for c in narrowed)
+    assert all(c.soft_positive and not c.expected.negative.genres for c in narrowed)
+
+
 def test_simulated_questions_about_a_title_want_nothing(finder, lastfm_finder):
     for f in (finder, lastfm_finder):
         drawn = {
@@ -368,6 +386,9 @@ def test_a_rare_surname_counts_lower_cased_and_stands_for_the_name_other_names_h
     )
     assert _items(finder, "hendrix pls") == [("hendrix", (0,))]  # the person, not the act named after him
     assert _items(finder, "some quill") == []  # neither name holds the other whole
+    # a longer name that is no act is another person: "Bach" is neither Sebastian nor Johann Sebastian
+    bach = _catalog_finder(["Sebastian Bach", "Johann Sebastian Bach"], common={"sebastian"}, known={"bach"})
+    assert _items(bach, "some bach") == []
 
 
 def test_names_are_found_as_people_type_symbols_and_numbers():

@@ -214,6 +214,7 @@ _NUMERALS = {
     **{r: str(n) for n, r in enumerate(("ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x"), 2)},
     **{w: str(n) for n, w in enumerate(("two", "three", "four", "five", "six", "seven", "eight", "nine"), 2)},
 }  # fmt: skip
+_ACT = re.compile(r"&|\+|\b(?:and|the|with|feat|featuring|experience|band|orchestra)\b", re.IGNORECASE)
 _AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
 # Letters written as symbols inside a name ("Ke$ha", "P!nk", "A$AP"): people type the letter
 _LETTER_SYMBOLS = {"$": "s", "!": "i", "@": "a"}
@@ -677,8 +678,11 @@ class MentionFinder:
             return {}
         holders: dict[str, set[int]] = {}
         keys: dict[int, str] = {}
+        acts: set[int] = set()  # names of a group or a pairing ("Bob Marley & The Wailers")
         for item in self.index.catalog.items:
             keys[item.id] = f" {_key(item.title or '')} "
+            if _ACT.search(item.title or ""):
+                acts.add(item.id)
             for word in keys[item.id].split():
                 holders.setdefault(word, set()).add(item.id)
         found: dict[str, tuple[tuple[int, ...], str]] = {}
@@ -689,9 +693,10 @@ class MentionFinder:
             candidates = {words[0], words[-1]} if len(words) <= 3 else set()
             for word in candidates:
                 # the person, not the acts named after them: "Hendrix" is Jimi Hendrix, whom "The Jimi
-                # Hendrix Experience" names whole (the contract's Nick Cave rule)
+                # Hendrix Experience" names whole (the contract's Nick Cave rule); "Bach" stays unread
+                # between Sebastian Bach and Johann Sebastian Bach, no act
                 others = holders.get(word, set()) - {item.id}
-                if len(word) < 4 or any(keys[item.id] not in keys[other] for other in others):
+                if len(word) < 4 or any(o not in acts or keys[item.id] not in keys[o] for o in others):
                     continue
                 if word not in self.common_words:
                     # a rare surname counts lower-cased too ("hendrix"), a given name only with its capital

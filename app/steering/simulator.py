@@ -280,6 +280,23 @@ _CONNECTORS = (
     " and then ", ". also ", ", and ",
 )  # fmt: skip
 _GENRE_NOUNS = ("", "", "", " movies", " films", " stuff", " flicks", " ones")
+# What narrows a wanted genre beyond any catalog field ("british comedies", "documentaries about
+# nature", "sci-fi w/ aliens"): the genre is hard, the qualifier a soft wish beside it.
+_GENRE_QUALIFIERS_BEFORE = (
+    "british", "french", "japanese", "korean", "italian", "spanish", "german", "australian", "indian",
+    "irish", "swedish", "low-budget", "indie", "black and white", "silent", "oscar-winning", "cult",
+    "big-budget", "foreign", "european", "small-town", "hong kong", "hollywood", "b-grade", "award-winning",
+)  # fmt: skip
+_GENRE_QUALIFIERS_AFTER = (
+    "about {x}", "with {x}", "w/ {x}", "featuring {x}", "that have {x}", "with lots of {x}", "involving {x}",
+    "where there are {x}",
+)  # fmt: skip
+_GENRE_THEMES = (
+    "nature", "the ocean", "space", "dogs", "horses", "food", "chess", "a heist", "the mafia", "aliens",
+    "robots", "pirates", "dinosaurs", "trains", "boxing", "baseball", "a road trip", "time travel",
+    "twins", "a wedding", "a big city", "small towns", "spies", "treasure", "submarines", "the jungle",
+    "ghosts", "the desert", "islands", "kings and queens", "lawyers", "doctors", "journalists",
+)  # fmt: skip
 _MUSIC_NOUNS = ("", "", " music", " stuff", " songs", " tracks")
 _YEAR_NOUNS_BEFORE = ("", "movies ", "films ", "stuff ", "something ", "anything ")
 
@@ -333,6 +350,10 @@ class CommandSimulator:
         moods = sorted(
             {w for w in MOOD_WORDS if " " not in w} | ({"rock", "jazz", "pop"} if not self.genres else set())
         )
+        # qualifiers and themes that would be read as a genre or mood of their own are left out
+        looked_up = {fold(w) for w in (*GENRE_WORDS, *MOOD_WORDS)}
+        self._qualifiers_before = [q for q in _GENRE_QUALIFIERS_BEFORE if not set(q.split()) & looked_up]
+        self._themes = [x for x in _GENRE_THEMES if not set(x.split()) & looked_up]
         no_fields = list(STYLE_WORDS) if not self.genres else []
         self.moods = (
             moods + no_fields + (["80s", "90s", "70s", "60s", "the eighties"] if not self.years else [])
@@ -379,6 +400,8 @@ class CommandSimulator:
                 return self._genre_year_clause(used)
             if rng.random() < 0.06:
                 return self._genre_anchor_clause(used)
+            if rng.random() < 0.08:
+                return self._qualified_genre_clause(used)
             return self._genre_clause(used)
         if kind == "year":
             return self._year_clause()
@@ -506,6 +529,28 @@ class CommandSimulator:
                 planted.append((len(text), end, mention, role))
             text += piece
         return _Clause(text, planted)
+
+    def _qualified_genre_clause(self, used: set[object]) -> _Clause | None:
+        """A wanted genre narrowed by what no field holds ("british comedies", "westerns in black and
+        white", "documentaries about nature"): the genre hard, the whole phrase a soft wish."""
+        rng = self.rng
+        genre = rng.choice(self.genres)
+        if genre in used or not self._genre_surfaces[genre]:
+            return None
+        used.add(genre)
+        word = self._noise(rng.choice(self._genre_surfaces[genre]))
+        noun = rng.choice(_GENRE_NOUNS)
+        lead = rng.choice(("", "", "some ", "i want ", "any ", "more "))
+        if rng.random() < 0.4:
+            pieces = [(f"{lead}{self._pick(self._qualifiers_before)} ", None), (word, (genre,)), (noun, None)]
+        else:
+            after = self._pick(_GENRE_QUALIFIERS_AFTER).replace("{x}", self._pick(self._themes))
+            pieces = [(lead, None), (word, (genre,)), (f"{noun} {after}", None)]
+        clause = self._fill(
+            "{x}", pieces, lambda genres, s, e, t: Mention("genre", s, e, t, genres=genres), Role.POSITIVE
+        )
+        clause.soft_positive = True
+        return clause
 
     def _genre_year_clause(self, used: set[object]) -> _Clause | None:
         """A genre and an era in one phrase ("90s comedies", "old westerns", "dramas from the 80s"):
