@@ -73,6 +73,10 @@ def test_the_artifact_round_trips_and_auto_prefers_it(tiny_parser, ml_dataset, s
     parser, path = tiny_parser
     loaded = LearnedParser.load(path, ml_dataset, encoder=parser.encoder)
     assert loaded.thresholds == parser.thresholds and loaded.info["train"]["n_train"] == 1000
+    # what the chosen thresholds still invert on validation is kept, to be read
+    val = loaded.info["val"]
+    assert len(loaded.info["val_inverted"]) == min(val["commands_with_inversion"], 50)
+    assert all(isinstance(text, str) and text for text in loaded.info["val_inverted"])
     text = "no more horror, something from the nineties"
     first = asyncio.run(parser.parse(text, memory=Preferences()))
     again = asyncio.run(loaded.parse(text, memory=Preferences()))

@@ -30,7 +30,7 @@ from app.steering.mentions import MentionFinder
 from app.steering.natural_labels import NaturalLabels, derive, read_training_set
 from app.steering.parser import OfflineParser
 from app.steering.reading import Role
-from app.steering.scoring import score_all
+from app.steering.scoring import score_all, score_command
 from app.steering.simulator import SimulatedCommand, label_roles, simulate
 from app.steering.student import (
     CommandEncoder,
@@ -43,6 +43,7 @@ from app.steering.student import (
 from graph.steering.catalog_index import CatalogIndex
 from graph.steering.preferences import Preferences
 
+MAX_INVERTED_KEPT = 50
 HARD_CONFIDENCE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
 AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
@@ -197,6 +198,11 @@ def train_parser(
         if best is None or key > best[0]:
             best = (key, thresholds, score.summary())
     assert best is not None
+    parser.thresholds = best[1]
+    inverted = [  # what the chosen thresholds still invert, kept for reading (never for selection)
+        c.text for c, p, rules in zip(val, predictions, rule_facts, strict=True)
+        if score_command(c.expected, parser.read(c.text, p, set(), rules).update).inversions
+    ]  # fmt: skip
     if config.refit_all:
         # The threshold is chosen; the final head learns from every phrasing, held-out ones included.
         torch.manual_seed(config.seed)
@@ -209,7 +215,6 @@ def train_parser(
             parser.student, [*features, *refit_features], [*train_roles, *refit_roles],
             torch.cat([train_flags, refit_flags]), config, lambda n, total: progress("refit", n, total),
         )  # fmt: skip
-    parser.thresholds = best[1]
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
     report = TrainReport(
@@ -232,6 +237,7 @@ def train_parser(
             "taught": len(taught),
         },  # fmt: skip
         "val": report.val,
+        "val_inverted": inverted[:MAX_INVERTED_KEPT],
         "val_by_threshold": {
             f"{t.hard_confidence}/{t.agreed_confidence}{'' if t.rules_veto else '/no-veto'}": s.summary()
             for t, s in scored
