@@ -57,6 +57,15 @@ def test_the_rules_veto_is_a_setting_for_forms_they_invert(tiny_parser):
     parser.thresholds = replace(parser.thresholds, rules_veto=False)
     read = parser.read(text, prediction, set())
     assert read.update.negative.genres == ["Horror", "War"] and not read.unparsed
+    # unsure, the student applies nothing, and the rules' other-side reading is not the answer either
+    text = "horror movies"
+    ruled = parser.rules.read(text)
+    assert ruled.update.positive.genres == ["Horror"] and not ruled.unparsed
+    found = parser.finder.find(text)
+    leaning_negative = torch.zeros(len(found), len(Role))
+    leaning_negative[:, Role.NEGATIVE], leaning_negative[:, Role.POSITIVE] = 0.6, 0.4
+    unsure = parser.read(text, _Prediction(found, leaning_negative, torch.zeros(3), False, [False]), set())
+    assert unsure.update.is_neutral() and "unsure" in unsure.unparsed[0]
 
 
 @pytest.fixture

@@ -327,7 +327,7 @@ class LearnedParser(CommandParser):
         """``rules``: the rule parser's hard facts for the text (computed here when not given)."""
         t = self.thresholds
         mentions, roles, unparsed = [], [], []
-        vetoed = False  # the rules read a span on another side: neither reading is trusted
+        contested = False  # the rules read a span on another side: their reading is never the answer
         role_probs = _coordinated(text, prediction.mentions, prediction.role_probs)
         named_only = _names_alone(text, prediction.mentions)
         for mention, probs, unread in zip(prediction.mentions, role_probs, prediction.unread, strict=True):
@@ -347,10 +347,10 @@ class LearnedParser(CommandParser):
                     rules = self.rule_facts(text)
                 mine = hard_facts(assemble(Reading([mention], [role]), self.index, prefer))
                 agreement = _agreement(mine, rules)
+                contested |= agreement == "conflict"
                 if agreement == "conflict" and not t.rules_veto:
                     agreement = "silent"
                 needed = {"agree": t.agreed_confidence, "silent": t.hard_confidence}.get(agreement, 2.0)
-                vetoed |= agreement == "conflict"
             if confidence < needed:
                 unparsed.append(f"'{mention.text}': unsure whether you want it, want none of it or lift it")
                 continue
@@ -366,7 +366,7 @@ class LearnedParser(CommandParser):
             soft_negative=wish if flags["soft_negative"] >= t.free_soft else None,
         )
         update = assemble(reading, self.index, prefer)
-        if update.is_neutral() and t.rules_when_abstaining and not (prediction.truncated or vetoed):
+        if update.is_neutral() and t.rules_when_abstaining and not (prediction.truncated or contested):
             ruled = self.rules.read(text, sorted(prefer))
             if not ruled.unparsed and not ruled.update.is_neutral():
                 return ParseResult(update=ruled.update, parser=self.name)
