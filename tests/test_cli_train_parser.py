@@ -13,7 +13,7 @@ from fake_openai import Reply
 
 DATA = Path(__file__).parent / "data"
 RETIRED = DATA / "steering_natural" / "movielens.jsonl"
-FROZEN = DATA / "steering_natural_v6" / "movielens.jsonl"
+FROZEN = DATA / "steering_natural_v7" / "movielens.jsonl"
 SMALL = ["--n-train", "120", "--n-val", "40", "--epochs", "1", "--encoder-layers", "2", "--tune-layers", "1"]
 
 
