@@ -531,8 +531,8 @@ class CommandSimulator:
         return _Clause(text, planted)
 
     def _qualified_genre_clause(self, used: set[object]) -> _Clause | None:
-        """A wanted genre narrowed by what no field holds ("british comedies", "westerns in black and
-        white", "documentaries about nature"): the genre hard, the whole phrase a soft wish."""
+        """A wanted genre narrowed by what no field holds ("british comedies", "black and white
+        westerns", "documentaries about nature"): the genre hard, the whole phrase a soft wish."""
         rng = self.rng
         genre = rng.choice(self.genres)
         if genre in used or not self._genre_surfaces[genre]:
