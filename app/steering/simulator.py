@@ -421,6 +421,14 @@ class CommandSimulator:
     def _templates(self, role: Role) -> Sequence[str]:
         return {Role.POSITIVE: _POSITIVE, Role.NEGATIVE: _NEGATIVE, Role.LIFT: _LIFT}[role]
 
+    def _unused_genre(self, used: set[object]) -> tuple[str, str] | None:
+        """A genre no other clause of the command names, marked used, and a word for it."""
+        genre = self.rng.choice(self.genres)
+        if genre in used or not self._genre_surfaces[genre]:
+            return None
+        used.add(genre)
+        return genre, self.rng.choice(self._genre_surfaces[genre])
+
     def _genre_clause(self, used: set[object]) -> _Clause | None:
         rng = self.rng
         role = self._role()
@@ -429,11 +437,9 @@ class CommandSimulator:
             objects.append(rng.choice(self._pair_surfaces))
         else:
             for _ in range(rng.choices((1, 2), weights=(0.8, 0.2))[0]):
-                genre = rng.choice(self.genres)
-                if genre in used or not self._genre_surfaces[genre]:
-                    continue
-                used.add(genre)
-                objects.append((rng.choice(self._genre_surfaces[genre]), (genre,)))
+                drawn = self._unused_genre(used)
+                if drawn is not None:
+                    objects.append((drawn[1], (drawn[0],)))
         if not objects:
             return None
         noun = rng.choice(_GENRE_NOUNS)
@@ -447,9 +453,7 @@ class CommandSimulator:
                 pieces.append((joiner, None))
             pieces.append((word, genres))
         pieces.append((noun, None))
-        return self._fill(
-            template, pieces, lambda genres, s, e, t: Mention("genre", s, e, t, genres=genres), role
-        )
+        return self._fill(template, pieces, _genre_mention, role)
 
     def _year_clause(self) -> _Clause:
         rng = self.rng
@@ -534,11 +538,10 @@ class CommandSimulator:
         """A wanted genre narrowed by what no field holds ("british comedies", "black and white
         westerns", "documentaries about nature"): the genre hard, the whole phrase a soft wish."""
         rng = self.rng
-        genre = rng.choice(self.genres)
-        if genre in used or not self._genre_surfaces[genre]:
+        drawn = self._unused_genre(used)
+        if drawn is None:
             return None
-        used.add(genre)
-        word = self._noise(rng.choice(self._genre_surfaces[genre]))
+        genre, word = drawn[0], self._noise(drawn[1])
         noun = rng.choice(_GENRE_NOUNS)
         lead = rng.choice(("", "", "some ", "i want ", "any ", "more "))
         if rng.random() < 0.4:
@@ -546,9 +549,7 @@ class CommandSimulator:
         else:
             after = self._pick(_GENRE_QUALIFIERS_AFTER).replace("{x}", self._pick(self._themes))
             pieces = [(lead, None), (word, (genre,)), (f"{noun} {after}", None)]
-        clause = self._fill(
-            "{x}", pieces, lambda genres, s, e, t: Mention("genre", s, e, t, genres=genres), Role.POSITIVE
-        )
+        clause = self._fill("{x}", pieces, _genre_mention, Role.POSITIVE)
         clause.soft_positive = True
         return clause
 
@@ -556,11 +557,10 @@ class CommandSimulator:
         """A genre and an era in one phrase ("90s comedies", "old westerns", "dramas from the 80s"):
         both wanted (a refusal of the pair, "no old westerns", is not a refusal of either alone)."""
         rng = self.rng
-        genre = rng.choice(self.genres)
-        if genre in used or not self._genre_surfaces[genre]:
+        drawn = self._unused_genre(used)
+        if drawn is None:
             return None
-        used.add(genre)
-        word = self._noise(rng.choice(self._genre_surfaces[genre]))
+        genre, word = drawn[0], self._noise(drawn[1])
         surface, years, form = self._year_surface()
         if form not in ("decade", "modified", "recent", "old", "pair"):
             return None
@@ -787,6 +787,10 @@ class CommandSimulator:
         if r < 0.45:
             return text.upper()
         return text
+
+
+def _genre_mention(genres: tuple[str, ...], start: int, end: int, text: str) -> Mention:
+    return Mention("genre", start, end, text, genres=genres)
 
 
 def clauses_text(clauses: Sequence[_Clause], side: str) -> str | None:
