@@ -15,6 +15,7 @@ from app.data.fetch import FetchError, fetch_movielens
 from app.data.importer import import_llara
 from app.data.new_items import add_items
 from app.data.store import DatasetExistsError, check_name, list_datasets
+from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.settings import get_settings
 from recmodels.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
 
@@ -139,6 +140,26 @@ def build_csv_command(
         lambda: build_from_csv(interactions, items, datasets_dir, name, min_rating=min_rating, force=force),
         new_items,
     )
+
+
+@build_cli.command("synthetic")
+def build_synthetic_command(
+    items: int = typer.Option(..., "--items", min=1, help="Catalog size."),
+    users: int = typer.Option(
+        ..., "--users", min=1, help="Number of users (split 8:1:1 by first timestamp)."
+    ),
+    interactions: int = typer.Option(..., "--interactions", min=1, help="Interactions in the log, in all."),
+    seed: int = typer.Option(0, "--seed", help="The same seed and sizes give the same files."),
+    name: str = typer.Option(
+        "synthetic", "--name", help="Dataset name (a directory under <data_dir>/datasets)."
+    ),
+    force: bool = ForceOpt,
+) -> None:
+    """Generate a synthetic catalog and log (power-law popularity, drifting users, repeats, genres and
+    years): for tests and scale measurements, never for accuracy claims."""
+    datasets_dir = get_settings().datasets_dir
+    spec = SyntheticSpec(items=items, users=users, interactions=interactions, seed=seed)
+    _create(lambda: build_synthetic(datasets_dir, check_name(name), spec, force=force), None)
 
 
 @data_cli.command("fetch")
