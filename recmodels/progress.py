@@ -1,0 +1,52 @@
+"""Progress bars that suit where they are written.
+
+A terminal sees tqdm's live bar. A log (stderr is a file or a pipe: `make serve > log`, systemd,
+Docker) gets a plain line at most every ``LOG_INTERVAL_S`` seconds, and one at the end: tqdm's
+default redraws on every update and left about 150 kB of bar lines in a first start's log.
+Every progress bar in recloop is made here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import IO, Any, TypeVar
+
+from tqdm import tqdm
+
+LOG_INTERVAL_S = 10.0
+T = TypeVar("T")
+
+
+class _Lines:
+    """A stream for tqdm that writes each redraw as one line (no carriage returns, no blank lines)."""
+
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or not a real stream
+        return False
+
+
+def progress_bar(iterable: Iterable[T] | None = None, **kwargs: Any) -> tqdm:
+    """``tqdm(iterable, **kwargs)``, throttled to a line every few seconds outside a terminal."""
+    stream = kwargs.pop("file", None) or sys.stderr
+    if _is_terminal(stream):
+        return tqdm(iterable, file=stream, **kwargs)
+    kwargs.setdefault("mininterval", LOG_INTERVAL_S)
+    kwargs.setdefault("maxinterval", LOG_INTERVAL_S)
+    kwargs.setdefault("ncols", 100)
+    kwargs.setdefault("ascii", True)
+    return tqdm(iterable, file=_Lines(stream), **kwargs)
