@@ -29,20 +29,21 @@ _SHARED = os.environ.get("RECLOOP_SHARED_DATA")
 SHARED_DATA = Path(_SHARED) if _SHARED else None
 TEST_CACHE = Path(os.environ.get("RECLOOP_TEST_CACHE", REPO_ROOT / ".cache" / "tests"))
 # Fixtures that hand a test the paper's files: a test that uses one is a paper-data test.
-PAPER_FIXTURES = frozenset({"shared_data", "ml_dataset", "lastfm_dataset"})
+PAPER_FIXTURES = frozenset({"shared_data", "ml_dataset", "lastfm_dataset", "movielens_raw"})
+SHARED_HINT = (
+    "RECLOOP_SHARED_DATA=DIR, a copy of LLaRA's files (DIR/movielens, DIR/lastfm, DIR/steam; CI passes one)"
+)
 HOW_TO_GET = {
     "movielens": "`recloop data fetch movielens` (GroupLens, else the RecBole wheel on PyPI)",
-    "lastfm": "`recloop data fetch lastfm` or `recloop data import DIR --name lastfm` of the LLaRA files",
-    "steam": "`recloop data fetch steam` or `recloop data import DIR --name steam` of the LLaRA files",
+    "lastfm": f"`RECLOOP_DATA_DIR={TEST_CACHE} recloop data fetch lastfm --from-dir DIR` "
+    "(DIR: LLaRA's LastFM files)",
 }
 
 
 def _no_paper_files(what: str) -> None:
-    pytest.skip(
-        f"needs the paper's {what}: set RECLOOP_SHARED_DATA=DIR to a copy of the LLaRA files "
-        "(DIR/movielens, DIR/lastfm, DIR/steam, as CI does)"
-        + (f", or get them with {HOW_TO_GET[what]} into $RECLOOP_TEST_CACHE" if what in HOW_TO_GET else "")
-    )
+    if what in HOW_TO_GET:
+        pytest.skip(f"needs the paper's {what} data: {HOW_TO_GET[what]}, or {SHARED_HINT}")
+    pytest.skip(f"needs {what} as published: {SHARED_HINT}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -77,7 +78,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
 def shared_data() -> Path:
     """The LLaRA files as published (RECLOOP_SHARED_DATA), or a skip naming how to get them."""
     if SHARED_DATA is None or not SHARED_DATA.is_dir():
-        _no_paper_files("LLaRA files")
+        _no_paper_files("LLaRA's files")
     return SHARED_DATA
 
 
@@ -127,7 +128,9 @@ def _cached_paper_dataset(name: str):
     try:
         return fetch_movielens(cache, name, echo=lambda message: None)
     except (FetchError, OSError) as exc:
-        pytest.skip(f"MovieLens-100k could not be fetched ({exc}); {HOW_TO_GET['movielens']}")
+        pytest.skip(
+            f"MovieLens-100k could not be fetched ({exc}): {HOW_TO_GET['movielens']}, or {SHARED_HINT}"
+        )
 
 
 def _paper_dataset(name: str, datasets_dir: Path):
@@ -149,6 +152,16 @@ def ml_dataset(datasets_dir: Path):
     The LLaRA files when RECLOOP_SHARED_DATA names them, else `recloop data fetch movielens` (the
     same splits, byte for byte; from the RecBole wheel ``year`` is the title's year)."""
     return _paper_dataset("movielens", datasets_dir)
+
+
+@pytest.fixture(scope="session")
+def movielens_raw(ml_dataset) -> Path:
+    """A directory with GroupLens' ml-100k u.data and u.item: LLaRA's copy (RECLOOP_SHARED_DATA) or the
+    one `recloop data fetch movielens` left in the test cache (u.data identical; u.item from RecBole
+    carries the title's year as the release date)."""
+    if SHARED_DATA is not None and (SHARED_DATA / "movielens" / "raw").is_dir():
+        return SHARED_DATA / "movielens" / "raw"
+    return TEST_CACHE / "downloads" / "ml-100k"
 
 
 @pytest.fixture(scope="session")
