@@ -1,7 +1,8 @@
 """Progress bars that suit where they are written.
 
 A terminal sees tqdm's live bar. A log (stderr is a file or a pipe: `make serve > log`, systemd,
-Docker) gets a plain line at most every ``LOG_INTERVAL_S`` seconds, and one at the end: tqdm's
+Docker) gets a plain line at most every ``LOG_INTERVAL_S`` seconds, the first after that long, and
+one at the end of a bar that was shown (a step done sooner leaves no line): tqdm's
 default redraws on every update and left about 150 kB of bar lines in a first start's log.
 Every progress bar in recloop is made here.
 """
@@ -23,11 +24,13 @@ class _Lines:
 
     def __init__(self, stream: IO[str]):
         self.stream = stream
+        self._last = ""
 
     def write(self, text: str) -> None:
         line = text.replace("\r", "").strip()
-        if line:
+        if line and line != self._last:  # closing redraws the last state once more
             self.stream.write(line + "\n")
+            self._last = line
 
     def flush(self) -> None:
         self.stream.flush()
@@ -45,6 +48,7 @@ def progress_bar(iterable: Iterable[T] | None = None, **kwargs: Any) -> tqdm:
     stream = kwargs.pop("file", None) or sys.stderr
     if _is_terminal(stream):
         return tqdm(iterable, file=stream, **kwargs)
+    kwargs.setdefault("delay", LOG_INTERVAL_S)  # a bar done sooner leaves no line at all
     kwargs.setdefault("mininterval", LOG_INTERVAL_S)
     kwargs.setdefault("maxinterval", LOG_INTERVAL_S)
     kwargs.setdefault("ncols", 100)
