@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
@@ -27,7 +27,7 @@ from app.api.errors import install_error_handlers
 from app.api.idempotency import IdempotencyMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
-from app.services import recovery
+from app.services import recovery, startup
 from app.services import steering as steering_service
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
@@ -51,7 +51,10 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
             app.state.resources = resources
             yield
             return
-        async with open_resources(settings) as opened:
+        async with AsyncExitStack() as stack:
+            # Models, calibrations and title vectors load here: a stop signal must end it at once.
+            with startup.interruptible():
+                opened = await stack.enter_async_context(open_resources(settings))
             app.state.resources = opened
             warm_up = None
             if settings.steering_warmup:

@@ -9,8 +9,8 @@ seconds per epoch and peak resident memory. Existing artifacts are reused unless
 
 An artifact may be a seed ensemble (``recloop train --members K``); it is evaluated as it is.
 
-Datasets come from the data dir (RECLOOP_DATA_DIR, default ./data): import them first with
-`recloop data import ../shared/data/<name> --name <name>`. Steam has only a 1,000-row
+Datasets come from the data dir (RECLOOP_DATA_DIR, default ./data): get them first with
+`recloop data fetch <name>` (README, "Data and models"). Steam has only a 1,000-row
 training sample, so its numbers say little about the models.
 """
 

@@ -37,13 +37,11 @@ from tqdm import tqdm
 from recmodels import metrics
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.losses import all_positions_ce
+from recmodels.progress import progress_bar
 from recmodels.registry import build_model
 
-# ../shared/data beside the repository, as in the tests (RECLOOP_SHARED_DATA overrides it).
-SHARED_DATA = Path(
-    os.environ.get("RECLOOP_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
-RAW_RATINGS = SHARED_DATA / "movielens" / "raw" / "u.data"
+# The GroupLens ratings `recloop data fetch movielens` leaves under the data dir (--ratings overrides it).
+RAW_RATINGS = Path(os.environ.get("RECLOOP_DATA_DIR", "data")) / "downloads" / "ml-100k" / "u.data"
 MAX_LEN = 50  # RecBole MAX_ITEM_LIST_LENGTH
 HIDDEN = 64
 RECBOLE_SECONDS = 695.0
@@ -169,7 +167,7 @@ def run(args: argparse.Namespace) -> dict:
 
     log: list[dict] = []
     trained, steps, epoch, reached, val_reached = 0.0, 0, 0, None, None
-    bar = tqdm(
+    bar = progress_bar(
         total=args.budget_s, desc="training s", unit="s", bar_format="{l_bar}{bar}| {n:.1f}/{total:.0f} s"
     )
     model.train()

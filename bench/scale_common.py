@@ -18,7 +18,6 @@ from app.db.migrate import migrate_all
 from app.db.urls import with_database
 from app.settings import Settings
 
-SHARED_MOVIELENS = Path(__file__).resolve().parents[2] / "shared" / "data" / "movielens"
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
@@ -28,9 +27,9 @@ def echo(message: str) -> None:
 
 def bench_data_dir(settings: Settings) -> Path:
     """``settings.data_dir`` when it holds the dataset and its models; else a temp data dir with
-    MovieLens imported from ../shared and a tiny SASRec (1 epoch, 3,000 rows: latency and storage
-    do not depend on its quality)."""
-    from app.data.importer import import_llara
+    MovieLens fetched as `recloop data fetch movielens` does and a tiny SASRec (1 epoch, 3,000 rows:
+    latency and storage do not depend on its quality)."""
+    from app.data.fetch import fetch_movielens
     from recmodels.artifacts import artifact_path
     from recmodels.dataset import Dataset, DatasetNotFound
     from recmodels.training import train
@@ -43,10 +42,7 @@ def bench_data_dir(settings: Settings) -> Path:
     except DatasetNotFound:
         pass
     root = Path(tempfile.gettempdir()) / "recloop-bench-scale-data"
-    try:
-        dataset = Dataset.open(root / "datasets", "movielens")
-    except DatasetNotFound:
-        dataset = import_llara(SHARED_MOVIELENS, root / "datasets", "movielens")
+    dataset = fetch_movielens(Settings(data_dir=root, _env_file=None), echo=echo)  # opened if already there
     for name in models:
         if not artifact_path(root / "models", dataset.name, name).is_file():
             echo(f"no trained {name}: training a tiny one (quality is irrelevant here)")

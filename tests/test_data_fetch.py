@@ -29,8 +29,8 @@ def _quiet(_: str) -> None:
     pass
 
 
-def test_fetch_from_dir_builds_the_verified_dataset_and_is_idempotent(settings, shared_data, monkeypatch):
-    raw = shared_data / "movielens" / "raw"
+def test_fetch_from_dir_builds_the_verified_dataset_and_is_idempotent(settings, movielens_raw, monkeypatch):
+    raw = movielens_raw
     dataset = fetch_movielens(settings, from_dir=raw, echo=_quiet)
     assert dataset.root == settings.datasets_dir / "movielens"
     assert dataset.meta["split_rows"] == {"train": 68_388, "val": 94, "test": 95}
@@ -46,12 +46,12 @@ def test_fetch_from_dir_builds_the_verified_dataset_and_is_idempotent(settings, 
     assert again.fingerprint == dataset.fingerprint
 
 
-def test_fetch_uses_a_cached_grouplens_archive(settings, shared_data):
+def test_fetch_uses_a_cached_grouplens_archive(settings, movielens_raw):
     downloads = settings.data_dir / "downloads"
     downloads.mkdir(parents=True)
     with zipfile.ZipFile(downloads / "ml-100k.zip", "w") as zf:
         for name in ("u.data", "u.item"):
-            zf.write(shared_data / "movielens" / "raw" / name, f"ml-100k/{name}")
+            zf.write(movielens_raw / name, f"ml-100k/{name}")
     messages: list[str] = []
     dataset = fetch_movielens(settings, name="ml", echo=messages.append)
     assert dataset.meta["identical_to_llara"] == {"train": True, "val": True, "test": True}

@@ -67,7 +67,7 @@ def test_steam_import_records_the_incomplete_training_set(shared_data, tmp_path)
     assert dataset.meta["eval_rows"]["test"] == 1186
     assert dataset.meta["train_complete"] is False
     assert any("missing" in note for note in dataset.meta["notes"])
-    assert "verified" not in dataset.meta
+    assert dataset.meta["verified"] is True  # byte-identical to LLaRA's Steam files (a sample, still)
 
 
 # --- bad input -------------------------------------------------------------------------------

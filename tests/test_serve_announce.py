@@ -3,7 +3,9 @@ and never loses the key when the server stops first."""
 
 from __future__ import annotations
 
+import http.server
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -30,30 +32,57 @@ def _wait_for(condition, timeout_s: float = 5.0) -> bool:
     return condition()
 
 
-def test_the_banner_waits_for_the_port_and_is_said_once():
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_the_banner_waits_for_the_server_to_answer_and_is_said_once():
     port = _free_port()
     said: list[str] = []
-    announcement = Announcement("127.0.0.1", port, ["serving", "key: s3cret"], said.append, poll_s=0.02)
+    announcement = Announcement(
+        "127.0.0.1", port, ["serving", "key: s3cret"], said.append, unsaid=["key: s3cret"], poll_s=0.02
+    )
     thread = announcement.start()
     time.sleep(0.2)
     assert said == []  # nothing listens yet: a request now would go unanswered
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", port))
-        server.listen()
+    with socket.socket() as bound:  # bound and listening, but answering nothing: a worker still starting
+        bound.bind(("127.0.0.1", port))
+        bound.listen()
+        time.sleep(0.3)
+        assert said == [] and not announcement.said
+    server = http.server.HTTPServer(("127.0.0.1", port), _Health)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
         assert _wait_for(lambda: said == ["serving", "key: s3cret"])
         thread.join(timeout=5)
-        assert not thread.is_alive()
+        assert not thread.is_alive() and announcement.said
+    finally:
+        server.shutdown()
+        server.server_close()
     announcement.flush()  # the normal shutdown path: already said, nothing repeated
     assert said == ["serving", "key: s3cret"]
 
 
-def test_a_server_that_stops_before_listening_still_shows_the_key():
+def test_a_server_that_stops_before_answering_shows_the_key_and_never_says_serving():
     said: list[str] = []
-    announcement = Announcement("127.0.0.1", _free_port(), ["key: s3cret"], said.append, poll_s=0.02)
+    announcement = Announcement(
+        "127.0.0.1",
+        _free_port(),
+        ["serving", "key: s3cret"],
+        said.append,
+        unsaid=["key: s3cret"],
+        poll_s=0.02,
+    )
     thread = announcement.start()
     announcement.flush()  # what `recloop serve` does when uvicorn returns or raises
     thread.join(timeout=5)
-    assert said == ["key: s3cret"] and not thread.is_alive()
+    assert said == ["key: s3cret"] and not thread.is_alive() and not announcement.said
 
 
 def test_port_in_use_sees_a_listener_on_a_wildcard_bind():

@@ -14,7 +14,10 @@ from app.data.builders import build_from_csv, build_movielens_raw
 from app.data.fetch import FetchError, fetch_movielens
 from app.data.importer import import_llara
 from app.data.new_items import add_items
+from app.data.paper import fetch_paper_dataset
+from app.data.paper_files import PaperDataError
 from app.data.store import DatasetExistsError, check_name, list_datasets
+from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.settings import get_settings
 from recmodels.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
 
@@ -35,6 +38,8 @@ T = TypeVar("T")
 
 class Fetchable(StrEnum):
     movielens = "movielens"
+    lastfm = "lastfm"
+    steam = "steam"
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
@@ -51,7 +56,7 @@ def _run(action: Callable[[], T]) -> T:
     """Run a command's action; expected failures become one stderr line and exit code 1."""
     try:
         return action()
-    except (DatasetError, DatasetExistsError, DatasetNotFound, FetchError, ValueError) as exc:
+    except (DatasetError, DatasetExistsError, DatasetNotFound, FetchError, PaperDataError, ValueError) as exc:
         _fail(str(exc))
 
 
@@ -67,7 +72,7 @@ def _summary(dataset: Dataset) -> str:
         "eval rows " + "  ".join(f"{s} {kept[s]:,}" for s in SPLITS) + "  (len_seq >= 3)",
     ]
     if "verified" in meta:
-        lines.append(f"verified  {str(meta['verified']).lower()}  (train.jsonl vs. the LLaRA MovieLens set)")
+        lines.append(f"verified  {str(meta['verified']).lower()}  (byte-identical to the LLaRA files)")
     if not meta.get("train_complete", True):
         lines.append("train     INCOMPLETE (a sample of the upstream training set)")
     if meta.get("new_items"):
@@ -141,17 +146,55 @@ def build_csv_command(
     )
 
 
-@data_cli.command("fetch")
-def fetch_command(
-    dataset: Fetchable = typer.Argument(..., help="Which public dataset to obtain."),
-    name: str = typer.Option("movielens", "--name", help="Dataset name to build."),
-    from_dir: Path | None = typer.Option(None, "--from-dir", help="Use a local copy of u.data and u.item."),
+@build_cli.command("synthetic")
+def build_synthetic_command(
+    items: int = typer.Option(..., "--items", min=1, help="Catalog size."),
+    users: int = typer.Option(
+        ..., "--users", min=1, help="Number of users (split 8:1:1 by first timestamp)."
+    ),
+    interactions: int = typer.Option(..., "--interactions", min=1, help="Interactions in the log, in all."),
+    seed: int = typer.Option(0, "--seed", help="The same seed and sizes give the same files."),
+    name: str = typer.Option(
+        "synthetic", "--name", help="Dataset name (a directory under <data_dir>/datasets)."
+    ),
     force: bool = ForceOpt,
 ) -> None:
-    """Obtain MovieLens-100k (GroupLens, else PyPI's RecBole wheel) and build it; no-op if built."""
+    """Generate a synthetic catalog and log (power-law popularity, drifting users, repeats, genres and
+    years): for tests and scale measurements, never for accuracy claims."""
+    datasets_dir = get_settings().datasets_dir
+    spec = SyntheticSpec(items=items, users=users, interactions=interactions, seed=seed)
+    _create(lambda: build_synthetic(datasets_dir, check_name(name), spec, force=force), None)
+
+
+@data_cli.command("fetch")
+def fetch_command(
+    dataset: Fetchable = typer.Argument(..., help="Which of the paper's datasets to obtain."),
+    name: str | None = typer.Option(None, "--name", help="Dataset name to build (default: the dataset's)."),
+    from_dir: Path | None = typer.Option(
+        None,
+        "--from-dir",
+        help="A local copy: MovieLens' u.data and u.item, or LLaRA's LastFM/Steam files (items.csv and "
+        "the split JSONL), checked against the known fingerprints.",
+    ),
+    force: bool = ForceOpt,
+) -> None:
+    """Obtain one of the paper's datasets, verified; no-op if built. MovieLens-100k: GroupLens, else
+    PyPI's RecBole wheel. LastFM, Steam: LLaRA's files from --from-dir (no registry carries them)."""
     settings = get_settings()
-    built = _run(lambda: fetch_movielens(settings, check_name(name), from_dir=from_dir, force=force))
+    target = check_name(name or dataset.value)
+    if dataset is Fetchable.movielens:
+        built = _run(lambda: fetch_movielens(settings, target, from_dir=from_dir, force=force))
+    else:
+        built = _run(
+            lambda: fetch_paper_dataset(
+                settings, dataset.value, dataset_name=target, from_dir=from_dir, force=force, echo=_note
+            )
+        )
     typer.echo(_summary(built))
+
+
+def _note(message: str) -> None:
+    typer.echo(message, err=True)
 
 
 @data_cli.command("list")

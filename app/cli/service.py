@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import traceback
 
 import typer
 
@@ -23,11 +24,24 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(0 if signum == signal.SIGINT else 128 + signum)
 
 
+def _stop_during_startup(signum: int, frame: object) -> None:
+    """A stop signal before the server runs (database, data, training): nothing was served."""
+    _echo(f"recloop stopped during start-up ({signal.Signals(signum).name}): nothing was served")
+    raise SystemExit(0 if signum == signal.SIGINT else 128 + signum)
+
+
+def key_lines(key_secret: str | None) -> list[str]:
+    """The first start's key, shown once whether or not the server then starts."""
+    if key_secret is None:
+        return []
+    return [f"API key (shown once, store it now): {key_secret}"]
+
+
 def serve_banner(dataset: str, base: str, key_secret: str | None) -> list[str]:
-    """What `recloop serve` says once the port answers; the first start's key is shown once."""
+    """What `recloop serve` says once the server answers; the first start's key is shown once."""
     banner = [f"recloop serving {dataset} on {base}  (API docs: {base}/docs)"]
     if key_secret is not None:
-        banner.append(f"API key (shown once, store it now): {key_secret}")
+        banner.extend(key_lines(key_secret))
         banner.append(f"  try: curl -H 'Authorization: Bearer {key_secret}' '{base}/v1/items?q=toy'")
     else:
         banner.append("API keys exist already (shown once, at the first start); lost yours? make another:")
@@ -68,21 +82,31 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
-        from app.services import bootstrap, metrics
+        from app.services import bootstrap, metrics, startup
 
         settings = _settings(host=host, port=port, workers=workers)
         if bootstrap.port_in_use(settings.host, settings.port):  # before minutes of set-up, not after
             _echo(f"error: {settings.host}:{settings.port} is already in use; choose another with --port")
             raise typer.Exit(1)
+        # Until uvicorn runs, a stop signal ends the start-up at once, through atexit (which stops
+        # an embedded PostgreSQL) and with a line that says nothing was served.
+        for stop_signal in startup.STOP_SIGNALS:
+            signal.signal(stop_signal, _stop_during_startup)
         url = bootstrap.prepare_database(settings, _echo, migrate=migrate)
         try:
+            # The calibration is fitted here, with its progress shown, so that a worker only reads it.
             dataset = (
-                bootstrap.prepare_artifacts(settings, _echo, calibrate=False)
+                bootstrap.prepare_artifacts(settings, _echo)
                 if prepare
                 else bootstrap.check_prepared(settings)
             )
         except bootstrap.NotPrepared as exc:
             _echo(f"error: {exc}")
+            raise typer.Exit(1) from exc
+        except Exception as exc:  # the traceback for a bug report, then the cause and the fix, last
+            traceback.print_exc()
+            for line in startup.failure_lines(exc):
+                _echo(line)
             raise typer.Exit(1) from exc
         key = bootstrap.first_key(url, settings)
         served = settings.model_copy(update={"database_url": url})  # the (possibly embedded) database
@@ -90,15 +114,25 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         base = f"http://{settings.host}:{settings.port}"
         _echo(f"starting the server on {base} ...")
-        banner = serve_banner(dataset.name, base, key.secret if key is not None else None)
-        announcement = bootstrap.Announcement(settings.host, settings.port, banner, typer.echo)
+        secret = key.secret if key is not None else None
+        banner = serve_banner(dataset.name, base, secret)
+        announcement = bootstrap.Announcement(
+            settings.host, settings.port, banner, typer.echo, unsaid=key_lines(secret)
+        )
         announcement.start()
         # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turning them into SystemExit
         # lets atexit handlers run, which stops the embedded PostgreSQL cleanly.
-        for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        for stop_signal in startup.STOP_SIGNALS:
             signal.signal(stop_signal, _exit_on_signal)
         try:
             _run_uvicorn(settings, served, url)
+        except (SystemExit, startup.StartupInterrupted):
+            if announcement.said:
+                raise  # it served, then stopped (_exit_on_signal said so)
+            _not_served(announcement)
+        else:
+            if not announcement.said:
+                _not_served(announcement)
         finally:
             announcement.flush()  # said already, or the server stopped first: the key is not lost
 
@@ -212,6 +246,18 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         )
         if as_json:
             typer.echo(json.dumps(report.to_json()))
+
+
+def _not_served(announcement) -> None:
+    """The server stopped before it answered: keep the key, then end on the cause and the fix."""
+    from app.services import startup
+
+    announcement.flush()
+    if startup.state.interrupted is not None:
+        _stop_during_startup(startup.state.interrupted, None)
+    for line in startup.failure_lines(startup.state.error):
+        _echo(line)
+    raise typer.Exit(1)
 
 
 def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:

@@ -50,6 +50,7 @@ from graph.steering.similarity import (
 )
 from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
+from recmodels.progress import progress_bar
 from recmodels.text import TextEncoderUnavailable, load_text_encoder
 
 
@@ -108,7 +109,7 @@ def commands(
         raise typer.Exit(2) from exc
 
     started = time.perf_counter()
-    with tqdm(total=len(rows), desc="commands", unit="row", disable=not progress) as bar:
+    with progress_bar(total=len(rows), desc="commands", unit="row", disable=not progress) as bar:
         outcomes = asyncio.run(
             run_command_eval(
                 rows, parser=command_parser, scorer=scorer, catalog=catalog, similarity=sim, weights=weights,
@@ -247,7 +248,7 @@ def train_parser_command(
     def on_progress(stage: str, done: int, total: int) -> None:
         bar = bars.get(stage)
         if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=stage, disable=not progress)
+            bar = bars[stage] = progress_bar(total=total, desc=stage, disable=not progress)
         bar.update(done - bar.n)
 
     parser, trained = train_parser(
@@ -295,7 +296,7 @@ def _teach(
     finder = mention_finder(index, encoder)
     sources = [c for c in simulate(index, n, split="train", seed=seed + 20_000) if c.expected is not None]
     cache = teacher_cache_path(cache_dir, settings, sources) if cache_dir is not None else None
-    with tqdm(total=len(sources), desc="teacher", disable=not progress) as bar:
+    with progress_bar(total=len(sources), desc="teacher", disable=not progress) as bar:
         return asyncio.run(
             LLMTeacher(index, settings, finder).teach(
                 sources, cache=cache, concurrency=concurrency, on_command=lambda: bar.update()
@@ -331,7 +332,7 @@ def eval_parser(
         raise typer.Exit(2) from exc
     runs = []
     for command_parser in built:
-        with tqdm(total=len(natural), desc=command_parser.name, disable=not progress) as bar:
+        with progress_bar(total=len(natural), desc=command_parser.name, disable=not progress) as bar:
             runs.append(asyncio.run(natural_eval.run_parser(command_parser, natural, on_command=bar.update)))
     markdown = natural_eval.report(
         runs, f"# Natural commands: {commands_file.name} on {catalog.name} ({len(natural)} commands)"

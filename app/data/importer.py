@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.data import movielens
+from app.data.paper_files import paper_copy
 from app.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
 from app.data.validation import check_contiguous_ids, parse_int, read_csv_records, validate_split_file
 from recmodels.dataset import Dataset, DatasetError, sha256_file
@@ -66,6 +67,9 @@ def import_llara(src: Path, datasets_dir: Path, name: str, *, force: bool = Fals
             verified = sha256_file(staging / "train.jsonl") == movielens.VERIFIED_TRAIN_SHA256
             extra["verified"] = verified
             notes.append(movielens.verification_note(verified))
+        elif (paper := paper_copy(src)) is not None:
+            extra["verified"] = True
+            notes.append(f"every file is byte-identical to LLaRA's {paper} data (known SHA-256 digests)")
         write_meta(
             staging,
             name=name,

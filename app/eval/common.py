@@ -25,11 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from graph.state import format_usage
 from recmodels.artifacts import code_version
 from recmodels.dataset import Dataset, DatasetError, Row
+from recmodels.progress import progress_bar
 
 # The candidate files shipped with the shared data that reproduce AFL's reference run.
 REFERENCE_SEED = 303
@@ -190,7 +189,7 @@ def run_units(
     order. Call it from synchronous code: it runs the batch on ``aio`` (the evaluation's one event
     loop, :attr:`app.eval.loops.EvalContext.aio`), or with ``asyncio.run`` without one."""
     pending = [u for u in units if u.key not in store]
-    bar = tqdm(total=len(units), initial=len(units) - len(pending), desc=desc, disable=not progress)
+    bar = progress_bar(total=len(units), initial=len(units) - len(pending), desc=desc, disable=not progress)
 
     async def run_all() -> None:
         slots = asyncio.Semaphore(max(1, concurrency))

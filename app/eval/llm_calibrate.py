@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from graph.agents.llm_evidence import PROMPT_FORMS, LLMWeights, PromptForm
 from graph.caches import LoopCaches
 from graph.config import LoopConfig
@@ -35,6 +33,7 @@ from graph.llm_calibration import (
 )
 from graph.llm_client import endpoint_model
 from recmodels.dataset import Dataset
+from recmodels.progress import progress_bar
 from recmodels.scorer import Scorer
 
 
@@ -108,7 +107,7 @@ async def calibrate_llm(
         + (f"; budget {budget_calls} calls" if budget_calls is not None else "")
     )
     steps = len(rows) + (min(len(rows), items_rows or len(rows)) if items else 0)
-    bar = tqdm(total=steps, desc="calibrate llm", disable=not progress)
+    bar = progress_bar(total=steps, desc="calibrate llm", disable=not progress)
     timing = {"first": None}
 
     def step() -> None:

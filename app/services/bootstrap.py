@@ -145,18 +145,45 @@ def port_in_use(host: str, port: int) -> bool:
         return False
 
 
-class Announcement:
-    """Messages echoed once ``host:port`` accepts connections, by a daemon thread (:meth:`start`).
+def answers_http(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """Whether a server at ``host:port`` answers ``GET /healthz`` with 200: serving, not just bound
+    (with several workers the port is bound before any worker has started)."""
+    import http.client
 
-    The server loads models and opens its pools before it binds the port, which takes seconds on a
-    first start; a key printed before then invites a request nobody answers yet. :meth:`flush`
-    echoes what is still unsaid (a server that stopped before listening must not take a
-    shown-once key with it); each message is echoed exactly once.
+    connection = http.client.HTTPConnection(_probe_host(host), port, timeout=timeout_s)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+class Announcement:
+    """Messages echoed once the server at ``host:port`` answers HTTP, by a daemon thread (:meth:`start`).
+
+    The server loads models and opens its pools before it answers, which takes seconds on a first
+    start; a key printed before then invites a request nobody answers yet, and "serving" printed
+    before then may be false. :meth:`flush` is called when the server stops: if it never answered,
+    only ``unsaid`` is echoed (the shown-once key must not be lost, but nothing says "serving").
+    Each message is echoed at most once.
     """
 
-    def __init__(self, host: str, port: int, messages: Sequence[str], echo: Echo, *, poll_s: float = 0.1):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        messages: Sequence[str],
+        echo: Echo,
+        *,
+        unsaid: Sequence[str] = (),
+        poll_s: float = 0.25,
+    ):
         self.host, self.port, self.messages, self.echo, self.poll_s = host, port, list(messages), echo, poll_s
-        self._said = False
+        self.unsaid = list(unsaid)
+        self.said = False
+        self._done = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
@@ -167,19 +194,20 @@ class Announcement:
 
     def flush(self) -> None:
         self._stop.set()
-        self._echo_once()
+        self._echo_once(self.unsaid)
 
     def _wait_then_echo(self) -> None:
         while not self._stop.is_set():
-            if port_in_use(self.host, self.port):
-                self._echo_once()
+            if answers_http(self.host, self.port):
+                self._echo_once(self.messages)
                 return
             self._stop.wait(self.poll_s)
 
-    def _echo_once(self) -> None:
+    def _echo_once(self, messages: Sequence[str]) -> None:
         with self._lock:
-            if self._said:
+            if self._done:
                 return
-            self._said = True
-            for message in self.messages:
+            self._done = True
+            self.said = messages is self.messages
+            for message in messages:
                 self.echo(message)
