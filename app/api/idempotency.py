@@ -22,6 +22,7 @@ from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPu
 from app.services import idempotency as service
 from app.services import loops as loops_service
 from app.services import protocol as protocol_service
+from app.services import protocol_runs
 from app.services import sessions as sessions_service
 from app.services import steering as steering_service
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
@@ -153,9 +154,9 @@ async def _rebuild_protocol(
     session = await sessions_service.get_session(res, caller, produced.session_id)
     if produced.loop_index is None:
         return _json(json.dumps(thread_public(session)).encode())
-    run_id = protocol_service.run_id_for(session.id, produced.loop_index)
+    run_id = protocol_runs.run_id_for(session.id, produced.loop_index)
     if path.endswith("/runs"):
-        run = await protocol_service.get_run(res, caller, session.thread_id, run_id)
+        run = await protocol_runs.get_run(res, caller, session.thread_id, run_id)
         return _json(json.dumps(run).encode())
     final = json.dumps(final_values(await protocol_service.thread_state(res, session))).encode()
     if not path.endswith("/stream"):

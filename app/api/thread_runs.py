@@ -1,4 +1,4 @@
-"""LangGraph's protocol: /threads/{id}/runs, each one a loop of the session (app/services/protocol.py).
+"""LangGraph's protocol: /threads/{id}/runs, each one a loop of the session (app/services/protocol_runs.py).
 
 ``runs.wait`` answers the thread's state when the loop ends or pauses; ``runs.stream`` sends
 ``metadata``, then the parts of the modes asked for as the graph runs (app/api/protocol_stream.py),
@@ -23,6 +23,7 @@ from app.api.protocol_stream import BACKGROUND_MODES, ProtocolStream, graph_mode
 from app.db.models import Session
 from app.services import loops
 from app.services import protocol as service
+from app.services import protocol_runs as runs_service
 from app.services.errors import InvalidInput
 from app.services.keys import Caller
 from app.services.protocol import AssistantSpec
@@ -40,8 +41,8 @@ async def _opening(res: ServiceResources, caller: Caller, thread_id: str, body: 
     assistant = service.get_assistant(res, body.assistant_id)
     session = await service.get_thread(res, caller, thread_id)
     resume = body.command.resume if body.command is not None else None
-    request = service.RunRequest(assistant=assistant, input=body.input, resume=resume)
-    return session, assistant, service.open_run(res, caller, session.id, request)
+    request = runs_service.RunRequest(assistant=assistant, input=body.input, resume=resume)
+    return session, assistant, runs_service.open_run(res, caller, session.id, request)
 
 
 def _final_values(run: loops.LoopRun) -> dict[str, Any]:
@@ -67,8 +68,8 @@ async def _started(
     session, assistant, opening = await _opening(res, caller, thread_id, body)
     events = RunEvents(graph_modes_for(modes), assistant_id=assistant.assistant_id, input=body.input)
     run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
-    run_id = service.run_id_for(session.id, run.loop_index)
-    service.track(res, run_id, task, events)
+    run_id = runs_service.run_id_for(session.id, run.loop_index)
+    runs_service.track(res, run_id, task, events)
     return session, assistant, run, run_id, events
 
 
@@ -77,7 +78,7 @@ async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller:
     """Start the loop in the background (409 while another runs on the thread); it records every
     stream mode, for the clients that join it (``runs.join_stream``)."""
     session, assistant, run, _, _ = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
-    return service.started_run_public(session, run, assistant)
+    return runs_service.started_run_public(session, run, assistant)
 
 
 def _protocol_stream(modes: list[str], thread_id: str, run_id: str, events: RunEvents) -> ProtocolStream:
@@ -107,7 +108,7 @@ async def _sse_stream(
         finished = True
     finally:
         if cancel_on_disconnect and not finished:
-            service.cancel_local(res, parts.run_id)
+            runs_service.cancel_local(res, parts.run_id)
 
 
 @router.post("/stream")
@@ -156,7 +157,7 @@ async def join_run_stream(
         raise InvalidInput(f"stream_mode: not a stream mode: {', '.join(unknown)}", field="stream_mode")
     modes = served_modes(asked or list(BACKGROUND_MODES))
     # Checked before joining: a run of another worker is waited for, and bad input must not wait.
-    events = await service.joined_events(res, caller, thread_id, run_id)
+    events = await runs_service.joined_events(res, caller, thread_id, run_id)
     if events is None:
         events = RunEvents(frozenset())
         events.close()
@@ -174,18 +175,18 @@ async def list_runs(
     offset: Annotated[int, Query(ge=0)] = 0,
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"] | None = None,
 ) -> list[dict[str, Any]]:
-    return await service.list_runs(res, caller, thread_id, limit=limit, offset=offset, status=status)
+    return await runs_service.list_runs(res, caller, thread_id, limit=limit, offset=offset, status=status)
 
 
 @router.get("/{run_id}")
 async def get_run(thread_id: str, run_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    return await service.get_run(res, caller, thread_id, run_id)
+    return await runs_service.get_run(res, caller, thread_id, run_id)
 
 
 @router.get("/{run_id}/join")
 async def join_run(thread_id: str, run_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     """Wait for the run to end or pause; the thread's state then (as for a wait)."""
-    session = await service.join_run(res, caller, thread_id, run_id)
+    session = await runs_service.join_run(res, caller, thread_id, run_id)
     return final_values(await service.thread_state(res, session))
 
 
@@ -201,5 +202,5 @@ async def cancel_run(
     """Cancel a background run of this worker; it is recorded as cancelled (status ``interrupted``)."""
     if action != "interrupt":
         raise InvalidInput("action: only 'interrupt' is served (the loop's history is kept)", field="action")
-    await service.cancel_run(res, caller, thread_id, run_id, wait=bool(wait))
+    await runs_service.cancel_run(res, caller, thread_id, run_id, wait=bool(wait))
     return Response(status_code=status.HTTP_202_ACCEPTED)
