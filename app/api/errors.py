@@ -43,13 +43,14 @@ def too_large_response(max_body_bytes: int) -> JSONResponse:
     return error_response(413, detail, "body")
 
 
-def _field_path(loc: tuple) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+def field_path(loc: tuple) -> str | None:
+    """A field's path as a client spells it: ``metadata.title``, ``history[2]`` (an int is an index)."""
+    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
     if not parts:
         return None
-    path = parts[0]
+    path = str(parts[0])
     for part in parts[1:]:
-        path += f"[{part}]" if part.isdigit() else f".{part}"
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
 
 
@@ -79,7 +80,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
-        field = _field_path(tuple(first.get("loc", ())))
+        field = field_path(tuple(first.get("loc", ())))
         if first.get("type") == "json_invalid":
             return error_response(
                 422, f"malformed JSON: {first.get('ctx', {}).get('error', first['msg'])}", "body"

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.deps import bearer
 from app.api.errors import database_down_response, service_error_response
 from app.api.protocol_schemas import final_values, thread_public
+from app.api.request_body import read_body, receive_again
 from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
 from app.services import idempotency as service
 from app.services import loops as loops_service
@@ -76,7 +77,7 @@ class IdempotencyMiddleware:
                 bearer(headers.get("authorization"), headers.get("x-api-key")),
                 cache=res.verified_keys,
             )
-            body = await _read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
+            body = await read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
         except Unauthorized:
             await self.app(scope, receive, send)  # the app answers 401 as for any request
             return
@@ -98,7 +99,7 @@ class IdempotencyMiddleware:
                         await _remember(res, caller, key, request, stored)
                     await _replay(stored, send)
                     return
-                await self.app(scope, _receive_again(body, receive), answer.send)
+                await self.app(scope, receive_again(body, receive), answer.send)
                 if answer.status is not None and 200 <= answer.status < 300:
                     await _remember(res, caller, key, request, answer.stored())
         except ServiceError as exc:
@@ -174,31 +175,6 @@ _EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 def _event(name: bytes, data: bytes) -> bytes:
     return b"event: " + name + b"\r\ndata: " + data + b"\r\n\r\n"
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _receive_again(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # then: the client's disconnect, when it comes
-
-    return replay
 
 
 class _Capture:
