@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import bearer
 from app.api.errors import database_down_response, service_error_response
-from app.api.protocol_schemas import final_values, thread_public
+from app.api.protocol_public import final_values, thread_public
 from app.api.request_body import read_body, receive_again
 from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
 from app.services import idempotency as service

@@ -18,7 +18,8 @@ from fastapi import APIRouter, Header, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.protocol_schemas import ProtocolStreamMode, RunCreate, final_values
+from app.api.protocol_public import final_values
+from app.api.protocol_schemas import ProtocolStreamMode, RunCreate
 from app.api.protocol_stream import BACKGROUND_MODES, ProtocolStream, graph_modes_for, served_modes
 from app.db.models import Session
 from app.services import loops

@@ -7,14 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Response, status
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.protocol_schemas import (
-    HistoryQuery,
-    StateAtCheckpoint,
-    ThreadCreate,
-    ThreadSearch,
-    state_public,
-    thread_public,
-)
+from app.api.protocol_public import state_public, thread_public
+from app.api.protocol_schemas import HistoryQuery, StateAtCheckpoint, ThreadCreate, ThreadSearch
 from app.services import protocol as service
 
 router = APIRouter(prefix="/threads", tags=["langgraph"], include_in_schema=False)
