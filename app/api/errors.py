@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
+from app.api.protocol_unserved import unserved_detail
 from app.api.schemas import NO_NUL, SOME_TEXT
 from app.services.errors import DATABASE_DOWN, ServiceError
 
@@ -61,12 +63,11 @@ _PATTERN_MESSAGES = {
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every documented method on the request's path (Starlette's 405 names only its first route's)."""
+    """Every method a route serves on the request's path (Starlette's 405 names only its first route's)."""
     methods: set[str] = set()
-    for template, operations in request.app.openapi()["paths"].items():
-        pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
-        if re.fullmatch(pattern, request.url.path):
-            methods |= {method.upper() for method in operations}
+    for route in iter_route_contexts(request.app.routes):
+        if route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
     if "GET" in methods:
         methods.add("HEAD")  # served for every GET route
     return sorted(methods)
@@ -95,6 +96,8 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request)):
             headers["Allow"] = ", ".join(allowed)
+        if exc.status_code in (404, 405) and (unserved := unserved_detail(request.method, request.url.path)):
+            return error_response(exc.status_code, unserved, None, **headers)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # FastAPI's answer to a body it cannot decode (not UTF-8): the same shape as malformed JSON.
             return error_response(422, "malformed body: not UTF-8 encoded JSON", "body")

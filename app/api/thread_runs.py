@@ -10,17 +10,20 @@ that goes away stops reading, never the loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
+from app.api.openapi import PROTOCOL_ERRORS, PROTOCOL_TAG
 from app.api.protocol_public import final_values
-from app.api.protocol_schemas import ProtocolStreamMode, RunCreate
+from app.api.protocol_schemas import STREAM_MODES, RunCreate, refuse
 from app.api.protocol_stream import BACKGROUND_MODES, ProtocolStream, graph_modes_for, served_modes
+from app.api.schemas import MAX_OFFSET
 from app.db.models import Session
 from app.services import loops
 from app.services import protocol as service
@@ -32,18 +35,16 @@ from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 from graph.runner import INTERRUPT, to_plain
 
-router = APIRouter(prefix="/threads/{thread_id}/runs", tags=["langgraph"], include_in_schema=False)
+router = APIRouter(prefix="/threads/{thread_id}/runs", tags=[PROTOCOL_TAG], responses=PROTOCOL_ERRORS)
 
 
 async def _opening(res: ServiceResources, caller: Caller, thread_id: str, body: RunCreate):
-    refused = body.refused_field()
-    if refused is not None:
-        raise InvalidInput(f"{refused[0]}: {refused[1]}", field=refused[0])
+    refuse(body, thread_id)
     assistant = service.get_assistant(res, body.assistant_id)
     session = await service.get_thread(res, caller, thread_id)
     resume = body.command.resume if body.command is not None else None
     request = runs_service.RunRequest(assistant=assistant, input=body.input, resume=resume)
-    return session, assistant, runs_service.open_run(res, caller, session.id, request)
+    return session, assistant, runs_service.open_run(res, caller, thread_id, session.id, request)
 
 
 def _final_values(run: loops.LoopRun) -> dict[str, Any]:
@@ -56,9 +57,17 @@ def _final_values(run: loops.LoopRun) -> dict[str, Any]:
 
 @router.post("/wait")
 async def wait_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    _, _, opening = await _opening(res, caller, thread_id, body)
-    async with opening as run:
-        await run.run()
+    """Run the loop and answer the state it leaves; the run goes on if the client goes away, unless
+    ``on_disconnect="cancel"``, and runs.cancel reaches it meanwhile, as any run of this worker."""
+    _, _, run, run_id, _ = await _started(res, thread_id, body, caller, frozenset())
+    task = runs_service.local_task(res, run_id)
+    try:
+        if task is not None:
+            await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if body.on_disconnect == "cancel":
+            runs_service.cancel_local(res, run_id)
+        raise
     return _final_values(run)
 
 
@@ -112,7 +121,10 @@ async def _sse_stream(
             runs_service.cancel_local(res, parts.run_id)
 
 
-@router.post("/stream")
+SSE = {200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events."}}
+
+
+@router.post("/stream", response_class=EventSourceResponse, responses=SSE)
 async def stream_run(
     thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep
 ) -> EventSourceResponse:
@@ -133,29 +145,35 @@ async def stream_run(
     return EventSourceResponse(stream, ping=15, headers=location)
 
 
-@router.get("/{run_id}/stream")
+@router.get("/{run_id}/stream", response_class=EventSourceResponse, responses=SSE)
 async def join_run_stream(
     thread_id: str,
     run_id: str,
     res: ResourcesDep,
     caller: CallerDep,
-    stream_mode: Annotated[list[str] | None, Query()] = None,
+    stream_mode: Annotated[
+        list[str] | None, Query(json_schema_extra={"items": {"enum": ["", *STREAM_MODES]}})
+    ] = None,
     cancel_on_disconnect: bool = False,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[str | None, Header(json_schema_extra={"pattern": "^[0-9]{1,18}$"})] = None,
 ) -> EventSourceResponse:
     """Join a run's stream: its events from the start (or after ``Last-Event-ID``), then live, until
     it ends. A run of another worker, or one that has ended, sends nothing (it is waited for first)."""
     start = 0
     if last_event_id is not None:
-        if not last_event_id.isdigit():
+        if not (last_event_id.isascii() and last_event_id.isdigit() and len(last_event_id) <= 18):
             raise InvalidInput(
                 "Last-Event-ID: the id of an event of this stream (a number)", field="Last-Event-ID"
             )
         start = int(last_event_id) + 1
     asked = [mode for mode in stream_mode or () if mode]  # the SDK sends an empty one for "all"
-    unknown = sorted(set(asked) - set(get_args(ProtocolStreamMode)))
+    unknown = sorted(set(asked) - set(STREAM_MODES))
     if unknown:
-        raise InvalidInput(f"stream_mode: not a stream mode: {', '.join(unknown)}", field="stream_mode")
+        raise InvalidInput(
+            f"stream_mode: not a stream mode of LangGraph's: {', '.join(map(repr, unknown))} (the modes are "
+            f"{', '.join(STREAM_MODES)})",
+            field="stream_mode",
+        )
     modes = served_modes(asked or list(BACKGROUND_MODES))
     # Checked before joining: a run of another worker is waited for, and bad input must not wait.
     events = await runs_service.joined_events(res, caller, thread_id, run_id)
@@ -173,7 +191,7 @@ async def list_runs(
     res: ResourcesDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"] | None = None,
 ) -> list[dict[str, Any]]:
     return await runs_service.list_runs(res, caller, thread_id, limit=limit, offset=offset, status=status)
@@ -191,17 +209,23 @@ async def join_run(thread_id: str, run_id: str, res: ResourcesDep, caller: Calle
     return final_values(await service.thread_state(res, session))
 
 
-@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
+@router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_class=Response)
 async def cancel_run(
     thread_id: str,
     run_id: str,
     res: ResourcesDep,
     caller: CallerDep,
     wait: bool = False,
-    action: Literal["interrupt", "rollback"] = "interrupt",
+    action: Annotated[str, Query(max_length=100, json_schema_extra={"enum": ["interrupt"]})] = "interrupt",
+    reason: Annotated[str | None, Query(max_length=200)] = None,
 ) -> Response:
-    """Cancel a background run of this worker; it is recorded as cancelled (status ``interrupted``)."""
+    """runs.cancel: the run ends, recorded as cancelled (status ``interrupted``), running or paused at
+    its human judge, and its thread is free. Answered once it has ended, with or without ``wait``."""
     if action != "interrupt":
-        raise InvalidInput("action: only 'interrupt' is served (the loop's history is kept)", field="action")
-    await runs_service.cancel_run(res, caller, thread_id, run_id, wait=bool(wait))
+        raise InvalidInput(
+            f"action: {action!r} is not served; 'interrupt' is (a cancelled run keeps its place in the "
+            "thread's history, so there is no 'rollback')",
+            field="action",
+        )
+    await runs_service.cancel_run(res, caller, thread_id, run_id, reason=reason)
     return Response(status_code=status.HTTP_202_ACCEPTED)

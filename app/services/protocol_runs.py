@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from app.db import loops as loops_repo
 from app.db.models import Loop, Session
-from app.services import loops
+from app.services import loop_cancel, loops
 from app.services.errors import Conflict, InvalidInput, NotFound
 from app.services.keys import Caller
-from app.services.protocol import ASSISTANTS, RUN_STATUS, AssistantSpec, get_thread
+from app.services.protocol import ASSISTANTS, RUN_STATUS, AssistantSpec, get_thread, in_thread_terms
 from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 
 LOOP_BITS = 32
+MAX_REASON_CHARS = 2000
+"""The longest judgement reason a resume takes (as /v1's feedback)."""
 
 
 def run_id_for(session_id: uuid.UUID, loop_index: int) -> str:
@@ -52,30 +55,32 @@ class RunRequest:
 
 
 def open_run(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: RunRequest
+    res: ServiceResources, caller: Caller, thread_id: str, session_id: uuid.UUID, request: RunRequest
 ) -> AbstractAsyncContextManager[loops.LoopRun]:
-    """A new loop (``input``) or the resumption of a paused one (``command.resume``), under the lock."""
+    """A new loop (``input``) or the resumption of a paused one (``command.resume``), under the lock;
+    its errors in the protocol's words (app/services/protocol.py ``thread_terms``)."""
     if request.resume is not None:
         answer = request.resume
-        if not (
-            isinstance(answer, dict)
-            and answer.get("decision") in ("accept", "reject")
-            and isinstance(answer.get("reason", ""), str)
-        ):
+        if not (isinstance(answer, dict) and answer.get("decision") in ("accept", "reject")):
             raise InvalidInput(
                 'command.resume: give {"decision": "accept" | "reject", "reason": "..."}',
                 field="command.resume",
             )
-        return loops.open_feedback(
-            res, caller, session_id, decision=answer["decision"], reason=answer.get("reason") or ""
-        )
+        reason = answer.get("reason")
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON_CHARS:
+            raise InvalidInput(
+                f"command.resume.reason: why, in the person's words (1 to {MAX_REASON_CHARS} characters)",
+                field="command.resume.reason",
+            )
+        opening = loops.open_feedback(res, caller, session_id, decision=answer["decision"], reason=reason)
+        return _in_thread_terms(opening, thread_id)
     values = request.input or {}
     # Other keys are ignored, as a LangGraph graph ignores input keys outside its input schema (a
     # parent graph hands RemoteGraph its whole state); the history would be a misunderstanding.
     if "history" in values:
         raise InvalidInput(
-            "input.history: the history is the thread's (metadata.history when it was created, "
-            "then what /v1/sessions/{id}/consumed records); a run's input takes candidates and max_rounds",
+            "input.history: a run's history is its thread's (metadata.history when the thread was "
+            "created, grown by what the user consumed since); a run's input takes candidates and max_rounds",
             field="input.history",
         )
     candidates, max_rounds = values.get("candidates"), values.get("max_rounds")
@@ -94,7 +99,23 @@ def open_run(
         agents=request.assistant.agents,
         judge_mode=request.assistant.judge_mode,
     )
-    return loops.open_loop(res, caller, session_id, loop_request)
+    return _in_thread_terms(loops.open_loop(res, caller, session_id, loop_request), thread_id)
+
+
+@asynccontextmanager
+async def _in_thread_terms(
+    opening: AbstractAsyncContextManager[loops.LoopRun], thread_id: str
+) -> AsyncIterator[loops.LoopRun]:
+    async with in_thread_terms(thread_id), opening as run:
+        yield run
+
+
+def run_status(loop: Loop) -> str:
+    """A loop's status as its run's: one cancelled (by runs.cancel, or abandoned at its judge) is
+    ``interrupted``, as LangGraph's server calls a cancelled run."""
+    if loop.status == "failed" and (loop.error or "").startswith(loop_cancel.CANCELLED_PREFIX):
+        return "interrupted"
+    return RUN_STATUS[loop.status]
 
 
 def run_public(session: Session, loop: Loop) -> dict[str, Any]:
@@ -107,16 +128,13 @@ def run_public(session: Session, loop: Loop) -> dict[str, Any]:
         ),
         ASSISTANTS[0],
     )
-    status = RUN_STATUS[loop.status]
-    if loop.status == "failed" and (loop.error or "").startswith(loops.CANCELLED):
-        status = "interrupted"
     return {
         "run_id": run_id_for(session.id, loop.loop_index),
         "thread_id": session.thread_id,
         "assistant_id": assistant.assistant_id,
         "created_at": loop.started_at.isoformat(),
         "updated_at": (loop.finished_at or loop.started_at).isoformat(),
-        "status": status,
+        "status": run_status(loop),
         "metadata": {"loop_index": loop.loop_index, "error": loop.error},
         "multitask_strategy": "reject",
         "kwargs": _run_kwargs(params),
@@ -161,16 +179,24 @@ async def get_run(res: ServiceResources, caller: Caller, thread_id: str, run_id:
     return run_public(session, loop)
 
 
+RUN_FILTERS: dict[str, dict[str, Any]] = {
+    "running": {"statuses": ("running",)},
+    "success": {"statuses": ("completed", "awaiting_feedback")},
+    "interrupted": {"statuses": ("failed",), "error_prefix": loop_cancel.CANCELLED_PREFIX},
+    "error": {"statuses": ("failed",), "error_prefix": loop_cancel.CANCELLED_PREFIX, "prefixed": False},
+}
+"""Each run status (:func:`run_status`) as a filter of the loop history; no loop is pending or timed out."""
+
+
 async def list_runs(
     res: ServiceResources, caller: Caller, thread_id: str, *, limit: int, offset: int, status: str | None
 ) -> list[dict[str, Any]]:
     session = await get_thread(res, caller, thread_id)
-    loop_status = next((s for s, r in RUN_STATUS.items() if r == status), None) if status else None
-    if status is not None and loop_status is None:
+    if status is not None and status not in RUN_FILTERS:
         return []
     async with res.sessionmaker() as db:
         rows, _ = await loops_repo.list_loops(
-            db, session_id=session.id, limit=limit, offset=offset, status=loop_status
+            db, session_id=session.id, limit=limit, offset=offset, **RUN_FILTERS.get(status or "", {})
         )
     return [run_public(session, loop) for loop in rows]
 
@@ -185,7 +211,7 @@ def _local_run(res: ServiceResources, run_id: str) -> TrackedRun | None:
     return res.protocol_runs.get(run_id)
 
 
-def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
+def local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
     tracked = _local_run(res, run_id)
     return None if tracked is None else tracked.task
 
@@ -214,11 +240,13 @@ async def joined_events(
     return None
 
 
-def cancel_local(res: ServiceResources, run_id: str) -> None:
-    """Cancel this worker's run (recorded as the client's cancel); nothing if it has ended."""
-    task = _local_task(res, run_id)
-    if task is not None and not task.done():
-        task.cancel(loops.CANCELLED)
+def cancel_local(res: ServiceResources, run_id: str, reason: str | None = None) -> asyncio.Task | None:
+    """Cancel this worker's run (recorded as the client's cancel); the task, None if it was not running."""
+    task = local_task(res, run_id)
+    if task is None or task.done():
+        return None
+    task.cancel(loop_cancel.cancel_message(reason))
+    return task
 
 
 async def join_run(
@@ -226,7 +254,7 @@ async def join_run(
 ) -> Session:
     """Wait until the run is no longer running (in this worker or another one)."""
     session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = _local_task(res, run_id)
+    task = local_task(res, run_id)
     if task is not None:
         await asyncio.wait([task])
     await _until_ended(res, session, loop, poll_s)
@@ -246,14 +274,33 @@ async def _still_running(res: ServiceResources, session: Session, loop_index: in
 
 
 async def cancel_run(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, wait: bool
+    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, reason: str | None = None
 ) -> None:
-    _, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = _local_task(res, run_id)
-    if task is None:
-        if loop.status == "running":
-            raise Conflict("the run runs in another worker of the service; cancel it there", field="run_id")
-        raise Conflict(f"the run is not running (it is {RUN_STATUS[loop.status]})", field="run_id")
-    task.cancel(loops.CANCELLED)  # recorded as the client's cancel, not as a stopped worker
-    if wait:
+    """runs.cancel: the run ends, recorded as cancelled (its status ``interrupted``), and its thread is
+    free for the next run, whether it was running in this worker or paused at its human judge.
+
+    A running run is cancelled and waited for (it stops at its next step): if it paused meanwhile (the
+    cancel came as it reached the judge), the paused loop is abandoned too, so a cancel never leaves
+    an interrupt pending that nobody asked for."""
+    session = await get_thread(res, caller, thread_id)
+    loop_index = _loop_index(session.id, run_id)
+    task = cancel_local(res, run_id, reason)  # before reading the loop: a run ending now is read ended
+    if task is not None:
         await asyncio.wait([task])
+    async with res.sessionmaker() as db:
+        loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
+    if loop is None:
+        raise NotFound(f"no run {run_id} on this thread", field="run_id")
+    if task is None and loop.status == "running":
+        raise Conflict(
+            f"run {run_id} runs in another worker of the service, and runs.cancel reaches only the "
+            "worker's own runs: retry, or wait for it with runs.join",
+            field="run_id",
+        )
+    if task is None and loop.status != "awaiting_feedback":
+        raise Conflict(
+            f"run {run_id} has ended ({run_status(loop)}): there is nothing to cancel", field="run_id"
+        )
+    if loop.status == "awaiting_feedback":
+        async with in_thread_terms(thread_id):
+            await loop_cancel.abandon_paused(res, caller, session.id, loop.loop_index, reason=reason)
