@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from fastapi import APIRouter, Header, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -59,36 +59,43 @@ def _final_values(run: loops.LoopRun) -> dict[str, Any]:
 async def wait_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     """Run the loop and answer the state it leaves; the run goes on if the client goes away, unless
     ``on_disconnect="cancel"``, and runs.cancel reaches it meanwhile, as any run of this worker."""
-    _, _, run, run_id, _ = await _started(res, thread_id, body, caller, frozenset())
-    task = runs_service.local_task(res, run_id)
+    started = await _started(res, thread_id, body, caller, frozenset())
     try:
-        if task is not None:
-            await asyncio.shield(task)
+        await asyncio.shield(started.task)  # its error, if it fails, is the answer
     except asyncio.CancelledError:
         if body.on_disconnect == "cancel":
-            runs_service.cancel_local(res, run_id)
+            runs_service.cancel_local(res, started.run_id)
         raise
-    return _final_values(run)
+    return _final_values(started.run)
+
+
+class Started(NamedTuple):
+    session: Session
+    assistant: AssistantSpec
+    run: loops.LoopRun
+    run_id: str
+    events: RunEvents
+    task: asyncio.Task
 
 
 async def _started(
     res: ServiceResources, thread_id: str, body: RunCreate, caller: Caller, modes: frozenset[str]
-) -> tuple[Session, AssistantSpec, loops.LoopRun, str, RunEvents]:
+) -> Started:
     """Validate, lock and start the loop in a task of its own that records the events ``modes`` need."""
     session, assistant, opening = await _opening(res, caller, thread_id, body)
     events = RunEvents(graph_modes_for(modes), assistant_id=assistant.assistant_id, input=body.input)
     run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
     run_id = runs_service.run_id_for(session.id, run.loop_index)
     runs_service.track(res, run_id, task, events)
-    return session, assistant, run, run_id, events
+    return Started(session, assistant, run, run_id, events, task)
 
 
 @router.post("")
 async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     """Start the loop in the background (409 while another runs on the thread); it records every
     stream mode, for the clients that join it (``runs.join_stream``)."""
-    session, assistant, run, _, _ = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
-    return runs_service.started_run_public(session, run, assistant)
+    started = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
+    return runs_service.started_run_public(started.session, started.run, started.assistant)
 
 
 def _protocol_stream(modes: list[str], thread_id: str, run_id: str, events: RunEvents) -> ProtocolStream:
@@ -131,7 +138,8 @@ async def stream_run(
     """The loop's events as it runs, in the modes asked for (app/api/protocol_stream.py); a client
     that goes away stops reading, not the loop (``on_disconnect="cancel"`` cancels it)."""
     modes = served_modes(body.stream_modes())
-    _, _, _, run_id, events = await _started(res, thread_id, body, caller, frozenset(modes))
+    started = await _started(res, thread_id, body, caller, frozenset(modes))
+    run_id, events = started.run_id, started.events
     parts = _protocol_stream(modes, thread_id, run_id, events)
     metadata = ServerSentEvent(data=json.dumps({"run_id": run_id, "attempt": 1}), event="metadata")
     stream = _sse_stream(

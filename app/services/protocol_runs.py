@@ -211,7 +211,7 @@ def _local_run(res: ServiceResources, run_id: str) -> TrackedRun | None:
     return res.protocol_runs.get(run_id)
 
 
-def local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
+def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
     tracked = _local_run(res, run_id)
     return None if tracked is None else tracked.task
 
@@ -242,7 +242,7 @@ async def joined_events(
 
 def cancel_local(res: ServiceResources, run_id: str, reason: str | None = None) -> asyncio.Task | None:
     """Cancel this worker's run (recorded as the client's cancel); the task, None if it was not running."""
-    task = local_task(res, run_id)
+    task = _local_task(res, run_id)
     if task is None or task.done():
         return None
     task.cancel(loop_cancel.cancel_message(reason))
@@ -254,7 +254,7 @@ async def join_run(
 ) -> Session:
     """Wait until the run is no longer running (in this worker or another one)."""
     session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = local_task(res, run_id)
+    task = _local_task(res, run_id)
     if task is not None:
         await asyncio.wait([task])
     await _until_ended(res, session, loop, poll_s)
