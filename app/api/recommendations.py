@@ -156,7 +156,7 @@ async def cancel_loop(
     loop_index: Annotated[int, Path(ge=1, le=1_000_000)],
     res: ResourcesDep,
     caller: CallerDep,
-    body: LoopCancel | None = None,
+    body: LoopCancel = None,  # type: ignore[assignment]  (optional: no body, no reason)
 ) -> LoopPublic:
     """Abandon a loop paused at its human judge: it is recorded ``failed``, its ``error`` saying the
     client abandoned it (with ``reason``), its proposal is no longer pending, and the session takes
