@@ -20,7 +20,7 @@ from typing import Any
 from app.db import loops as loops_repo
 from app.db.models import Loop, Session
 from app.services import loop_cancel, loops
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services.errors import Conflict, InvalidInput, NotAwaitingFeedback, NotFound
 from app.services.keys import Caller
 from app.services.protocol import ASSISTANTS, RUN_STATUS, AssistantSpec, get_thread, in_thread_terms
 from app.services.run_events import RunEvents
@@ -303,4 +303,10 @@ async def cancel_run(
         )
     if loop.status == "awaiting_feedback":
         async with in_thread_terms(thread_id):
-            await loop_cancel.abandon_paused(res, caller, session.id, loop.loop_index, reason=reason)
+            try:
+                await loop_cancel.abandon_paused(res, caller, session.id, loop.loop_index, reason=reason)
+            except NotAwaitingFeedback:  # resumed (or abandoned) by another request meanwhile
+                raise Conflict(
+                    f"run {run_id} no longer waits for a judgement: another call answered or ended it",
+                    field="run_id",
+                ) from None
