@@ -25,6 +25,7 @@ from app.api import (
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.errors import install_error_handlers
 from app.api.idempotency import IdempotencyMiddleware
+from app.api.input_guard import InputGuardMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
 from app.services import recovery, startup
@@ -83,7 +84,9 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
     app.mount(ui.STATIC_PATH, ui.static_app(), name="ui-static")
 
     app.add_middleware(IdempotencyMiddleware)
-    # Outside the idempotency middleware, which reads whole bodies.
+    # Nothing PostgreSQL cannot store reaches the handlers (or the idempotency keys' table).
+    app.add_middleware(InputGuardMiddleware, max_json_depth=settings.max_json_depth)
+    # Outside the middlewares that read whole bodies.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     return app

@@ -162,6 +162,18 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest request body accepted; a larger one is answered 413 before it is read.",
     )
+    max_json_depth: int = Field(
+        32,
+        ge=2,
+        le=1000,
+        description="Deepest nesting of arrays and objects in a JSON body; a deeper one is answered 422.",
+    )
+    max_metadata_bytes: int = Field(
+        65_536,
+        ge=1024,
+        le=1_048_576,
+        description="Largest thread metadata (LangGraph's protocol), as compact UTF-8 JSON; 422 past it.",
+    )
     stale_check_s: float = Field(
         2.0, gt=0, description="How often a worker looks for loops left running (app/services/recovery.py)."
     )

@@ -404,6 +404,12 @@ def header_shape(headers: Any, ids: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def status_values(answer: Any) -> dict[str, str]:
+    """A run list's or a thread's statuses as keys, so that the comparison (of keys) shows them."""
+    items = answer if isinstance(answer, list) else [answer]
+    return {f"status={item.get('status')}": "string" for item in items if isinstance(item, dict)}
+
+
 def run_flow(client: Any, raw: dict[str, Any] | None = None) -> dict[str, Any]:
     """The same calls, in the same order, on one server: call name -> its answer's shape.
 
@@ -501,6 +507,13 @@ def run_flow(client: Any, raw: dict[str, Any] | None = None) -> dict[str, Any]:
     call("threads.get (after runs)", lambda: client.threads.get(tid))
     call("threads.get_state", lambda: client.threads.get_state(tid))
     call("threads.get_history(limit=2)", lambda: client.threads.get_history(tid, limit=2))
+    call("threads.update", lambda: client.threads.update(tid, metadata={"title": "renamed"}))
+    call(
+        "threads.search (sort_by updated_at asc)",
+        lambda: client.threads.search(metadata={"tag": tag}, sort_by="updated_at", sort_order="asc"),
+    )
+    call("threads.search (sort_by bogus: 422)", lambda: client.threads.search(sort_by="bogus"))
+    call("threads.count", lambda: client.threads.count(metadata={"tag": tag}))
 
     human = client.threads.create(metadata={**metadata, "human": True})
     hid = human["thread_id"]
@@ -531,6 +544,16 @@ def run_flow(client: Any, raw: dict[str, Any] | None = None) -> dict[str, Any]:
         command={"resume": {"decision": "accept", "reason": "fits"}},
     )
 
+    # A paused run: its status, cancelling it, and its thread then (statuses compared as values).
+    cancelled = client.threads.create(metadata={**metadata, "human": "cancelled"})
+    cid = cancelled["thread_id"]
+    stream('runs.stream "values" (human: interrupt)', cid, "values", "recloop-human", input=run_input)
+    call("runs.list (human: paused; statuses)", lambda: client.runs.list(cid), status_values)
+    paused_runs = client.runs.list(cid)
+    if paused_runs:
+        call("runs.cancel (human: paused)", lambda: client.runs.cancel(cid, paused_runs[0]["run_id"]))
+    call("threads.get (a paused run cancelled; status)", lambda: client.threads.get(cid), status_values)
+
     call("threads.get (404)", lambda: client.threads.get(str(uuid.uuid4())))
     busy = client.threads.create(metadata={**metadata, "busy": True})
     bid = busy["thread_id"]
@@ -549,7 +572,7 @@ def run_flow(client: Any, raw: dict[str, Any] | None = None) -> dict[str, Any]:
 
     call("threads.delete", lambda: client.threads.delete(tid))
     call("threads.get (deleted: 404)", lambda: client.threads.get(tid))
-    for other in (hid, bid, sid):
+    for other in (hid, bid, sid, cid):
         with contextlib.suppress(Exception):
             client.threads.delete(other)
     return answers

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
@@ -248,6 +249,15 @@ def plain_interrupts(interrupts: Sequence[Interrupt]) -> list[dict[str, Any]]:
     return out
 
 
+def plain_values(values: dict[str, Any]) -> dict[str, Any]:
+    """A state as plain JSON; a paused run's last state carries its interrupts (LangGraph's values
+    chunk does), as the protocol shows them (:func:`plain_interrupts`), not only their values."""
+    plain = to_plain({key: value for key, value in values.items() if key != INTERRUPT})
+    if INTERRUPT in values:
+        plain[INTERRUPT] = plain_interrupts(values[INTERRUPT])
+    return plain
+
+
 @dataclass(frozen=True)
 class LoopEvent:
     """One step of a streamed run, as plain JSON: a node's update, an interrupt, or the whole state."""
@@ -328,7 +338,7 @@ async def stream_loop(
         if mode == "values":
             into.values = chunk
             if "values" in sink_modes:
-                await on_event(LoopEvent("values", None, to_plain(chunk)))
+                await on_event(LoopEvent("values", None, plain_values(chunk)))
             continue
         if mode != "updates":
             await on_event(LoopEvent(mode, None, to_plain(chunk)))
@@ -401,14 +411,32 @@ async def read_thread(
 
 
 async def thread_history(
-    graph: CompiledStateGraph, thread_id: str, *, limit: int, before: str | None = None
+    graph: CompiledStateGraph,
+    thread_id: str,
+    *,
+    limit: int,
+    before: str | None = None,
+    at: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> list[ThreadSnapshot]:
-    """The thread's states, newest first, at most ``limit``, older than checkpoint ``before`` if given."""
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    """The thread's states, newest first, at most ``limit``: from checkpoint ``at`` (the latest if
+    None), older than checkpoint ``before``, whose checkpoint metadata holds ``metadata`` (LangGraph's
+    ``get_state_history`` with its ``filter``)."""
+    configurable = {"thread_id": thread_id} if at is None else {"thread_id": thread_id, "checkpoint_id": at}
     older: RunnableConfig | None = None
     if before is not None:
         older = {"configurable": {"thread_id": thread_id, "checkpoint_id": before}}
-    return [_snapshot(s) async for s in graph.aget_state_history(config, before=older, limit=limit)]
+    states = graph.aget_state_history(
+        {"configurable": configurable}, filter=metadata or None, before=older, limit=limit
+    )
+    return [_snapshot(s) async for s in states]
+
+
+async def clear_pending(graph: CompiledStateGraph, thread_id: str) -> None:
+    """Drop what the thread's last checkpoint has pending (a human judge's interrupt): a new checkpoint
+    with the same values and nothing next, as LangGraph's ``update_state(config, None, as_node=END)``
+    writes one. A loop abandoned at its judge leaves no interrupt behind."""
+    await graph.aupdate_state({"configurable": {"thread_id": thread_id}}, None, as_node=END)
 
 
 def drawable_graph() -> dict[str, Any]:

@@ -1,20 +1,28 @@
 """LangGraph's protocol: /assistants (the loop variants), plus the server's /info and /ok.
 
-Not in /openapi.json (that documents /v1): the contract of these routes is ``langgraph-sdk``'s
-client; docs/langgraph.md lists what is served.
+Not in /openapi.json (that documents /v1) but in a document of their own, /langgraph/openapi.json
+(app/api/openapi.py); their contract is ``langgraph-sdk``'s client; docs/langgraph.md lists what
+is served.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path, Request
 
 from app.api.deps import CallerDep, ResourcesDep
-from app.api.protocol_schemas import AssistantSearch
+from app.api.openapi import PROTOCOL_ERRORS, PROTOCOL_PATH, PROTOCOL_TAG
+from app.api.protocol_schemas import AssistantCount, AssistantSearch, refuse
 from app.services import protocol as service
 
-router = APIRouter(tags=["langgraph"], include_in_schema=False)
+router = APIRouter(tags=[PROTOCOL_TAG], responses=PROTOCOL_ERRORS)
+
+
+@router.get(PROTOCOL_PATH, include_in_schema=False)
+async def protocol_openapi(request: Request) -> dict[str, Any]:
+    """The OpenAPI document of LangGraph's protocol routes (no key needed, as for /openapi.json)."""
+    return request.app.state.protocol_openapi()
 
 
 @router.get("/ok")
@@ -43,18 +51,16 @@ async def search_assistants(
         graph_id=body.graph_id,
         name=body.name,
         metadata=body.metadata,
-        limit=body.limit,
-        offset=body.offset,
+        sort_by=body.sort_by,
+        descending=body.sort_order == "desc",
     )
-    return [a.public() for a in found]
+    return [a.public() for a in found[body.offset : body.offset + body.limit]]
 
 
 @router.post("/assistants/count")
-async def count_assistants(body: AssistantSearch, res: ResourcesDep, caller: CallerDep) -> int:
-    found = service.search_assistants(
-        res, graph_id=body.graph_id, name=body.name, metadata=body.metadata, limit=1000, offset=0
-    )
-    return len(found)
+async def count_assistants(body: AssistantCount, res: ResourcesDep, caller: CallerDep) -> int:
+    refuse(body)
+    return len(service.search_assistants(res, graph_id=body.graph_id, name=body.name, metadata=body.metadata))
 
 
 @router.get("/assistants/{assistant_id}")
@@ -78,3 +84,11 @@ async def get_schemas(assistant_id: str, res: ResourcesDep, caller: CallerDep) -
 async def get_subgraphs(assistant_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     service.get_assistant(res, assistant_id)
     return {}  # the loop graph has no subgraphs
+
+
+@router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
+async def get_subgraphs_in(
+    assistant_id: str, namespace: Annotated[str, Path(max_length=200)], res: ResourcesDep, caller: CallerDep
+) -> dict[str, Any]:
+    service.get_assistant(res, assistant_id)
+    return {}  # in any namespace

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import V1_ERRORS, error_responses
-from app.api.schemas import ItemPublic, ItemsPublic
+from app.api.schemas import NO_NUL, ItemPublic, ItemsPublic
 from app.services import catalog as service
 
 router = APIRouter(prefix="/v1/items", tags=["catalog"], responses=V1_ERRORS)
@@ -18,7 +18,8 @@ router = APIRouter(prefix="/v1/items", tags=["catalog"], responses=V1_ERRORS)
 async def search_items(
     res: ResourcesDep,
     caller: CallerDep,
-    q: Annotated[str, Query(min_length=1, max_length=200, examples=["toy story"])],
+    # No NUL: no query string of either API may hold one (app/api/input_guard.py).
+    q: Annotated[str, Query(min_length=1, max_length=200, pattern=NO_NUL, examples=["toy story"])],
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> ItemsPublic:
     """Items whose title contains ``q`` (case-insensitive): exact matches first, then prefixes."""

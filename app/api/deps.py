@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from app.services.errors import Unauthorized
 from app.services.keys import Caller, authenticate
 from app.services.limits import count_request
 from app.services.runtime import ServiceResources
@@ -19,11 +20,18 @@ ResourcesDep = Annotated[ServiceResources, Depends(get_resources)]
 
 
 def bearer(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The API key of a request: ``x-api-key``, or ``Authorization: Bearer <key>`` (no other form)."""
     if x_api_key:
         return x_api_key
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
-    return authorization
+    if not authorization or not authorization.strip():
+        return None
+    scheme, _, key = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise Unauthorized(
+            "Authorization: send 'Bearer <key>' (or the key alone in the x-api-key header)",
+            field="Authorization",
+        )
+    return key.strip()
 
 
 async def get_caller(

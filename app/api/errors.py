@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
+from app.api.protocol_unserved import unserved_detail
 from app.api.schemas import NO_NUL, SOME_TEXT
 from app.services.errors import DATABASE_DOWN, ServiceError
 
@@ -43,13 +45,14 @@ def too_large_response(max_body_bytes: int) -> JSONResponse:
     return error_response(413, detail, "body")
 
 
-def _field_path(loc: tuple) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+def field_path(loc: tuple) -> str | None:
+    """A field's path as a client spells it: ``metadata.title``, ``history[2]`` (an int is an index)."""
+    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
     if not parts:
         return None
-    path = parts[0]
+    path = str(parts[0])
     for part in parts[1:]:
-        path += f"[{part}]" if part.isdigit() else f".{part}"
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
 
 
@@ -60,12 +63,11 @@ _PATTERN_MESSAGES = {
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every documented method on the request's path (Starlette's 405 names only its first route's)."""
+    """Every method a route serves on the request's path (Starlette's 405 names only its first route's)."""
     methods: set[str] = set()
-    for template, operations in request.app.openapi()["paths"].items():
-        pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
-        if re.fullmatch(pattern, request.url.path):
-            methods |= {method.upper() for method in operations}
+    for route in iter_route_contexts(request.app.routes):
+        if route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
     if "GET" in methods:
         methods.add("HEAD")  # served for every GET route
     return sorted(methods)
@@ -79,7 +81,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
-        field = _field_path(tuple(first.get("loc", ())))
+        field = field_path(tuple(first.get("loc", ())))
         if first.get("type") == "json_invalid":
             return error_response(
                 422, f"malformed JSON: {first.get('ctx', {}).get('error', first['msg'])}", "body"
@@ -94,6 +96,8 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request)):
             headers["Allow"] = ", ".join(allowed)
+        if exc.status_code in (404, 405) and (unserved := unserved_detail(request.method, request.url.path)):
+            return error_response(exc.status_code, unserved, None, **headers)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # FastAPI's answer to a body it cannot decode (not UTF-8): the same shape as malformed JSON.
             return error_response(422, "malformed body: not UTF-8 encoded JSON", "body")

@@ -17,11 +17,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import bearer
 from app.api.errors import database_down_response, service_error_response
-from app.api.protocol_schemas import final_values, thread_public
+from app.api.protocol_public import final_values, thread_public
+from app.api.request_body import read_body, receive_again
 from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
 from app.services import idempotency as service
 from app.services import loops as loops_service
 from app.services import protocol as protocol_service
+from app.services import protocol_runs
 from app.services import sessions as sessions_service
 from app.services import steering as steering_service
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
@@ -75,7 +77,7 @@ class IdempotencyMiddleware:
                 bearer(headers.get("authorization"), headers.get("x-api-key")),
                 cache=res.verified_keys,
             )
-            body = await _read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
+            body = await read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
         except Unauthorized:
             await self.app(scope, receive, send)  # the app answers 401 as for any request
             return
@@ -97,7 +99,7 @@ class IdempotencyMiddleware:
                         await _remember(res, caller, key, request, stored)
                     await _replay(stored, send)
                     return
-                await self.app(scope, _receive_again(body, receive), answer.send)
+                await self.app(scope, receive_again(body, receive), answer.send)
                 if answer.status is not None and 200 <= answer.status < 300:
                     await _remember(res, caller, key, request, answer.stored())
         except ServiceError as exc:
@@ -153,9 +155,9 @@ async def _rebuild_protocol(
     session = await sessions_service.get_session(res, caller, produced.session_id)
     if produced.loop_index is None:
         return _json(json.dumps(thread_public(session)).encode())
-    run_id = protocol_service.run_id_for(session.id, produced.loop_index)
+    run_id = protocol_runs.run_id_for(session.id, produced.loop_index)
     if path.endswith("/runs"):
-        run = await protocol_service.get_run(res, caller, session.thread_id, run_id)
+        run = await protocol_runs.get_run(res, caller, session.thread_id, run_id)
         return _json(json.dumps(run).encode())
     final = json.dumps(final_values(await protocol_service.thread_state(res, session))).encode()
     if not path.endswith("/stream"):
@@ -173,31 +175,6 @@ _EVENT_STREAM = "text/event-stream; charset=utf-8"
 
 def _event(name: bytes, data: bytes) -> bytes:
     return b"event: " + name + b"\r\ndata: " + data + b"\r\n\r\n"
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _receive_again(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # then: the client's disconnect, when it comes
-
-    return replay
 
 
 class _Capture:

@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import iter_route_contexts
 
 from app.api.idempotency import idempotency_key
 from app.api.schemas import ErrorBody
@@ -43,25 +44,52 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 V1_ERRORS = error_responses(401, 413, 422, 429, 503)
 """What every /v1 call can answer."""
+PROTOCOL_ERRORS = error_responses(401, 404, 409, 413, 422, 429, 503)
+"""What every call of LangGraph's protocol can answer besides its own answer."""
 IDEMPOTENT = [Depends(idempotency_key)]
 """The POSTs that create or run something take an Idempotency-Key (app/api/idempotency.py)."""
 
 
+PROTOCOL_TAG = "langgraph"
+"""The tag of LangGraph's protocol routes: they have a document of their own (:data:`PROTOCOL_PATH`)."""
+PROTOCOL_PATH = "/langgraph/openapi.json"
+PROTOCOL_DESCRIPTION = """LangGraph's server protocol as recloop serves it (docs/langgraph.md): the
+bodies as recloop reads them, every limit it enforces stated. Its contract is `langgraph-sdk`'s client;
+this document is for checking requests (and for tests/test_api_contract.py, which sweeps it)."""
+
+
+def _is_protocol(route: Any) -> bool:
+    return PROTOCOL_TAG in (getattr(route, "tags", None) or [])
+
+
 def install_openapi(app: FastAPI) -> None:
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        schema = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
-        )
+    """``/openapi.json`` documents /v1; :data:`PROTOCOL_PATH` documents LangGraph's protocol routes."""
+    documents: dict[str, dict[str, Any]] = {}
+
+    def document(name: str, **kwargs: Any) -> dict[str, Any]:
+        if name in documents:
+            return documents[name]
+        schema = get_openapi(version=app.version, **kwargs)
         resources: ServiceResources | None = getattr(app.state, "resources", None)
         if resources is None:  # before start-up: static constraints only, and not cached
             return schema
-        _runtime_constraints(schema["components"]["schemas"], resources)
-        app.openapi_schema = schema
+        components = schema.get("components", {}).get("schemas", {})
+        (_protocol_constraints if name == PROTOCOL_TAG else _runtime_constraints)(components, resources)
+        documents[name] = schema
         return schema
 
+    def openapi() -> dict[str, Any]:
+        routes = [r for r in iter_route_contexts(app.routes) if not _is_protocol(r)]
+        app.openapi_schema = document("v1", title=app.title, description=app.description, routes=routes)
+        return app.openapi_schema
+
+    def protocol_openapi() -> dict[str, Any]:
+        routes = [r for r in iter_route_contexts(app.routes) if _is_protocol(r)]
+        title = f"{app.title}: LangGraph's server protocol"
+        return document(PROTOCOL_TAG, title=title, description=PROTOCOL_DESCRIPTION, routes=routes)
+
     app.openapi = openapi  # type: ignore[method-assign]
+    app.state.protocol_openapi = protocol_openapi
 
 
 def _runtime_constraints(components: dict[str, Any], res: ServiceResources) -> None:
@@ -82,3 +110,36 @@ def _runtime_constraints(components: dict[str, Any], res: ServiceResources) -> N
 
     command = components["CommandCreate"]["properties"]["text"]
     command.update(maxLength=settings.steering_max_command_chars)
+
+
+def _protocol_constraints(components: dict[str, Any], res: ServiceResources) -> None:
+    """The limits of the protocol's bodies that come from the settings and the catalog."""
+    settings = res.settings
+    item_id = {"type": "integer", "minimum": 0, "maximum": res.catalog.n_items - 1}
+    for name in ("ThreadCreate", "ThreadPatch", "ThreadSearch"):
+        metadata = components[name]["properties"]["metadata"]
+        for option in metadata.get("anyOf", [metadata]):
+            if option.get("type") == "object":
+                option["x-max-bytes"] = settings.max_metadata_bytes
+    run_input = components["RunCreate"]["properties"]["input"]["anyOf"][0]["properties"]
+    run_input["candidates"].update(
+        items=item_id, minItems=2, maxItems=settings.max_candidates, uniqueItems=True
+    )
+    created = components["ThreadCreate"]["properties"]["metadata"]
+    created.update(
+        required=["history"],
+        properties={
+            "history": {
+                "type": "array",
+                "items": item_id,
+                "minItems": 1,
+                "maxItems": settings.max_history_items,
+            },
+            "user_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "pattern": r"^[^\x00]*\S[^\x00]*$",
+            },
+        },
+    )

@@ -1,6 +1,7 @@
 """A run's events as LangGraph's server streams them, one Server-Sent Event per part, per stream mode.
 
-- ``values``: the state after each step (the last one carries ``__interrupt__`` if the loop paused);
+- ``values``: the state after each step (the last one carries ``__interrupt__`` if the loop paused,
+  as LangGraph's values chunk does);
 - ``updates``: each node's update (``{node: update}``; an interrupt is ``{"__interrupt__": [...]}``);
 - ``tasks``, ``checkpoints``, ``debug``: LangGraph's own payloads of those modes, as the graph
   yields them (a debug checkpoint also with ``payload.checkpoint`` and ``parent_checkpoint``, the
@@ -166,8 +167,6 @@ class ProtocolStream:
 
     def _update_parts(self, event: LoopEvent) -> list[ServerSentEvent]:
         out = []
-        if event.is_interrupt and "values" in self.modes:
-            out.append(_sse("values", {**self._values, INTERRUPT: event.interrupts}))
         if "updates" in self.modes:
             update = {INTERRUPT: event.interrupts} if event.is_interrupt else {event.node: event.data}
             out.append(_sse("updates", update))

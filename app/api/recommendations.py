@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Path, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import CallerDep, ResourcesDep
@@ -20,12 +20,14 @@ from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import (
     MAX_OFFSET,
     FeedbackCreate,
+    LoopCancel,
     LoopPublic,
     LoopsPublic,
     LoopStatus,
     RecommendationCreate,
     RecommendationPublic,
 )
+from app.services import loop_cancel
 from app.services import loops as service
 from app.services.errors import ServiceError
 from app.services.loops import LoopOutcome, LoopRequest, LoopRun
@@ -142,3 +144,25 @@ async def loop_history(
         res, caller, session_id, limit=limit, offset=offset, status=status
     )
     return LoopsPublic(data=[LoopPublic.model_validate(r) for r in rows], count=count)
+
+
+@router.post(
+    "/{session_id}/loops/{loop_index}/cancel",
+    response_model=LoopPublic,
+    responses={**error_responses(409)},
+)
+async def cancel_loop(
+    session_id: uuid.UUID,
+    loop_index: Annotated[int, Path(ge=1, le=1_000_000)],
+    res: ResourcesDep,
+    caller: CallerDep,
+    body: LoopCancel = None,  # type: ignore[assignment]  (optional: no body, no reason)
+) -> LoopPublic:
+    """Abandon a loop paused at its human judge: it is recorded ``failed``, its ``error`` saying the
+    client abandoned it (with ``reason``), its proposal is no longer pending, and the session takes
+    the next recommendation. 409 for a loop that does not wait for feedback (running or ended)."""
+    await service.get_loop(res, caller, session_id, loop_index)  # 404 for a loop the session has not
+    await loop_cancel.abandon_paused(
+        res, caller, session_id, loop_index, reason=body.reason if body else None
+    )
+    return LoopPublic.model_validate(await service.get_loop(res, caller, session_id, loop_index))

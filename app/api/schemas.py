@@ -365,6 +365,16 @@ class LoopPublic(BaseModel):
     rounds: list[RoundPublic]
 
 
+class LoopCancel(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"reason": "the user left before judging"}]}
+    )
+
+    reason: str | None = Field(
+        None, min_length=1, max_length=200, pattern=SOME_TEXT, description="Why, kept in the loop's error."
+    )
+
+
 class LoopsPublic(BaseModel):
     data: list[LoopPublic]
     count: int

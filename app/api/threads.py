@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Header, Response, status
 
 from app.api.deps import CallerDep, ResourcesDep
+from app.api.openapi import PROTOCOL_ERRORS, PROTOCOL_TAG
+from app.api.protocol_public import state_public, thread_public
 from app.api.protocol_schemas import (
     HistoryQuery,
     StateAtCheckpoint,
+    ThreadCount,
     ThreadCreate,
+    ThreadPatch,
     ThreadSearch,
-    state_public,
-    thread_public,
+    refuse,
 )
 from app.services import protocol as service
 
-router = APIRouter(prefix="/threads", tags=["langgraph"], include_in_schema=False)
+router = APIRouter(prefix="/threads", tags=[PROTOCOL_TAG], responses=PROTOCOL_ERRORS)
 
 
 @router.post("")
 async def create_thread(body: ThreadCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     """A new session: ``metadata.history`` is the user's history, ``metadata.user_id`` who they are."""
+    refuse(body)
     session = await service.create_thread(
         res, caller, metadata=body.metadata, thread_id=body.thread_id, if_exists=body.if_exists
     )
@@ -31,6 +35,7 @@ async def create_thread(body: ThreadCreate, res: ResourcesDep, caller: CallerDep
 
 @router.post("/search")
 async def search_threads(body: ThreadSearch, res: ResourcesDep, caller: CallerDep) -> list[dict[str, Any]]:
+    refuse(body)
     rows = await service.search_threads(
         res,
         caller,
@@ -39,21 +44,42 @@ async def search_threads(body: ThreadSearch, res: ResourcesDep, caller: CallerDe
         ids=body.ids,
         limit=body.limit,
         offset=body.offset,
+        sort_by=body.sort_by,
+        sort_order=body.sort_order,
     )
-    return [thread_public(s) for s in rows]
+    found = [thread_public(s) for s in rows]
+    if body.select:
+        found = [{k: v for k, v in thread.items() if k in body.select} for thread in found]
+    return found
 
 
 @router.post("/count")
-async def count_threads(body: ThreadSearch, res: ResourcesDep, caller: CallerDep) -> int:
-    rows = await service.search_threads(
-        res, caller, metadata=body.metadata, status=body.status, ids=body.ids, limit=10_000, offset=0
-    )
-    return len(rows)
+async def count_threads(body: ThreadCount, res: ResourcesDep, caller: CallerDep) -> int:
+    """How many of the caller's threads match (every one: a count takes no offset or limit)."""
+    refuse(body)
+    return await service.count_threads(res, caller, metadata=body.metadata, status=body.status)
 
 
 @router.get("/{thread_id}")
 async def get_thread(thread_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
     session = await service.get_thread(res, caller, thread_id)
+    return thread_public(session, await service.thread_state(res, session))
+
+
+@router.patch("/{thread_id}", responses={204: {"description": "With `Prefer: return=minimal`."}})
+async def update_thread(
+    thread_id: str,
+    body: ThreadPatch,
+    res: ResourcesDep,
+    caller: CallerDep,
+    prefer: Annotated[str | None, Header(max_length=200)] = None,
+) -> Any:
+    """threads.update: ``metadata`` merged into the thread's (``user_id`` and ``history`` stay as
+    created); the thread as it is then, or 204 with ``Prefer: return=minimal``."""
+    refuse(body)
+    session = await service.update_thread(res, caller, thread_id, metadata=body.metadata)
+    if prefer == "return=minimal":
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
     return thread_public(session, await service.thread_state(res, session))
 
 
@@ -76,8 +102,8 @@ async def get_state_at(
 ) -> dict[str, Any]:
     """The state at ``checkpoint.checkpoint_id`` (the latest without one): what RemoteGraph reads."""
     session = await service.get_thread(res, caller, thread_id)
-    checkpoint_id = body.checkpoint.get("checkpoint_id")
-    return state_public(session.thread_id, await service.thread_state(res, session, checkpoint_id))
+    snapshot = await service.thread_state(res, session, body.checkpoint, field="checkpoint.checkpoint_id")
+    return state_public(session.thread_id, snapshot)
 
 
 @router.get("/{thread_id}/state/{checkpoint_id}")
@@ -92,7 +118,15 @@ async def get_state_by_id(
 async def get_history(
     thread_id: str, body: HistoryQuery, res: ResourcesDep, caller: CallerDep
 ) -> list[dict[str, Any]]:
-    """The thread's states, newest first; ``before`` is a checkpoint (or its id)."""
-    before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
-    session, states = await service.state_history(res, caller, thread_id, limit=body.limit, before=before)
+    """The thread's states, newest first; ``before`` and ``checkpoint`` name a checkpoint (or its id),
+    ``metadata`` filters by the checkpoints' metadata."""
+    session, states = await service.state_history(
+        res,
+        caller,
+        thread_id,
+        limit=body.limit,
+        before=body.before,
+        at=body.checkpoint,
+        metadata=body.metadata,
+    )
     return [state_public(session.thread_id, s) for s in states]

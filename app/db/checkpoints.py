@@ -52,6 +52,7 @@ from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.langgraph_postgres import (
     TABLE_ORDER,
@@ -362,6 +363,13 @@ async def _run(cur: AsyncCursor, rows: list[Row]) -> None:
 
 
 # --- what the service's commit needs, whichever saver is configured ----------------------------
+
+
+async def write_in(db: AsyncSession, rows: list[Row], schema: str) -> None:
+    """Rows handed over by :func:`commit_with`, written in ``db``'s transaction (SQLAlchemy's session)."""
+    if rows:
+        raw = await (await db.connection()).get_raw_connection()
+        await execute_in_transaction(raw.driver_connection, rows, schema)
 
 
 def commit_with(saver: BaseCheckpointSaver, thread_id: str) -> AbstractAsyncContextManager[list[Row]]:

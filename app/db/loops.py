@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import exists, func, literal, select, union_all, update
+from sqlalchemy import exists, func, literal, or_, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
@@ -90,12 +90,26 @@ async def get_loop(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int) 
 
 
 async def list_loops(
-    db: AsyncSession, *, session_id: uuid.UUID, limit: int, offset: int, status: str | None = None
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID,
+    limit: int,
+    offset: int,
+    status: str | None = None,
+    statuses: tuple[str, ...] | None = None,
+    error_prefix: str | None = None,
+    prefixed: bool = True,
 ) -> tuple[list[Loop], int]:
-    """Loops of a session (optionally of one status), newest first, rounds included."""
+    """Loops of a session (of one ``status``, or of ``statuses``; with an error that starts with
+    ``error_prefix``, or with none that does if not ``prefixed``), newest first, rounds included."""
     where = [Loop.session_id == session_id]
     if status is not None:
         where.append(Loop.status == status)
+    if statuses is not None:
+        where.append(Loop.status.in_(statuses))
+    if error_prefix is not None:
+        starts = Loop.error.startswith(error_prefix, autoescape=True)
+        where.append(starts if prefixed else or_(Loop.error.is_(None), ~starts))
     page = (
         select(Loop)
         .where(*where)
@@ -252,9 +266,21 @@ async def running_loops(
 async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str) -> bool:
     """Mark the loop failed with ``error`` if it is still ``running``, and free its session (if the
     session shows it running); False when the loop was no longer running (recorded meanwhile)."""
+    return await _fail(db, session_id=session_id, loop_index=loop_index, error=error, status="running")
+
+
+async def abandon_paused(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str) -> bool:
+    """Mark the loop failed with ``error`` if it still waits for feedback, and free its session;
+    False when it no longer waits (resumed meanwhile)."""
+    return await _fail(
+        db, session_id=session_id, loop_index=loop_index, error=error, status="awaiting_feedback"
+    )
+
+
+async def _fail(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str, status: str) -> bool:
     done = await db.execute(
         update(Loop)
-        .where(Loop.session_id == session_id, Loop.loop_index == loop_index, Loop.status == "running")
+        .where(Loop.session_id == session_id, Loop.loop_index == loop_index, Loop.status == status)
         .values(status="failed", error=error, finished_at=datetime.now(UTC))
         .returning(Loop.id)
     )
@@ -262,7 +288,7 @@ async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index
         return False
     await db.execute(
         update(Session)
-        .where(Session.id == session_id, Session.status == "running", Session.n_loops == loop_index)
+        .where(Session.id == session_id, Session.status == status, Session.n_loops == loop_index)
         .values(status="idle", updated_at=func.now())
     )
     return True

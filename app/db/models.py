@@ -77,9 +77,12 @@ class Session(Base):
     __tablename__ = "sessions"
     __table_args__ = (
         CheckConstraint(f"status IN {SESSION_STATUSES}", name="status"),
-        Index("ix_sessions_owner_created", "owner_key_id", "created_at"),
-        # migration 0006 (bench/scale.py): list by status / user in creation order; retention's scan
-        Index("ix_sessions_owner_status_created", "owner_key_id", "status", "created_at"),
+        # migration 0009: each order of a listing (app/db/sessions.py SORT_COLUMNS) read off one index
+        Index("ix_sessions_owner_created_id", "owner_key_id", "created_at", "id"),
+        Index("ix_sessions_owner_status_created_id", "owner_key_id", "status", "created_at", "id"),
+        Index("ix_sessions_owner_updated_id", "owner_key_id", "updated_at", "id"),
+        Index("ix_sessions_owner_id", "owner_key_id", "id"),
+        # migration 0006 (bench/scale.py): list by user in creation order; retention's scan
         Index("ix_sessions_owner_user_created", "owner_key_id", "user_id", "created_at"),
         Index("ix_sessions_status_updated", "status", "updated_at"),
     )

@@ -94,14 +94,48 @@ def _filtered(stmt: Select, *, owner_key_id: int, where: SessionFilter) -> Selec
     return stmt
 
 
+SORT_COLUMNS = {
+    "created_at": (Session.created_at,),
+    "updated_at": (Session.updated_at,),
+    "status": (Session.status, Session.created_at),
+    "thread_id": (),
+}
+"""What each sort orders by, before the id (a thread's id is its session's): every order is one
+index read in order, ``(owner_key_id, <columns>, id)`` (migration 0009)."""
+
+
+def sort_order(sort_by: str, *, descending: bool) -> list:
+    columns = (*SORT_COLUMNS[sort_by], Session.id)
+    return [column.desc() if descending else column.asc() for column in columns]
+
+
+async def search_owned_sessions(
+    db: AsyncSession,
+    *,
+    owner_key_id: int,
+    where: SessionFilter,
+    limit: int,
+    offset: int,
+    sort_by: str = "created_at",
+    descending: bool = True,
+) -> list[Session]:
+    """One page of the owner's sessions matching ``where``, in the order asked for (:data:`SORT_COLUMNS`)."""
+    page = _filtered(select(Session), owner_key_id=owner_key_id, where=where)
+    page = page.order_by(*sort_order(sort_by, descending=descending)).limit(limit).offset(offset)
+    return list((await db.execute(page)).scalars())
+
+
+async def count_owned_sessions(db: AsyncSession, *, owner_key_id: int, where: SessionFilter) -> int:
+    count = _filtered(select(func.count()).select_from(Session), owner_key_id=owner_key_id, where=where)
+    return int((await db.execute(count)).scalar_one())
+
+
 async def list_owned_sessions(
     db: AsyncSession, *, owner_key_id: int, where: SessionFilter, limit: int, offset: int
 ) -> tuple[list[Session], int]:
-    page = _filtered(select(Session), owner_key_id=owner_key_id, where=where)
-    page = page.order_by(Session.created_at.desc(), Session.id).limit(limit).offset(offset)
-    count = _filtered(select(func.count()).select_from(Session), owner_key_id=owner_key_id, where=where)
-    rows = list((await db.execute(page)).scalars())
-    return rows, int((await db.execute(count)).scalar_one())
+    """Newest first, one page, and how many match."""
+    rows = await search_owned_sessions(db, owner_key_id=owner_key_id, where=where, limit=limit, offset=offset)
+    return rows, await count_owned_sessions(db, owner_key_id=owner_key_id, where=where)
 
 
 async def delete_session(db: AsyncSession, *, session_id: uuid.UUID) -> None:

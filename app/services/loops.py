@@ -24,7 +24,7 @@ from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
-from app.services import idempotency, limits, metrics, recovery, steering
+from app.services import idempotency, limits, loop_cancel, metrics, recovery, steering
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,
@@ -32,10 +32,12 @@ from app.services.errors import (
     LoopFailed,
     LoopSuperseded,
     NotAwaitingFeedback,
+    NotFound,
     ServiceError,
     Unavailable,
 )
 from app.services.keys import Caller
+from app.services.loop_cancel import ERROR_CHARS
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session, locked_session_with_memory, thread_state
 from app.services.validation import check_candidates
@@ -54,10 +56,7 @@ from graph.runner import (
 )
 from graph.state import JudgeMode, total_usage
 
-ERROR_CHARS = 500
-"""Longest error summary a failed loop keeps."""
 ABANDONED = recovery.ABANDONED
-CANCELLED = "cancelled: the client cancelled the run"
 DISCARDED = "; its worker had lost the database and finished the loop later: that result was discarded"
 _log = logging.getLogger(__name__)
 
@@ -123,8 +122,8 @@ class LoopRun:
 
         ``on_event`` receives each step as plain JSON (and the chunks of ``event_modes``, e.g. the
         whole state after each step: graph.runner.EVENT_MODES).
-        A run cancelled by its client (``task.cancel(CANCELLED)``) is recorded as failed
-        (:data:`CANCELLED`) before the cancellation goes on.
+        A run cancelled by its client (``task.cancel(cancel_message(...))``) is recorded as failed
+        with that message before the cancellation goes on.
         """
         started = time.perf_counter()
         outcome: LoopOutcome | None = None
@@ -137,8 +136,10 @@ class LoopRun:
         except LoopSuperseded:
             raise  # recorded as failed by another worker already, the late result's fate noted there
         except asyncio.CancelledError as exc:
-            if exc.args and exc.args[0] == CANCELLED:  # the client's cancel (LangGraph's runs.cancel)
-                await asyncio.shield(self._record_failure(exc, (time.perf_counter() - started) * 1000))
+            if loop_cancel.is_client_cancel(exc):  # the client's cancel (LangGraph's runs.cancel)
+                duration_ms = (time.perf_counter() - started) * 1000
+                await asyncio.shield(self._record_failure(exc, duration_ms))
+                await asyncio.shield(loop_cancel.drop_left_interrupt(self.res, self.session, self.loop_index))
             # Any other cancellation is the worker stopping: the loop stays ``running`` and is
             # resolved as abandoned (app/services/recovery.py), not as cancelled by a client.
             raise
@@ -236,7 +237,7 @@ class LoopRun:
         came after)."""
         database_down = isinstance(exc, DATABASE_DOWN)
         if isinstance(exc, asyncio.CancelledError):
-            error = CANCELLED
+            error = loop_cancel.recorded_error(exc)
         else:
             if not isinstance(exc, ServiceError) and not database_down:
                 _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
@@ -361,11 +362,7 @@ class LoopRun:
             usage=dict(total_usage(new_rounds, "llm_usage")),
             fallbacks=_fallbacks(new_rounds),
         )
-        if checkpoint_statements:
-            raw = await (await db.connection()).get_raw_connection()
-            await checkpoints.execute_in_transaction(
-                raw.driver_connection, checkpoint_statements, self.res.settings.checkpoint_schema
-            )
+        await checkpoints.write_in(db, checkpoint_statements, self.res.settings.checkpoint_schema)
         return new_rounds
 
 
@@ -516,6 +513,15 @@ async def loop_history(
         return await loops_repo.list_loops(
             db, session_id=session.id, limit=limit, offset=offset, status=status
         )
+
+
+async def get_loop(res: ServiceResources, caller: Caller, session_id: uuid.UUID, loop_index: int) -> Loop:
+    session = await get_session(res, caller, session_id)
+    async with res.sessionmaker() as db:
+        loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
+    if loop is None:
+        raise NotFound(f"no loop {loop_index} in session {session_id}", field="loop_index")
+    return loop
 
 
 async def recorded_outcome(res: ServiceResources, session_id: uuid.UUID, loop_index: int) -> LoopOutcome:

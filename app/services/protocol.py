@@ -4,20 +4,15 @@
 - A *thread* is a session: one id space, one owner (the API key), 404 for another owner's.
   Its metadata seeds the session: ``user_id`` (default ``"langgraph"``) and ``history`` (the
   item ids the user consumed before; required, as for ``POST /v1/sessions``).
-- A *run* is one loop of the session's history: its id is the thread id with the loop number
-  in its low bits (:func:`run_id_for`), so a run id needs no table of its own. Resuming a
-  human-judged loop with ``command={"resume": ...}`` continues the same loop, so the same run.
-
-Every run goes through the same :mod:`app.services.loops` as ``/v1``: the same lock (a second
-run on a busy thread gets 409, ``multitask_strategy="reject"``), the same history and the same
-checkpoint commit.
+- A *run* is one loop of the session's history (app/services/protocol_runs.py).
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import uuid
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,14 +20,21 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import IntegrityError
 
-from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
-from app.db.models import Loop, Session
+from app.db.models import Session
 from app.db.sessions import SessionFilter
-from app.services import idempotency, loops, sessions
-from app.services.errors import Conflict, InvalidInput, NotFound
+from app.services import idempotency, sessions
+from app.services.errors import (
+    AwaitingFeedback,
+    Conflict,
+    InvalidInput,
+    LoopFailed,
+    NotAwaitingFeedback,
+    NotFound,
+    ServiceError,
+    SessionBusy,
+)
 from app.services.keys import Caller
-from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 from app.services.validation import check_history
 from graph.config import AgentMode
@@ -48,12 +50,14 @@ THREAD_STATUS = {"idle": "idle", "running": "busy", "awaiting_feedback": "interr
 """A session's status as a thread's (a failed loop leaves the session idle, so no ``error``)."""
 RUN_STATUS = {
     "running": "running",
-    "awaiting_feedback": "interrupted",
+    "awaiting_feedback": "success",
     "completed": "success",
     "failed": "error",
 }
-"""A loop's status as a run's; a cancelled loop (failed with ``loops.CANCELLED``) is ``interrupted``."""
-LOOP_BITS = 32
+"""A loop's status as a run's. A run that paused at its human judge has done what it was asked, as
+on LangGraph's server (whose run reaching ``interrupt()`` is ``success``, its thread ``interrupted``);
+a cancelled loop is ``interrupted``, LangGraph's word for a cancelled run
+(app/services/protocol_runs.py ``run_status``)."""
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,10 @@ def search_assistants(
     graph_id: str | None,
     name: str | None,
     metadata: dict[str, Any] | None,
-    limit: int,
-    offset: int,
+    sort_by: str | None = None,
+    descending: bool = False,
 ) -> list[AssistantSpec]:
+    """The assistants matching, in their order (or sorted by ``sort_by``, a key of their answer)."""
     found = [
         a
         for a in available_assistants(res)
@@ -125,7 +130,9 @@ def search_assistants(
         and (name is None or name.lower() in a.name.lower())
         and all(a.public()["metadata"].get(k) == v for k, v in (metadata or {}).items())
     ]
-    return found[offset : offset + limit]
+    if sort_by is not None:
+        found.sort(key=lambda a: a.public()[sort_by], reverse=descending)
+    return found
 
 
 def assistant_graph() -> dict[str, Any]:
@@ -147,22 +154,85 @@ def assistant_schemas() -> dict[str, Any]:
 
 # --- threads ------------------------------------------------------------------------------------
 
+THREAD_SORTS = {"state_updated_at": "updated_at"}
+"""A thread's state changes only when a loop writes it, and every loop updates its session's
+``updated_at``, so that is the state's time too (one index, one order)."""
+SESSION_OWNED_KEYS = ("user_id", "history")
+"""Thread metadata keys that are the session's own: set by threads.create, never changed after."""
+
+
+def _no_thread(thread_id: str) -> NotFound:
+    # The same answer for a missing thread and another owner's: nobody learns others' ids.
+    return NotFound(f"no thread {thread_id}", field="thread_id")
+
 
 def _thread_uuid(thread_id: str) -> uuid.UUID:
     try:
         return uuid.UUID(thread_id)
     except ValueError:
-        raise NotFound(f"no thread {thread_id}", field="thread_id") from None
+        raise _no_thread(thread_id) from None
 
 
-async def create_thread(
-    res: ServiceResources,
-    caller: Caller,
-    *,
-    metadata: dict[str, Any],
-    thread_id: str | None,
-    if_exists: str | None,
-) -> Session:
+def thread_terms(exc: ServiceError, thread_id: str) -> ServiceError:
+    """A service error, worded by the services for ``/v1`` (sessions, loops, /feedback), in the
+    protocol's words: a thread, a run, and the protocol call that helps."""
+    if isinstance(exc, NotFound) and exc.field == "session_id":
+        return _no_thread(thread_id)
+    if isinstance(exc, AwaitingFeedback):
+        return AwaitingFeedback(
+            f"thread {thread_id} is interrupted: its run waits for a judgement. Resume it with "
+            'command={"resume": {"decision": "accept" | "reject", "reason": "..."}} (runs.wait, runs.stream '
+            "or runs.create), or end it with runs.cancel",
+            field="thread_id",
+        )
+    if isinstance(exc, NotAwaitingFeedback):
+        return NotAwaitingFeedback(
+            f"thread {thread_id} has no run waiting at an interrupt: command.resume answers the judge of a "
+            "paused run (assistant recloop-human pauses at each proposal)",
+            field="command.resume",
+        )
+    if isinstance(exc, SessionBusy):
+        return SessionBusy(
+            f"thread {thread_id} is busy: a run is in progress on it (multitask_strategy 'reject'); retry "
+            "when it ends",
+            field="thread_id",
+            retry_after_s=exc.retry_after_s,
+        )
+    if isinstance(exc, LoopFailed):
+        cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "an error"
+        return LoopFailed(f"the run failed ({cause}); runs.get answers it with its error")
+    if isinstance(exc, InvalidInput) and exc.field is not None:
+        if exc.field.startswith("candidates"):
+            return InvalidInput(exc.detail, field=f"input.{exc.field}")
+        if exc.field == "reason":
+            return InvalidInput(exc.detail, field="command.resume.reason")
+    return exc
+
+
+@asynccontextmanager
+async def in_thread_terms(thread_id: str) -> AsyncIterator[None]:
+    """Service errors raised inside, in the protocol's words (:func:`thread_terms`)."""
+    try:
+        yield
+    except ServiceError as exc:
+        translated = thread_terms(exc, thread_id)
+        if translated is exc:
+            raise
+        raise translated from exc.__cause__
+
+
+def _check_metadata(res: ServiceResources, metadata: dict[str, Any], field: str = "metadata") -> None:
+    size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
+    cap = res.settings.max_metadata_bytes
+    if size > cap:
+        raise InvalidInput(
+            f"{field}: {size} bytes as JSON; a thread keeps at most {cap} (RECLOOP_MAX_METADATA_BYTES)",
+            field=field,
+        )
+
+
+def _session_seed(res: ServiceResources, metadata: dict[str, Any]) -> tuple[str, list[int]]:
+    """The user and the history a thread's metadata gives its session (422 naming the key if wrong)."""
     user_id = metadata.get("user_id", DEFAULT_USER)
     if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 200:
         raise InvalidInput(
@@ -173,16 +243,28 @@ async def create_thread(
         isinstance(i, int) and not isinstance(i, bool) for i in history
     ):
         raise InvalidInput(
-            "metadata.history: give the item ids the user consumed (a list of integers), as for a session",
+            "metadata.history: give the item ids the user consumed (a list of integers)",
             field="metadata.history",
         )
     check_history(history, res.catalog, max_items=res.settings.max_history_items, field="metadata.history")
-    session_id = None
-    if thread_id is not None:
-        try:
-            session_id = uuid.UUID(thread_id)
-        except ValueError:
-            raise InvalidInput("thread_id: a thread id is a UUID", field="thread_id") from None
+    return user_id, history
+
+
+async def create_thread(
+    res: ServiceResources,
+    caller: Caller,
+    *,
+    metadata: dict[str, Any],
+    thread_id: str | None,
+    if_exists: str | None,
+) -> Session:
+    """A new session seeded by ``metadata`` (:func:`_session_seed`), under ``thread_id`` if given.
+
+    An id that is taken answers one plain 409 whoever holds it (``do_nothing`` returns the caller's
+    own thread): the answer never tells another owner's id from one of the caller's."""
+    _check_metadata(res, metadata)
+    user_id, history = _session_seed(res, metadata)
+    session_id = uuid.UUID(thread_id) if thread_id is not None else None
     try:
         async with res.sessionmaker.begin() as db:
             session = await sessions_repo.add_session(
@@ -198,33 +280,64 @@ async def create_thread(
             return session
     except IntegrityError:
         if if_exists == "do_nothing" and session_id is not None:
-            return await sessions.get_session(res, caller, session_id)  # 404 if another owner's
-        raise Conflict(f"thread {thread_id} exists", field="thread_id") from None
+            async with res.sessionmaker() as db:
+                own = await sessions_repo.get_owned_session(
+                    db, session_id=session_id, owner_key_id=caller.key_id
+                )
+            if own is not None:
+                return own
+        raise Conflict(
+            f"thread_id: {thread_id} is taken; give another id, or none for a new one", field="thread_id"
+        ) from None
 
 
 async def get_thread(res: ServiceResources, caller: Caller, thread_id: str) -> Session:
-    return await sessions.get_session(res, caller, _thread_uuid(thread_id))
+    async with in_thread_terms(thread_id):
+        return await sessions.get_session(res, caller, _thread_uuid(thread_id))
 
 
-async def thread_state(
-    res: ServiceResources, session: Session, checkpoint_id: str | None = None
-) -> ThreadSnapshot:
-    """The thread's latest state, or its state at ``checkpoint_id`` (404 for a checkpoint it has not)."""
-    if res.graph is None:
-        raise NotFound("models are not loaded: the thread's state cannot be read", field=None)
-    snapshot = await read_thread(res.graph, session.thread_id, checkpoint_id)
-    if checkpoint_id is not None and (snapshot.created_at is None or snapshot.checkpoint_id != checkpoint_id):
-        raise NotFound(f"no checkpoint {checkpoint_id} on this thread", field="checkpoint_id")
-    return snapshot
+async def update_thread(
+    res: ServiceResources, caller: Caller, thread_id: str, *, metadata: dict[str, Any] | None
+) -> Session:
+    """threads.update: ``metadata`` merged into the thread's, key by key, as LangGraph's server does.
+
+    ``user_id`` and ``history`` are the session's (:data:`SESSION_OWNED_KEYS`): a patch may repeat
+    them as they are (a client sending the whole metadata back), never change them (422 naming the key).
+    """
+    session_id = _thread_uuid(thread_id)
+    async with res.sessionmaker.begin() as db:
+        session = await sessions_repo.get_owned_session(
+            db, session_id=session_id, owner_key_id=caller.key_id, for_update=True
+        )
+        if session is None:
+            raise _no_thread(thread_id)
+        if not metadata:
+            return session
+        kept = {**session.thread_metadata, "user_id": session.user_id}
+        for key in SESSION_OWNED_KEYS:
+            if key in metadata and metadata[key] != kept.get(key):
+                raise InvalidInput(
+                    f"metadata.{key}: the thread's {key.replace('_', ' ')} is its session's, set when the "
+                    f"thread was created (threads.create); it cannot change (given: {metadata[key]!r})"[:500],
+                    field=f"metadata.{key}",
+                )
+        merged = {**session.thread_metadata, **metadata}
+        _check_metadata(res, merged)
+        session.thread_metadata = merged
+        await db.flush()
+        await db.refresh(session)
+        return session
 
 
-async def state_history(
-    res: ServiceResources, caller: Caller, thread_id: str, *, limit: int, before: str | None
-) -> tuple[Session, list[ThreadSnapshot]]:
-    session = await get_thread(res, caller, thread_id)
-    if res.graph is None:
-        return session, []
-    return session, await thread_history(res.graph, session.thread_id, limit=limit, before=before)
+def _thread_filter(
+    metadata: dict[str, Any] | None, status: str | None, ids: list[str] | None
+) -> SessionFilter:
+    statuses = None
+    if status is not None:
+        statuses = tuple(s for s, thread_status in THREAD_STATUS.items() if thread_status == status)
+    return SessionFilter(
+        metadata=metadata, statuses=statuses, ids=tuple(uuid.UUID(i) for i in ids) if ids else None
+    )
 
 
 async def search_threads(
@@ -236,252 +349,84 @@ async def search_threads(
     ids: list[str] | None,
     limit: int,
     offset: int,
+    sort_by: str | None = None,
+    sort_order: str | None = None,
 ) -> list[Session]:
-    statuses = None
-    if status is not None:
-        statuses = tuple(s for s, thread_status in THREAD_STATUS.items() if thread_status == status)
-    where = SessionFilter(
-        metadata=metadata,
-        statuses=statuses,
-        ids=tuple(_thread_uuid(i) for i in ids) if ids else None,
+    """threads.search: the caller's threads, newest first unless ``sort_by``/``sort_order`` say otherwise
+    (sorted in SQL, on an index: app/db/sessions.py)."""
+    if metadata is not None:
+        _check_metadata(res, metadata)
+    sort = sort_by or "created_at"
+    async with res.sessionmaker() as db:
+        return await sessions_repo.search_owned_sessions(
+            db,
+            owner_key_id=caller.key_id,
+            where=_thread_filter(metadata, status, ids),
+            limit=limit,
+            offset=offset,
+            sort_by=THREAD_SORTS.get(sort, sort),
+            descending=(sort_order or "desc") == "desc",
+        )
+
+
+async def count_threads(
+    res: ServiceResources, caller: Caller, *, metadata: dict[str, Any] | None, status: str | None
+) -> int:
+    if metadata is not None:
+        _check_metadata(res, metadata)
+    async with res.sessionmaker() as db:
+        return await sessions_repo.count_owned_sessions(
+            db, owner_key_id=caller.key_id, where=_thread_filter(metadata, status, None)
+        )
+
+
+async def thread_state(
+    res: ServiceResources, session: Session, checkpoint_id: str | None = None, *, field: str = "checkpoint_id"
+) -> ThreadSnapshot:
+    """The thread's latest state, or its state at ``checkpoint_id`` (404 for a checkpoint it has not)."""
+    if res.graph is None:
+        raise NotFound("models are not loaded: the thread's state cannot be read", field=None)
+    missing = NotFound(f"no checkpoint {checkpoint_id} on this thread", field=field)
+    if checkpoint_id is not None and not _is_uuid(checkpoint_id):
+        raise missing  # LangGraph's checkpoint ids are UUIDs: nothing else is one of this thread's
+    snapshot = await read_thread(res.graph, session.thread_id, checkpoint_id)
+    if checkpoint_id is not None and (snapshot.created_at is None or snapshot.checkpoint_id != checkpoint_id):
+        raise missing
+    return snapshot
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+async def state_history(
+    res: ServiceResources,
+    caller: Caller,
+    thread_id: str,
+    *,
+    limit: int,
+    before: str | None,
+    at: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[Session, list[ThreadSnapshot]]:
+    """The thread's states, newest first: from checkpoint ``at`` (the latest if None), older than
+    ``before``, whose checkpoint metadata holds ``metadata`` (404 for a checkpoint the thread has not)."""
+    session = await get_thread(res, caller, thread_id)
+    if res.graph is None:
+        return session, []
+    for checkpoint_id, field in ((before, "before"), (at, "checkpoint")):
+        if checkpoint_id is not None:
+            await thread_state(res, session, checkpoint_id, field=field)
+    states = await thread_history(
+        res.graph, session.thread_id, limit=limit, before=before, at=at, metadata=metadata
     )
-    rows, _ = await sessions.list_sessions(res, caller, where=where, limit=limit, offset=offset)
-    return rows
+    return session, states
 
 
 async def delete_thread(res: ServiceResources, caller: Caller, thread_id: str) -> None:
-    await sessions.delete_session(res, caller, _thread_uuid(thread_id))
-
-
-# --- runs -------------------------------------------------------------------------------------
-
-
-def run_id_for(session_id: uuid.UUID, loop_index: int) -> str:
-    """The run id of a session's loop: the session's id with the loop number xor-ed into its low bits."""
-    return str(uuid.UUID(int=session_id.int ^ loop_index))
-
-
-def _loop_index(session_id: uuid.UUID, run_id: str) -> int:
-    try:
-        index = uuid.UUID(run_id).int ^ session_id.int
-    except ValueError:
-        index = 0
-    if not 0 < index < 2**LOOP_BITS:
-        raise NotFound(f"no run {run_id} on this thread", field="run_id")
-    return index
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    assistant: AssistantSpec
-    input: dict[str, Any] | None
-    resume: Any = None
-    """``command["resume"]``: a person's judgement of the proposal a human-judged loop waits on."""
-
-
-def open_run(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: RunRequest
-) -> AbstractAsyncContextManager[loops.LoopRun]:
-    """A new loop (``input``) or the resumption of a paused one (``command.resume``), under the lock."""
-    if request.resume is not None:
-        answer = request.resume
-        if not (
-            isinstance(answer, dict)
-            and answer.get("decision") in ("accept", "reject")
-            and isinstance(answer.get("reason", ""), str)
-        ):
-            raise InvalidInput(
-                'command.resume: give {"decision": "accept" | "reject", "reason": "..."}',
-                field="command.resume",
-            )
-        return loops.open_feedback(
-            res, caller, session_id, decision=answer["decision"], reason=answer.get("reason") or ""
-        )
-    values = request.input or {}
-    # Other keys are ignored, as a LangGraph graph ignores input keys outside its input schema (a
-    # parent graph hands RemoteGraph its whole state); the history would be a misunderstanding.
-    if "history" in values:
-        raise InvalidInput(
-            "input.history: the history is the thread's (metadata.history when it was created, "
-            "then what /v1/sessions/{id}/consumed records); a run's input takes candidates and max_rounds",
-            field="input.history",
-        )
-    candidates, max_rounds = values.get("candidates"), values.get("max_rounds")
-    if candidates is not None and not (
-        isinstance(candidates, list)
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in candidates)
-    ):
-        raise InvalidInput("input.candidates: a list of item ids", field="input.candidates")
-    if max_rounds is not None and not (
-        isinstance(max_rounds, int) and not isinstance(max_rounds, bool) and 1 <= max_rounds <= 20
-    ):
-        raise InvalidInput("input.max_rounds: an integer from 1 to 20", field="input.max_rounds")
-    loop_request = loops.LoopRequest(
-        candidates=candidates,
-        max_rounds=max_rounds,
-        agents=request.assistant.agents,
-        judge_mode=request.assistant.judge_mode,
-    )
-    return loops.open_loop(res, caller, session_id, loop_request)
-
-
-def run_public(session: Session, loop: Loop) -> dict[str, Any]:
-    params = loop.params or {}
-    assistant = next(
-        (
-            a
-            for a in ASSISTANTS
-            if (a.agents, a.judge_mode) == (params.get("agents"), params.get("judge_mode"))
-        ),
-        ASSISTANTS[0],
-    )
-    status = RUN_STATUS[loop.status]
-    if loop.status == "failed" and (loop.error or "").startswith(loops.CANCELLED):
-        status = "interrupted"
-    return {
-        "run_id": run_id_for(session.id, loop.loop_index),
-        "thread_id": session.thread_id,
-        "assistant_id": assistant.assistant_id,
-        "created_at": loop.started_at.isoformat(),
-        "updated_at": (loop.finished_at or loop.started_at).isoformat(),
-        "status": status,
-        "metadata": {"loop_index": loop.loop_index, "error": loop.error},
-        "multitask_strategy": "reject",
-        "kwargs": _run_kwargs(params),
-    }
-
-
-def _run_kwargs(params: dict[str, Any]) -> dict[str, Any]:
-    """A run's ``kwargs`` (what it was asked): its loop's input, as in LangGraph's runs."""
-    return {"input": {k: params.get(k) for k in ("candidates", "max_rounds")}}
-
-
-def started_run_public(session: Session, run: loops.LoopRun, assistant: AssistantSpec) -> dict[str, Any]:
-    """A run that has just started (:func:`app.services.loops.start_run` returned)."""
-    now = datetime.now().astimezone().isoformat()
-    return {
-        "run_id": run_id_for(session.id, run.loop_index),
-        "thread_id": session.thread_id,
-        "assistant_id": assistant.assistant_id,
-        "created_at": now,
-        "updated_at": now,
-        "status": "running",
-        "metadata": {"loop_index": run.loop_index, "error": None},
-        "multitask_strategy": "reject",
-        "kwargs": _run_kwargs(run.params),
-    }
-
-
-async def _owned_loop(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str
-) -> tuple[Session, Loop]:
-    session = await get_thread(res, caller, thread_id)
-    index = _loop_index(session.id, run_id)
-    async with res.sessionmaker() as db:
-        loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=index)
-    if loop is None:
-        raise NotFound(f"no run {run_id} on this thread", field="run_id")
-    return session, loop
-
-
-async def get_run(res: ServiceResources, caller: Caller, thread_id: str, run_id: str) -> dict[str, Any]:
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    return run_public(session, loop)
-
-
-async def list_runs(
-    res: ServiceResources, caller: Caller, thread_id: str, *, limit: int, offset: int, status: str | None
-) -> list[dict[str, Any]]:
-    session = await get_thread(res, caller, thread_id)
-    loop_status = next((s for s, r in RUN_STATUS.items() if r == status), None) if status else None
-    if status is not None and loop_status is None:
-        return []
-    async with res.sessionmaker() as db:
-        rows, _ = await loops_repo.list_loops(
-            db, session_id=session.id, limit=limit, offset=offset, status=loop_status
-        )
-    return [run_public(session, loop) for loop in rows]
-
-
-@dataclass(frozen=True)
-class TrackedRun:
-    task: asyncio.Task
-    events: RunEvents
-
-
-def _local_run(res: ServiceResources, run_id: str) -> TrackedRun | None:
-    return res.protocol_runs.get(run_id)
-
-
-def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
-    tracked = _local_run(res, run_id)
-    return None if tracked is None else tracked.task
-
-
-def track(res: ServiceResources, run_id: str, task: asyncio.Task, events: RunEvents) -> None:
-    """Remember a run of this worker while it runs, so it can be joined, streamed and cancelled."""
-    res.protocol_runs[run_id] = TrackedRun(task, events)
-
-    def ended(_: asyncio.Task) -> None:
-        events.close_after(task)
-        res.protocol_runs.pop(run_id, None)
-
-    task.add_done_callback(ended)
-
-
-async def joined_events(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, poll_s: float = 0.1
-) -> RunEvents | None:
-    """The events of the run to join: None if it is not this worker's (it then has ended, here or
-    in the worker that ran it: this waits for that)."""
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    tracked = _local_run(res, run_id)
-    if tracked is not None:
-        return tracked.events
-    await _until_ended(res, session, loop, poll_s)
-    return None
-
-
-def cancel_local(res: ServiceResources, run_id: str) -> None:
-    """Cancel this worker's run (recorded as the client's cancel); nothing if it has ended."""
-    task = _local_task(res, run_id)
-    if task is not None and not task.done():
-        task.cancel(loops.CANCELLED)
-
-
-async def join_run(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, poll_s: float = 0.1
-) -> Session:
-    """Wait until the run is no longer running (in this worker or another one)."""
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = _local_task(res, run_id)
-    if task is not None:
-        await asyncio.wait([task])
-    await _until_ended(res, session, loop, poll_s)
-    return session
-
-
-async def _until_ended(res: ServiceResources, session: Session, loop: Loop, poll_s: float) -> None:
-    """Wait until the loop, as read before, is no longer ``running`` in the history (any worker's)."""
-    while loop.status == "running" and await _still_running(res, session, loop.loop_index):
-        await asyncio.sleep(poll_s)
-
-
-async def _still_running(res: ServiceResources, session: Session, loop_index: int) -> bool:
-    async with res.sessionmaker() as db:
-        loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
-    return loop is not None and loop.status == "running"
-
-
-async def cancel_run(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, wait: bool
-) -> None:
-    _, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = _local_task(res, run_id)
-    if task is None:
-        if loop.status == "running":
-            raise Conflict("the run runs in another worker of the service; cancel it there", field="run_id")
-        raise Conflict(f"the run is not running (it is {RUN_STATUS[loop.status]})", field="run_id")
-    task.cancel(loops.CANCELLED)  # recorded as the client's cancel, not as a stopped worker
-    if wait:
-        await asyncio.wait([task])
+    async with in_thread_terms(thread_id):
+        await sessions.delete_session(res, caller, _thread_uuid(thread_id))

@@ -82,7 +82,7 @@ class ServiceResources:
     None: plain ones."""
     protocol_runs: dict[str, Any] = field(default_factory=dict)
     """Runs of LangGraph's protocol in this worker while they run, by run id (to join, stream and
-    cancel them): app.services.protocol.TrackedRun."""
+    cancel them): app.services.protocol_runs.TrackedRun."""
 
     def read(self) -> AsyncSession:
         """A session for one read statement on the request path: no transaction around it, so one
