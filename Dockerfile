@@ -6,6 +6,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md alembic.ini ./
 COPY app ./app
 COPY graph ./graph
+COPY llm ./llm
 COPY recmodels ./recmodels
 COPY migrations ./migrations
 COPY recloop ./recloop

@@ -13,7 +13,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from graph.config import LLMConfig, LoopConfig, StructuredMethod
+from graph.config import LoopConfig
+from llm.config import LLMConfig, StructuredMethod
 from recmodels.names import ModelName
 
 

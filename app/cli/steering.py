@@ -40,7 +40,6 @@ from app.steering.simulator import simulate
 from app.steering.student import CommandEncoder, StudentConfig
 from app.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
 from app.steering.training import TrainConfig, train_parser
-from graph.state import sum_usage
 from graph.steering.catalog_index import CatalogIndex
 from graph.steering.similarity import (
     SimilarityBackend,
@@ -48,6 +47,7 @@ from graph.steering.similarity import (
     embedding_cache_path,
     load_similarity,
 )
+from llm.usage import sum_usage
 from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.text import TextEncoderUnavailable, load_text_encoder

@@ -27,7 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from graph.state import format_usage
+from llm.usage import format_usage
 from recmodels.artifacts import code_version
 from recmodels.dataset import Dataset, DatasetError, Row
 

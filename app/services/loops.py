@@ -52,7 +52,8 @@ from graph.runner import (
     resume_input,
     stream_loop,
 )
-from graph.state import JudgeMode, total_usage
+from graph.state import JudgeMode
+from llm.usage import total_usage
 
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""

@@ -19,7 +19,6 @@ from pydantic import BaseModel, Field, ValidationError
 from app.settings import Settings
 from app.steering import prompts
 from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from graph.llm_client import LLMClient, StructuredCaller
 from graph.steering.catalog_index import Catalog, CatalogIndex
 from graph.steering.preferences import (
     Preferences,
@@ -29,6 +28,7 @@ from graph.steering.preferences import (
     YearRange,
     describe,
 )
+from llm.client import LLMClient, StructuredCaller
 
 THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
 PHRASE_MAX_CHARS = 100

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graph.state import empty_usage
 from graph.steering.catalog_index import Catalog, CatalogIndex
 from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from llm.usage import empty_usage
 
 
 class ParseResult(BaseModel):

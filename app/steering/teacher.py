@@ -32,10 +32,10 @@ from app.steering.mentions import MentionFinder
 from app.steering.natural_labels import label_command
 from app.steering.scoring import score_command
 from app.steering.simulator import SimulatedCommand
-from graph.llm_client import LLMClient, StructuredCaller
-from graph.state import sum_usage
 from graph.steering.catalog_index import CatalogIndex
 from graph.steering.preferences import Preferences
+from llm.client import LLMClient, StructuredCaller
+from llm.usage import sum_usage
 
 PARAPHRASE_MAX_CHARS = 200
 
