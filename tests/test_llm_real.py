@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from app.settings import Settings
-from app.steering.llm_parser import LLMParser
 from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
 from graph.runner import assess_items, run_loop
-from graph.steering.preferences import Preferences
 from llm.client import server_root
+from steering.llm_parser import LLMParser
+from steering.preferences import Preferences
 
 BASE_URL = os.environ.get("RECLOOP_TEST_LLM_BASE_URL")
 MODEL = os.environ.get("RECLOOP_TEST_LLM_MODEL", "local")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from app.settings import Settings
-from app.steering.choice import parser_kind
-from app.steering.learned_parser import ARTIFACT_FORMAT, _agreement
+from steering.choice import parser_kind
+from steering.learned_parser import ARTIFACT_FORMAT, _agreement
 
 LEARNED = {"exact": 0.8, "commands_with_inversion": 3}
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from app.steering.choice import parser_kind
-from app.steering.learned_parser import LearnedParser, _Prediction
-from app.steering.reading import Role
-from app.steering.student import CommandEncoder
-from app.steering.training import TrainConfig, train_parser
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
+from lab.steering.training import TrainConfig, train_parser
 from recmodels.text import load_text_encoder
+from steering.catalog_index import CatalogIndex
+from steering.choice import parser_kind
+from steering.learned_parser import LearnedParser, _Prediction
+from steering.preferences import Preferences
+from steering.reading import Role
+from steering.student import CommandEncoder
 
 pytestmark = pytest.mark.integration
 

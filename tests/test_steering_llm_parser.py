@@ -6,9 +6,9 @@ import pytest
 from fake_openai import Reply
 
 from app.settings import Settings
-from app.steering.llm_parser import LLMParser, make_parser
-from app.steering.parser import OfflineParser
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.llm_parser import LLMParser, make_parser
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.rule_parser import OfflineParser
 
 TOY_STORY, HEAT = 0, 272
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from app.steering.parser import OfflineParser, ParseResult
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.rule_parser import OfflineParser, ParseResult
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from graph.steering.preferences import (
+from steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,

@@ -18,10 +18,11 @@ import typer
 from tqdm import tqdm
 
 from app.cli.invocation import command_line
-from app.eval import natural as natural_eval
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
 from app.eval.plots import caption, save_chart
-from app.eval.steering import (
+from app.settings import Settings, get_settings
+from lab.steering import parser_eval as natural_eval
+from lab.steering.command_eval import (
     CommandEvalError,
     commands_chart,
     evaluation_rows,
@@ -29,28 +30,27 @@ from app.eval.steering import (
     run_command_eval,
     summarize,
 )
-from app.settings import Settings, get_settings
-from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
-from app.steering.learned_parser import mention_finder
-from app.steering.natural_labels import FrozenSetError, read_training_set
-from app.steering.parser import CommandParser
-from app.steering.planner import PlanWeights
-from app.steering.scoring import NaturalSetError, read_natural_set
-from app.steering.simulator import simulate
-from app.steering.student import CommandEncoder, StudentConfig
-from app.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
-from app.steering.training import TrainConfig, train_parser
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.similarity import (
+from lab.steering.natural_labels import FrozenSetError, read_training_set
+from lab.steering.scoring import NaturalSetError, read_natural_set
+from lab.steering.simulator import simulate
+from lab.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
+from lab.steering.training import TrainConfig, train_parser
+from llm.usage import sum_usage
+from recmodels.artifacts import code_version, load_latest_scorer
+from recmodels.dataset import Dataset, DatasetNotFound
+from recmodels.text import TextEncoderUnavailable, load_text_encoder
+from steering.catalog_index import CatalogIndex
+from steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
+from steering.learned_parser import mention_finder
+from steering.planner import PlanWeights
+from steering.rule_parser import CommandParser
+from steering.similarity import (
     SimilarityBackend,
     SimilarityUnavailable,
     embedding_cache_path,
     load_similarity,
 )
-from llm.usage import sum_usage
-from recmodels.artifacts import code_version, load_latest_scorer
-from recmodels.dataset import Dataset, DatasetNotFound
-from recmodels.text import TextEncoderUnavailable, load_text_encoder
+from steering.student import CommandEncoder, StudentConfig
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:

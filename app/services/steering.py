@@ -26,14 +26,14 @@ from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
-from app.steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
-from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser
-from app.steering.planner import PlanWeights, steer_candidates
-from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
-from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
-from graph.steering.tools import filter_candidates
 from recmodels.scorer import Scorer
+from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
+from steering.llm_parser import LLMParser
+from steering.planner import PlanWeights, steer_candidates
+from steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
+from steering.rule_parser import CommandParser
+from steering.similarity import Similarity, embedding_cache_path, load_similarity
+from steering.tools import filter_candidates
 
 _log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from app.settings import Settings
-from app.steering import prompts
-from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import (
+from llm.client import LLMClient, StructuredCaller
+from steering import prompts
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,
@@ -28,7 +28,7 @@ from graph.steering.preferences import (
     YearRange,
     describe,
 )
-from llm.client import LLMClient, StructuredCaller
+from steering.rule_parser import CommandParser, OfflineParser, ParseResult
 
 THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
 PHRASE_MAX_CHARS = 100

@@ -1,7 +1,7 @@
 """The learned command parser: mentions found by look-up, their roles read by the student model.
 
-What a span refers to (a genre, an era, a title, a mood) comes from :mod:`app.steering.mentions`;
-which way it is meant comes from :class:`~app.steering.student.CommandStudent`. When the model
+What a span refers to (a genre, an era, a title, a mood) comes from :mod:`steering.mentions`;
+which way it is meant comes from :class:`~steering.student.CommandStudent`. When the model
 is unsure of a hard constraint's role (its probability below the threshold chosen on simulated
 validation commands), that span goes to ``unparsed`` with the reason and nothing is applied for
 it: a hard constraint is never guessed. A command that only names titles asks for them (the
@@ -23,11 +23,14 @@ from typing import Any
 
 import torch
 
-from app.steering.mentions import Mention, MentionFinder, fold, non_latin_share
-from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from app.steering.reading import HARD_ROLES, Reading, Role, assemble
-from app.steering.scoring import hard_facts
-from app.steering.student import (
+from lab.steering.scoring import hard_facts
+from recmodels.text import load_text_encoder
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.mentions import Mention, MentionFinder, fold, non_latin_share
+from steering.preferences import Preferences
+from steering.reading import HARD_ROLES, Reading, Role, assemble
+from steering.rule_parser import CommandParser, OfflineParser, ParseResult
+from steering.student import (
     MAX_TOKENS,
     SENTENCE_FLAGS,
     CommandEncoder,
@@ -36,9 +39,6 @@ from app.steering.student import (
     StudentConfig,
     build_student,
 )
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import Preferences
-from recmodels.text import load_text_encoder
 
 log = logging.getLogger(__name__)
 

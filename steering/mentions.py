@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import YearRange
+from steering.catalog_index import CatalogIndex
+from steering.preferences import YearRange
 
 MentionKind = Literal["genre", "year", "item", "mood"]
 MENTION_KINDS: tuple[MentionKind, ...] = ("genre", "year", "item", "mood")

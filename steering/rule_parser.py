@@ -1,7 +1,7 @@
 """Command parsers: a natural-language command -> a :class:`PreferenceUpdate`.
 
 Two implementations share :class:`CommandParser`: :class:`OfflineParser` (deterministic,
-handles the common forms) and ``app.steering.llm_parser.LLMParser`` (structured output from
+handles the common forms) and ``steering.llm_parser.LLMParser`` (structured output from
 any OpenAI-compatible endpoint, falling back to the offline parser). Both report what they
 did not understand in ``ParseResult.unparsed`` instead of guessing.
 
@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 from llm.usage import empty_usage
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 
 
 class ParseResult(BaseModel):

@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from app.steering.mentions import MENTION_KINDS, Mention
-from app.steering.reading import ALLOWED_ROLES, N_ROLES
 from recmodels.text import TEXT_DIM
+from steering.mentions import MENTION_KINDS, Mention
+from steering.reading import ALLOWED_ROLES, N_ROLES
 
 MAX_TOKENS = 96
 ENCODER_LAYERS = 6

@@ -4,7 +4,7 @@ A natural set labels a whole command (a :class:`PreferenceUpdate`, or null to ab
 spans. The student learns roles per mention, so each mention the look-up finds gets the role its
 value has in the label: a genre on the wanted side is wanted, an excluded title unwanted, a title
 among the wanted soft anchors a taste anchor, and so on. A command is kept only when the derived
-roles rebuild its label exactly (through the same :func:`~app.steering.reading.assemble` the parser
+roles rebuild its label exactly (through the same :func:`~steering.reading.assemble` the parser
 uses); where the look-up misses a span or a label cannot be split into roles, nothing is taught.
 
 Only sets marked retired (spent for development) may be trained on: a set whose README does not
@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.steering.mentions import Mention, MentionFinder
-from app.steering.reading import Reading, Role, assemble
-from app.steering.scoring import NaturalCommand, read_natural_set, score_command
-from app.steering.simulator import Planted, SimulatedCommand
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, Side, YearRange
+from lab.steering.scoring import NaturalCommand, read_natural_set, score_command
+from lab.steering.simulator import Planted, SimulatedCommand
+from steering.catalog_index import CatalogIndex
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import PreferenceUpdate, Side, YearRange
+from steering.reading import Reading, Role, assemble
 
 RETIRED_MARK = "**Retired"
 _SIDES: tuple[tuple[str, Role], ...] = (

@@ -2,5 +2,5 @@
 consolidation, the catalog look-ups, item similarity and the filter/matcher/attenuator/aggregator.
 
 The loop's ``recommend`` node checks proposals against the hard constraints with them; the
-application's planner (``app.steering.planner``) chains them over a candidate list.
+application's planner (``steering.planner``) chains them over a candidate list.
 """

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Literal
 
 from app.settings import Settings
-from app.steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
-from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser, OfflineParser
-from graph.steering.catalog_index import Catalog, CatalogIndex
 from recmodels.text import text_available
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
+from steering.llm_parser import LLMParser
+from steering.rule_parser import CommandParser, OfflineParser
 
 ParserKind = Literal["offline", "llm", "learned"]
 PARSER_KINDS: tuple[ParserKind, ...] = ("offline", "llm", "learned")

@@ -25,14 +25,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from app.steering.learned_parser import LearnedParser, Thresholds, encode_all
-from app.steering.mentions import MentionFinder
-from app.steering.natural_labels import NaturalLabels, derive, read_training_set
-from app.steering.parser import OfflineParser
-from app.steering.reading import Role
-from app.steering.scoring import score_all, score_command
-from app.steering.simulator import SimulatedCommand, label_roles, simulate
-from app.steering.student import (
+from lab.steering.natural_labels import NaturalLabels, derive, read_training_set
+from lab.steering.scoring import score_all, score_command
+from lab.steering.simulator import SimulatedCommand, label_roles, simulate
+from steering.catalog_index import CatalogIndex
+from steering.learned_parser import LearnedParser, Thresholds, encode_all
+from steering.mentions import MentionFinder
+from steering.preferences import Preferences
+from steering.reading import Role
+from steering.rule_parser import OfflineParser
+from steering.student import (
     CommandEncoder,
     CommandStudent,
     Features,
@@ -40,8 +42,6 @@ from app.steering.student import (
     build_student,
     mention_cues,
 )
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
 
 MAX_INVERTED_KEPT = 50
 HARD_CONFIDENCE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
@@ -110,7 +110,7 @@ def train_parser(
     taught: Sequence[SimulatedCommand] = (),
 ) -> tuple[LearnedParser, TrainReport]:
     """A trained parser (thresholds chosen on validation) and what training measured. ``taught``:
-    more training commands, e.g. an LLM teacher's checked rewrites (:mod:`app.steering.teacher`)."""
+    more training commands, e.g. an LLM teacher's checked rewrites (:mod:`lab.steering.teacher`)."""
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     pretrained = encoder
@@ -366,7 +366,7 @@ def _offline_score(val: Sequence[SimulatedCommand], index: CatalogIndex) -> dict
 
 def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index: CatalogIndex) -> float:
     """Exact reading with the true roles: how much the mention look-up alone caps the parser."""
-    from app.steering.reading import Reading, assemble
+    from steering.reading import Reading, assemble
 
     pairs = []
     for command in val:

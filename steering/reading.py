@@ -16,9 +16,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from app.steering.mentions import Mention
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.catalog_index import CatalogIndex
+from steering.mentions import Mention
+from steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
 
 SOFT_TEXT_MAX_CHARS = 100
 

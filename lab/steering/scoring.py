@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graph.steering.preferences import PreferenceUpdate, Side
+from steering.preferences import PreferenceUpdate, Side
 
 SIDES = ("positive", "negative", "lift")
 FIELDS = ("genres", "years", "items", "soft", "reset")

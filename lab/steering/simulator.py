@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold, overlaps
-from app.steering.reading import Reading, Role, assemble
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, YearRange
+from steering.catalog_index import CatalogIndex
+from steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold, overlaps
+from steering.preferences import PreferenceUpdate, YearRange
+from steering.reading import Reading, Role, assemble
 
 Split = Literal["train", "val"]
 
