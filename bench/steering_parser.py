@@ -50,7 +50,7 @@ def main() -> None:
     for kind in (k.strip() for k in args.parsers.split(",")):
         if kind not in PARSER_KINDS:
             raise SystemExit(f"--parsers: {kind!r} is not one of {', '.join(PARSER_KINDS)}")
-        command_parser = build_parser(kind, catalog, settings, catalog.name)  # type: ignore[arg-type]
+        command_parser = build_parser(kind, catalog, settings.parser_config(), catalog.name)  # type: ignore[arg-type]
         for text in texts[:WARM_UP]:
             asyncio.run(command_parser.parse(text, memory=Preferences()))
         timings, cpu = [], []

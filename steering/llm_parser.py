@@ -16,8 +16,8 @@ from typing import Annotated, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from app.settings import Settings
 from llm.client import LLMClient, StructuredCaller
+from llm.config import LLMConfig
 from steering import prompts
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.preferences import (
@@ -67,13 +67,12 @@ class LLMParser(CommandParser):
     name = "llm"
 
     def __init__(
-        self, catalog: Catalog | CatalogIndex, settings: Settings, *, caller: StructuredCaller | None = None
+        self, catalog: Catalog | CatalogIndex, llm: LLMConfig, *, caller: StructuredCaller | None = None
     ):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
         self.fallback = OfflineParser(self.index)
-        self.caller = caller or LLMClient.from_config(settings.llm_config()).caller(
-            CommandAnswer, settings.llm_max_tokens_parser, "parser"
-        )
+        client = LLMClient.from_config(llm)
+        self.caller = caller or client.caller(CommandAnswer, llm.max_tokens_parser, "parser")
 
     async def parse(
         self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
@@ -149,8 +148,3 @@ class LLMParser(CommandParser):
                 f"{field}: {title!r} is not a catalog title; use an exact title or put it in not_understood"
             )
         return ids
-
-
-def make_parser(catalog: Catalog | CatalogIndex, settings: Settings) -> CommandParser:
-    """The LLM parser when an endpoint is configured, else the offline one."""
-    return LLMParser(catalog, settings) if settings.llm_enabled else OfflineParser(catalog)

@@ -170,7 +170,7 @@ async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorer
 
 async def test_steering_parser_turns_a_command_into_preferences(tmp_path, ml_dataset, method):
     settings = _settings(tmp_path, method)
-    parser = LLMParser(ml_dataset, settings)
+    parser = LLMParser(ml_dataset, settings.llm_config())
     result = await parser.parse("no horror please", memory=Preferences(), recommendations=[0, 1, 2])
     assert result.usage["calls"] >= 1
     assert result.parser == "llm"

@@ -90,10 +90,9 @@ def test_the_artifact_round_trips_and_auto_prefers_it(tiny_parser, ml_dataset, s
     first = asyncio.run(parser.parse(text, memory=Preferences()))
     again = asyncio.run(loaded.parse(text, memory=Preferences()))
     assert first == again and first.parser == "learned"
-    assert parser_kind(settings, "movielens") == "offline"  # auto, no artifact, no endpoint
-    assert (
-        parser_kind(settings.model_copy(update={"steering_parser_artifact": path}), "movielens") == "learned"
-    )
+    assert parser_kind(settings.parser_config(), "movielens") == "offline"  # auto, no artifact, no endpoint
+    with_artifact = settings.model_copy(update={"steering_parser_artifact": path})
+    assert parser_kind(with_artifact.parser_config(), "movielens") == "learned"
 
 
 async def _session(api) -> str:

@@ -160,7 +160,7 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
 
 def _parser(kind: str, catalog: Dataset, settings: Settings) -> CommandParser:
     try:
-        return build_parser(kind, catalog, settings, catalog.name)  # type: ignore[arg-type]
+        return build_parser(kind, catalog, settings.parser_config(), catalog.name)  # type: ignore[arg-type]
     except ParserUnavailable as exc:
         raise typer.BadParameter(str(exc)) from exc
 
@@ -255,7 +255,7 @@ def train_parser_command(
     )
     for bar in bars.values():
         bar.close()
-    path = output or learned_artifact(settings, catalog.name)
+    path = output or learned_artifact(settings.parser_config(), catalog.name)
     parser.save(path)
     val = trained.val
     typer.echo(

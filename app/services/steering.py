@@ -259,24 +259,16 @@ def session_parser(res: ServiceResources) -> CommandParser:
 
     Raises Unavailable (503) when the configured parser cannot be built (no artifact, no endpoint).
     """
-    settings = res.settings
-    kind = parser_kind(settings, res.catalog.name)
-    llm_fields = (
-        "llm_base_url",
-        "llm_model",
-        "llm_structured_method",
-        "llm_max_retries",
-        "llm_timeout_s",
-        "llm_max_tokens_parser",
-    )
-    key: tuple = (kind, *(getattr(settings, name) for name in llm_fields))
+    config = res.settings.parser_config()
+    kind = parser_kind(config, res.catalog.name)
+    key: tuple = (kind, config)
     if kind == "learned":  # a retrained artifact is picked up without a restart
-        artifact = learned_artifact(settings, res.catalog.name)
+        artifact = learned_artifact(config, res.catalog.name)
         key += (artifact.stat().st_mtime_ns if artifact.is_file() else None,)
     with res.similarity_lock:  # one load of the encoder, however many commands arrive at once
         if key not in res.parsers:
             try:
-                res.parsers[key] = build_parser(kind, res.catalog, settings, res.catalog.name)
+                res.parsers[key] = build_parser(kind, res.catalog, config, res.catalog.name)
             except ParserUnavailable as exc:
                 raise Unavailable(str(exc), field="steering_parser") from exc
         return res.parsers[key]

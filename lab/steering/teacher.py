@@ -91,7 +91,7 @@ class LLMTeacher:
         self.index, self.finder = index, finder
         client = LLMClient.from_config(settings.llm_config())
         self.caller = caller or client.caller(ParaphraseAnswer, settings.llm_max_tokens_parser, "parser")
-        self.reader = reader or LLMParser(index, settings)
+        self.reader = reader or LLMParser(index, settings.llm_config())
         music = not index.genres
         self.system = PARAPHRASE_SYSTEM.format(
             kind="music" if music else "movie",
