@@ -25,11 +25,11 @@ from lab.steering.natural_labels import _complement, _one_sided, _within, label_
 from lab.steering.scoring import NaturalCommand, read_natural_set
 from recmodels.dataset import Dataset
 from steering.catalog_index import CatalogIndex
+from steering.facts import SIDES
 from steering.mentions import Mention, MentionFinder
 from steering.preferences import PreferenceUpdate, YearRange
 
 KINDS = ("item", "genre", "year")
-SIDES = ("positive", "negative", "lift")
 
 
 def gold_values(expected: PreferenceUpdate) -> list[tuple[str, object]]:

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from lab.steering.scoring import hard_facts
 from recmodels.text import load_text_encoder
 from steering.catalog_index import Catalog, CatalogIndex
+from steering.facts import hard_facts
 from steering.mentions import Mention, MentionFinder, fold, non_latin_share
 from steering.preferences import Preferences
 from steering.reading import HARD_ROLES, Reading, Role, assemble

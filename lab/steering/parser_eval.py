@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.common import markdown_table
-from lab.steering.scoring import FIELDS, NaturalCommand, SetScore, percentile, score_command
+from lab.steering.scoring import NaturalCommand, SetScore, percentile, score_command
+from steering.facts import FIELDS
 from steering.preferences import Preferences
 from steering.rule_parser import CommandParser
 
