@@ -14,13 +14,46 @@ from __future__ import annotations
 
 import difflib
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
 from steering.catalog_index import CatalogIndex
+from steering.lexicon import (
+    ACT,
+    AGE,
+    AKA,
+    AMPERSAND,
+    ARTICLES,
+    BRACKETED,
+    CHAT_ABBREVIATIONS,
+    CHILD_MAX_AGE,
+    DECADE_NAMES,
+    GENRE_WORDS,
+    LETTER_SYMBOLS,
+    LIST_GAP,
+    MOOD_WORDS,
+    MOVED_ARTICLE,
+    NOT_AN_ALIAS,
+    NUMERALS,
+    OLD_END,
+    RECENT_SPAN,
+    SERIES_EVERY,
+    SERIES_NOUNS,
+    SERIES_SINGULAR,
+    SMALL_NUMBERS,
+    STYLE_WORDS,
+    SUBTITLE,
+    SUFFIXES,
+    SYMBOL_IN_WORD,
+    TENS,
+    UP_TO_NINETEEN,
+    WORD,
+    YEAR_PATTERNS,
+    fold,
+    word_key,
+)
 from steering.preferences import YearRange
 
 MentionKind = Literal["genre", "year", "item", "mood"]
@@ -29,200 +62,6 @@ MAX_TITLE_WORDS = 12
 FUZZY_MIN_CHARS = 7  # a misspelt title is looked for only from this many characters ("radiohed")
 MISSPELT_MAX_WORDS = 6  # "raiders of the lost arc"
 FUZZY_CUTOFF = 0.88  # difflib ratio: one letter wrong in eight
-OLD_END = 1969  # "old", "classic", "vintage": up to the end of the sixties (the labelling convention)
-RECENT_SPAN = 3  # "recent", "new": the catalog's newest year minus this, on
-
-# Word sequences (accent/case folded, punctuation as spaces) -> catalog genre names.
-GENRE_WORDS: dict[str, tuple[str, ...]] = {
-    "action": ("Action",), "action packed": ("Action",), "adventure": ("Adventure",),
-    "adventures": ("Adventure",), "animation": ("Animation",), "animated": ("Animation",),
-    "cartoon": ("Animation",), "cartoons": ("Animation",), "anime": ("Animation",),
-    "toon": ("Animation",), "toons": ("Animation",),
-    "children s": ("Children's",), "childrens": ("Children's",), "children": ("Children's",),
-    "kids": ("Children's",), "kid": ("Children's",), "kids movies": ("Children's",),
-    "my kids": ("Children's",), "toddler": ("Children's",), "toddlers": ("Children's",),
-    "preschooler": ("Children's",), "preschoolers": ("Children's",),
-    "little ones": ("Children's",), "my little one": ("Children's",),
-    "family": ("Children's",),
-    "family friendly": ("Children's",), "comedy": ("Comedy",), "comedies": ("Comedy",),
-    "funny": ("Comedy",), "comedic": ("Comedy",), "crime": ("Crime",), "gangster": ("Crime",),
-    "documentary": ("Documentary",), "documentaries": ("Documentary",), "docs": ("Documentary",),
-    "drama": ("Drama",), "dramas": ("Drama",), "dramatic": ("Drama",), "fantasy": ("Fantasy",),
-    "film noir": ("Film-Noir",), "noir": ("Film-Noir",), "horror": ("Horror",), "scary": ("Horror",),
-    "horrors": ("Horror",), "musical": ("Musical",),
-    "musicals": ("Musical",), "mystery": ("Mystery",), "mysteries": ("Mystery",),
-    "detective": ("Mystery",), "whodunit": ("Mystery",), "whodunits": ("Mystery",),
-    "romance": ("Romance",), "romances": ("Romance",), "romantic": ("Romance",),
-    "love stories": ("Romance",), "love story": ("Romance",), "romcom": ("Comedy", "Romance"),
-    "romcoms": ("Comedy", "Romance"), "rom com": ("Comedy", "Romance"), "rom coms": ("Comedy", "Romance"),
-    "romantic comedy": ("Comedy", "Romance"), "romantic comedies": ("Comedy", "Romance"),
-    "sci fi": ("Sci-Fi",), "scifi": ("Sci-Fi",), "science fiction": ("Sci-Fi",), "thriller": ("Thriller",),
-    "thrillers": ("Thriller",), "war": ("War",), "western": ("Western",), "westerns": ("Western",),
-    "cowboy": ("Western",), "cowboys": ("Western",), "gunslinger": ("Western",), "gunslingers": ("Western",),
-    "cops and robbers": ("Crime",), "song and dance": ("Musical",),
-}  # fmt: skip
-# Soft wishes no catalog field holds: word sequences -> the text the semantic matcher reads.
-MOOD_WORDS: dict[str, str] = {
-    "lighter": "light-hearted feel-good", "light": "light-hearted feel-good",
-    "light hearted": "light-hearted feel-good", "lighthearted": "light-hearted feel-good",
-    "feel good": "light-hearted feel-good", "feelgood": "light-hearted feel-good",
-    "happier": "light-hearted feel-good", "happy": "light-hearted feel-good",
-    "uplifting": "uplifting", "cheerful": "light-hearted feel-good", "fun": "fun entertaining",
-    "darker": "dark grim", "dark": "dark grim", "gritty": "dark grim", "grim": "dark grim",
-    "bleak": "dark grim", "serious": "serious", "sad": "sad", "sadder": "sad", "depressing": "sad depressing",
-    "gloomy": "sad depressing", "violent": "violent", "gory": "violent gory", "bloody": "violent gory",
-    "epic": "epic", "intense": "intense", "heavy": "heavy", "heavier": "heavy", "slow": "slow-paced",
-    "slower": "slow-paced", "fast paced": "fast-paced", "upbeat": "upbeat energetic",
-    "energetic": "upbeat energetic", "chill": "chill relaxing", "chilled": "chill relaxing",
-    "relaxing": "chill relaxing", "calm": "chill relaxing", "mellow": "mellow", "calmer": "chill relaxing",
-    "quiet": "quiet", "quieter": "quiet", "loud": "loud", "louder": "loud", "weird": "weird",
-    "quirky": "quirky", "silly": "silly", "cheesy": "cheesy", "clever": "clever thoughtful",
-    "thoughtful": "clever thoughtful", "smart": "clever thoughtful", "emotional": "emotional",
-    "romantic mood": "romantic", "cozy": "cozy", "cosy": "cozy", "inspiring": "inspiring",
-    "slasher": "slasher gore", "slashers": "slasher gore", "old fashioned": "old-fashioned",
-    "danceable": "danceable", "dance": "dance", "party": "party", "acoustic": "acoustic",
-    "instrumental": "instrumental", "ambient": "ambient", "melancholic": "melancholic",
-    "melancholy": "melancholic", "aggressive": "aggressive", "sleepy": "sleepy",
-    # qualities people ask for or against in their own words (adjectives, and their comparatives)
-    "moody": "moody", "moodier": "moody", "summery": "summery", "sunny": "summery", "mopey": "sad depressing",
-    "twisty": "twisty", "dumb": "dumb mindless", "brainless": "dumb mindless",
-    "mindless": "dumb mindless", "stupid": "dumb mindless", "spooky": "spooky creepy",
-    "creepy": "spooky creepy", "eerie": "spooky creepy", "gore": "violent gory", "campy": "campy",
-    "trashy": "trashy", "raunchy": "raunchy", "wholesome": "wholesome", "heartwarming": "heartwarming",
-    "nostalgic": "nostalgic", "dreamy": "dreamy",
-    "sexy": "sensual", "sultry": "sensual", "angry": "angry", "catchy": "catchy", "groovy": "groovy",
-    "jazzy": "jazzy", "funky": "funky", "folky": "folky", "bluesy": "bluesy", "soulful": "soulful",
-    "poppy": "poppy", "poppier": "poppy", "edgy": "edgy", "edgier": "edgy", "artsy": "artsy", "arty": "artsy",
-    "pretentious": "pretentious", "tearjerker": "sad emotional", "tearjerkers": "sad emotional",
-    "bittersweet": "bittersweet", "suspenseful": "suspenseful tense", "tense": "suspenseful tense",
-    "atmospheric": "atmospheric", "touching": "emotional", "corny": "cheesy",
-    "goofy": "silly", "witty": "clever thoughtful", "absurd": "absurd surreal", "surreal": "absurd surreal",
-    "trippy": "trippy psychedelic", "psychedelic": "trippy psychedelic", "haunting": "haunting",
-    "cute": "cute", "lo fi": "lo-fi", "lofi": "lo-fi",
-    "mellower": "mellow", "gentle": "mellow", "soothing": "chill relaxing", "peaceful": "chill relaxing",
-    "hyped": "upbeat energetic", "pumped": "upbeat energetic",
-    "grittier": "dark grim", "scarier": "scary", "creepier": "spooky creepy", "funnier": "fun entertaining",
-    "cheerier": "light-hearted feel-good", "sappy": "sentimental", "sentimental": "sentimental",
-}  # fmt: skip
-# Music styles: LastFM has no genre field, so these are soft wishes there.
-STYLE_WORDS: tuple[str, ...] = (
-    "rock", "pop", "jazz", "metal", "heavy metal", "hip hop", "hiphop", "rap", "electronic", "electronica",
-    "techno", "house", "trance", "indie", "punk", "folk", "classical", "country", "blues", "soul",
-    "reggae", "r b", "rnb", "funk", "disco", "grunge", "emo", "alternative", "synth", "synthpop",
-    "new wave", "goth", "gothic", "industrial", "ballads", "oldies", "opera", "edm", "dubstep",
-    "trip hop", "britpop", "shoegaze", "post rock", "hard rock", "soft rock", "classic rock",
-    "latin", "reggaeton", "salsa", "ska", "k pop", "kpop", "j pop", "bossa nova", "world music", "gospel",
-    "bluegrass", "americana", "big band", "motown", "drum and bass", "dnb", "hardcore",
-    "screamo", "black metal", "death metal", "nu metal", "thrash", "thrash metal", "prog", "progressive rock",
-    "prog rock", "psych rock", "surf rock", "rockabilly", "chillwave", "vaporwave", "hyperpop",
-    "grime", "afrobeat", "afrobeats", "dancehall", "new age", "soundtrack", "soundtracks", "lounge",
-    "downtempo", "breakbeat", "glam rock", "power pop", "pop punk", "post punk", "doo wop", "eurodance",
-    "italo disco", "boy band", "boy bands", "girl group", "folk rock", "indie rock", "indie pop",
-    "dream pop", "math rock", "krautrock", "metalcore", "neo soul", "smooth jazz", "bebop", "jazz fusion",
-    "baroque", "singer songwriter", "singer songwriters", "rap rock", "old school rap", "old school hip hop",
-    "gangsta rap", "conscious rap", "emo rap", "shoegazey", "garage rock", "stoner rock", "sludge",
-    "doom metal",
-)  # fmt: skip
-
-_DECADE_NAMES = {
-    "twenties": 1920, "thirties": 1930, "forties": 1940, "fifties": 1950, "sixties": 1960,
-    "seventies": 1970, "eighties": 1980, "nineties": 1990, "noughties": 2000,
-}  # fmt: skip
-_Y = r"(1[89]\d\d|20\d\d|'\d\d)"  # "'77" too
-_B = r"(?<![0-9a-z'])"  # a word starts here (a "'77" too)
-# A decade's name, or a word that may be one misspelt ("ninties", "eightys": see _decade_name),
-# also said in full ("the nineteen seventies")
-_DEC = r"(?:(1[89]\d0|20\d0)\s?'?s|'?(\d0)\s?'?s|(?:nineteen[- ]?)?([a-z]{3,9}(?:ies|ys)))"
-_MOD = r"(?:(early|mid|middle|late)[- ]?)?"
-_THE = r"(?:the\s)?"
-_SMALL_NUMBERS = (
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-)  # fmt: skip
-_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_YEAR_IN_WORDS = rf"nineteen[- ]?({'|'.join(_TENS)})(?:(?:[- ]|\s?and\s)?({'|'.join(_SMALL_NUMBERS[:9])}))?"
-_OPEN_AFTER = r"(?:\s(?:on|onwards?|or later|and later|or newer|and newer|and up|forward))"
-_YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern))
-    for name, pattern in (
-        ("between", rf"{_B}(?:between\s|from\s)?{_Y}\s?(?:and|to|until|till|through|thru|-|–)\s?{_Y}\b"),
-        (
-            "decade_pair",
-            rf"\b{_THE}{_MOD}{_DEC}\s?(?:or|and|to|through|thru|-|/|&)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
-        ),
-        (
-            "before_decade",
-            rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])",
-        ),
-        ("after_decade", rf"\b(after|post-?|newer than|later than|past)\s?{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
-        ("since_decade", rf"\b(?:since\s{_THE}{_DEC}|from\s{_THE}{_DEC}{_OPEN_AFTER})(?![0-9a-z])"),
-        ("before", rf"\b(before|pre-?|older than|earlier than|prior to)\s?{_Y}\b"),
-        ("until", rf"\b(?:until|till|up to|up until|through|no later than|stop at|stopping at)\s{_Y}\b"),
-        (
-            "until_suffix",
-            rf"{_B}{_Y}\s(?:or earlier|and earlier|or older|and older|and before|at the latest|at most)\b",
-        ),
-        ("after", rf"\b(after|post-?|newer than|later than|past)\s?{_Y}\b"),
-        (
-            "since",
-            rf"{_B}(?:since\s{_Y}|from\s{_Y}{_OPEN_AFTER}|{_Y}(?:{_OPEN_AFTER}|\sat the earliest)"
-            rf"|no earlier than\s{_Y})\b",
-        ),
-        ("decade", rf"\b{_THE}{_MOD}{_DEC}(?![0-9a-z])"),
-        # "nineteen ninety-two", "nineteen eighty four"
-        ("year_words", rf"\b{_YEAR_IN_WORDS}\b"),
-        # a decade said the way other languages say it ("the comedy of 80 years", "the years 80")
-        ("decade_years", r"\b(?:of\s(?:the\s)?'?(\d0)\s?years(?!\s(?:ago|old))|years\s'?(\d0)s?)\b"),
-        ("year", rf"{_B}{_Y}\b"),
-        (
-            "recent",
-            r"\b((?:the\s)?(?:last|past)\s(?:few|couple(?:\sof)?|several)\syears|recent\syears|these\sdays"
-            r"|nowadays|recent|new|newer|newest|latest|modern|contemporary|more recent|current)\b",
-        ),
-        (
-            "old",
-            r"\b(old(?:[- ]school)?(?! fashioned|-fashioned)(?: classics?)?|older|oldies?|classics?|vintage"
-            r"|golden[- ]age)\b",
-        ),
-    )
-)
-_WORD = re.compile(r"[0-9a-z]+")
-CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
-_AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(_SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
-_ARTICLES = frozenset({"the", "a", "an"})
-# After a name several titles start with, these words ask for all of them ("batman films", "the
-# star trek movies"); "sequels" for all but the one named by it alone ("Die Hard sequels").
-_SERIES_NOUNS = frozenset(("movies", "films", "flicks", "series", "franchise", "saga", "trilogy", "sequels"))
-_SERIES_SINGULAR = frozenset(("movie", "film", "flick"))  # after "every", "each", "all", "any"
-_SERIES_EVERY = frozenset(("every", "each", "all", "any"))
-# What separates the names of a list: "mariah, whitney, celine", "oasis or blur", "no X, no Y", "X & Y"
-_LIST_GAP = re.compile(r"\s*(?:,|;|/|&|\+|\band\b|\bor\b|\bnor\b)\s*(?:(?:and|or|no|not|nor)\s+)?(?:the\s+)?")
-_SUFFIXES = ("ly", "y", "s", "es", "ed", "ing", "er", "ers", "ness", "ful")
-# Initials that are chat, not a band: never read as a name's initials
-CHAT_ABBREVIATIONS = frozenset((
-    "lol", "omg", "wtf", "btw", "idk", "imo", "imho", "tbh", "fyi", "smh", "asap", "lmao", "rofl", "brb",
-    "ttyl", "pls", "plz", "thx", "afaik", "irl", "nsfw", "tldr", "aka", "diy", "faq", "eta", "rip", "vip",
-))  # fmt: skip
-# Articles a catalog moves behind a title ("Promesse, La", "Hussard sur le toit, Le")
-_MOVED_ARTICLE = re.compile(r"^(.+),\s*(the|a|an|la|le|les|l'|il|lo|el|los|las|der|die|das|det|den)$", re.I)
-_BRACKETED = re.compile(r"^(.+?)\s*\(([^()]+)\)$")  # "Seven (Se7en)", "Nikita (La Femme Nikita)"
-_AKA = re.compile(r"^(?:a\.?k\.?a\.?|aka)\s+", re.I)
-_NOT_AN_ALIAS = re.compile(r"^(?:feat|ft|featuring|with|live|remix|remastered)\b", re.I)
-# "Star Trek: First Contact" -> "Star Trek" (not "Welle:Erdball")
-_SUBTITLE = re.compile(r"^(.+?)(?:\s+or)?:\s+\S")
-# Sequel numbers are one word whatever their spelling: "Godfather 2" = "Godfather II" = "Godfather Part Two"
-_NUMERALS = {
-    **{r: str(n) for n, r in enumerate(("ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x"), 2)},
-    **{w: str(n) for n, w in enumerate(("two", "three", "four", "five", "six", "seven", "eight", "nine"), 2)},
-}  # fmt: skip
-_ACT = re.compile(r"&|\+|\b(?:and|the|with|feat|featuring|experience|band|orchestra)\b", re.IGNORECASE)
-_AMPERSAND = re.compile(r"\s*[&+]\s*|\s+'?n'\s+", re.IGNORECASE)
-# Letters written as symbols inside a name ("Ke$ha", "P!nk", "A$AP"): people type the letter
-_LETTER_SYMBOLS = {"$": "s", "!": "i", "@": "a"}
-_SYMBOL_IN_WORD = re.compile(r"(?<=[A-Za-z])[$!@]|[$!@](?=[A-Za-z])")
-# Numbers a title writes in digits are said in words too ("12 Angry Men" = "twelve angry men")
-_UP_TO_NINETEEN = (*_SMALL_NUMBERS, "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-                   "nineteen")  # fmt: skip
-_NON_LATIN = re.compile(r"[^\x00-\u024f\u2000-\u206f\u20a0-\u20cf]")
 
 
 @dataclass(frozen=True)
@@ -241,34 +80,10 @@ class Mention:
     """The items are all meant (a series: "the batman films"), not one name's candidates."""
 
 
-def fold(text: str) -> str:
-    """Lower case, accents dropped, one character per character (offsets survive)."""
-    out = []
-    for ch in text:
-        base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)).lower()
-        if ch in "\u2019\u2018`´":
-            base = "'"
-        out.append(base if len(base) == 1 else (ch.lower() if len(ch.lower()) == 1 else " "))
-    return "".join(out)
-
-
-def non_latin_share(text: str) -> float:
-    """Share of letters outside the Latin scripts (a command in Cyrillic, CJK...). Emoji and other
-    symbols are not letters: "❤️ Adele ❤️" is an English command."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return 0.0
-    return sum(bool(_NON_LATIN.match(ch)) for ch in letters) / len(letters)
-
-
-def _key(text: str) -> str:
-    return " ".join(_WORD.findall(fold(text)))
-
-
 def _numbered(words: Sequence[str]) -> str:
     """Title words with a sequel number as digits ("godfather part ii" -> "godfather part 2"); a first
     word stays as it is ("Seven", "Three Colors: Red")."""
-    return " ".join(w if i == 0 else _NUMERALS.get(w, w) for i, w in enumerate(words))
+    return " ".join(w if i == 0 else NUMERALS.get(w, w) for i, w in enumerate(words))
 
 
 def title_aliases(title: str) -> list[tuple[str, bool]]:
@@ -284,7 +99,7 @@ def title_aliases(title: str) -> list[tuple[str, bool]]:
 
     def add(name: str, short: bool) -> None:
         name = name.strip(" ,;:-")
-        moved = _MOVED_ARTICLE.match(name)
+        moved = MOVED_ARTICLE.match(name)
         if moved:
             add(f"{moved.group(2)} {moved.group(1)}", short)
             name = moved.group(1)
@@ -292,35 +107,35 @@ def title_aliases(title: str) -> list[tuple[str, bool]]:
             return
         names[name] = short
         add(_spelt_out(name), short)
-        subtitled = _SUBTITLE.match(name)
+        subtitled = SUBTITLE.match(name)
         if subtitled:
             add(subtitled.group(1), True)
         words = name.split()
         for i, word in enumerate(words[:-1]):
-            if word.casefold() == "part" and _NUMERALS.get(words[i + 1].casefold(), words[i + 1]).isdigit():
+            if word.casefold() == "part" and NUMERALS.get(words[i + 1].casefold(), words[i + 1]).isdigit():
                 add(" ".join(w.rstrip(":") for w in (*words[:i], *words[i + 1 :])), True)
 
     add(title, False)
-    bracketed = _BRACKETED.match(title.strip())
+    bracketed = BRACKETED.match(title.strip())
     if bracketed:
-        main, alternative = bracketed.group(1), _AKA.sub("", bracketed.group(2).strip())
+        main, alternative = bracketed.group(1), AKA.sub("", bracketed.group(2).strip())
         add(main, False)
-        if not alternative.isdigit() and not _NOT_AN_ALIAS.match(alternative):
+        if not alternative.isdigit() and not NOT_AN_ALIAS.match(alternative):
             add(alternative, False)
     return [(n, short) for n, short in names.items() if n != title.strip()]
 
 
 def _number_in_words(n: int) -> str:
     if n < 20:
-        return _UP_TO_NINETEEN[n - 1]
+        return UP_TO_NINETEEN[n - 1]
     tens, unit = divmod(n, 10)
-    return _TENS[tens - 2] + (f"-{_UP_TO_NINETEEN[unit - 1]}" if unit else "")
+    return TENS[tens - 2] + (f"-{UP_TO_NINETEEN[unit - 1]}" if unit else "")
 
 
 def _spelt_out(title: str) -> str:
     """The title as people type it: symbols standing for letters become the letters ("Ke$ha" ->
     "Kesha") and numbers from 1 to 99 become words ("12 Angry Men" -> "twelve Angry Men")."""
-    spelt = _SYMBOL_IN_WORD.sub(lambda m: _LETTER_SYMBOLS[m.group()], title)
+    spelt = SYMBOL_IN_WORD.sub(lambda m: LETTER_SYMBOLS[m.group()], title)
     return re.sub(r"\b([1-9]\d?)\b", lambda m: _number_in_words(int(m.group(1))), spelt)
 
 
@@ -375,7 +190,7 @@ class MentionFinder:
             for name, short in ((title, False), *title_aliases(title)):
                 into = titles if name == title else aliases
                 # "Simon & Garfunkel", "Florence + the Machine", "Guns N' Roses" are said with "and" too
-                for said in dict.fromkeys((name, _AMPERSAND.sub(" and ", name))):
+                for said in dict.fromkeys((name, AMPERSAND.sub(" and ", name))):
                     key = self._title_key(said)
                     if len(key) < 2 or key.isdigit():
                         continue
@@ -396,8 +211,8 @@ class MentionFinder:
 
     @staticmethod
     def _title_key(name: str) -> str:
-        words = _key(name).split()
-        if words and words[0] in _ARTICLES and len(words) > 1:
+        words = word_key(name).split()
+        if words and words[0] in ARTICLES and len(words) > 1:
             words = words[1:]
         return _numbered(words)
 
@@ -406,7 +221,7 @@ class MentionFinder:
         """Title keys whose catalog title starts with "the" ("The Killers" -> "killers")."""
         keys = set()
         for item in self.index.catalog.items:
-            words = _key(item.title or "").split()
+            words = word_key(item.title or "").split()
             if len(words) > 1 and words[0] == "the":
                 keys.add(_numbered(words[1:]))
         return frozenset(keys)
@@ -438,11 +253,11 @@ class MentionFinder:
     def find(self, text: str) -> list[Mention]:
         """Non-overlapping mentions, in text order; the longest span wins an overlap."""
         folded = fold(text)
-        words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
+        words = [(m.start(), m.end(), m.group()) for m in WORD.finditer(folded)]
         candidates = [*self._years(folded), *self._ages(folded, text)]
         candidates += [*self._lexicon(words, text), *self._items(words, text), *self._series(words, text)]
         # "my 15 year old" names no film, and its "old" is no era
-        ages = [found.span() for found in _AGE.finditer(folded)]
+        ages = [found.span() for found in AGE.finditer(folded)]
         candidates = [
             m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
         ]
@@ -473,7 +288,7 @@ class MentionFinder:
             for mention in lenient:
                 if any(overlaps(mention, t) for t in taken):
                     continue
-                if any(_LIST_GAP.fullmatch(_gap(folded, n, mention)) for n in named):
+                if any(LIST_GAP.fullmatch(_gap(folded, n, mention)) for n in named):
                     taken.append(mention)
                     named.append(mention)
                     grew = True
@@ -483,7 +298,7 @@ class MentionFinder:
 
     def _years(self, folded: str) -> Iterable[Mention]:
         seen: set[tuple[int, int]] = set()
-        for name, pattern in _YEAR_PATTERNS:
+        for name, pattern in YEAR_PATTERNS:
             for found in pattern.finditer(folded):
                 span = (found.start(), found.end())
                 if span in seen:
@@ -526,8 +341,8 @@ class MentionFinder:
             if name == "year":
                 return YearRange(start=_year(groups[0]), end=_year(groups[0]))
             if name == "year_words":
-                year = 1900 + 10 * (_TENS.index(groups[0]) + 2)
-                year += _SMALL_NUMBERS.index(groups[1]) + 1 if groups[1] else 0
+                year = 1900 + 10 * (TENS.index(groups[0]) + 2)
+                year += SMALL_NUMBERS.index(groups[1]) + 1 if groups[1] else 0
                 return YearRange(start=year, end=year)
             if name == "decade_years":
                 return _decade(None, None, next(g for g in groups if g))
@@ -543,9 +358,9 @@ class MentionFinder:
 
     def _ages(self, folded: str, text: str) -> Iterable[Mention]:
         """A child's age ("for my 5 year old", "a ten-year-old") asks for children's films."""
-        for found in _AGE.finditer(folded):
+        for found in AGE.finditer(folded):
             number = found.group(1)
-            age = int(number) if number.isdigit() else _SMALL_NUMBERS.index(number) + 1
+            age = int(number) if number.isdigit() else SMALL_NUMBERS.index(number) + 1
             if not 0 < age <= CHILD_MAX_AGE:
                 continue
             start, end = found.span()
@@ -597,7 +412,7 @@ class MentionFinder:
                 if ids is None:
                     continue
                 # a two-character title only with a digit in it ("U2"; not "it", "me")
-                if n == 1 and (key in vocab or key in _ARTICLES or (len(key) < 3 and key.isalpha())):
+                if n == 1 and (key in vocab or key in ARTICLES or (len(key) < 3 and key.isalpha())):
                     continue
                 # "the killers", "the godfather": an everyday word after the article its title has
                 after_its_article = i > 0 and words[i - 1][2] == "the" and key in self._article_titles
@@ -637,8 +452,8 @@ class MentionFinder:
                     continue
                 key = " ".join(w for _s, _e, w in words[i : i + n])
                 noun = words[i + n][2]
-                every = i > 0 and words[i - 1][2] in _SERIES_EVERY
-                if key not in table or not (noun in _SERIES_NOUNS or (every and noun in _SERIES_SINGULAR)):
+                every = i > 0 and words[i - 1][2] in SERIES_EVERY
+                if key not in table or not (noun in SERIES_NOUNS or (every and noun in SERIES_SINGULAR)):
                     continue
                 # the shared name must be a name itself (a title or its short form: "Batman", "Star
                 # Trek"), so that "good films" is no series of the titles starting with "good"
@@ -658,7 +473,7 @@ class MentionFinder:
         ("mariah", "shawshank"; not "awfully", "jerky"): lower-cased, it can only be the name."""
         if len(word) < 6 or word in self._known:
             return False
-        stems = [word[: -len(end)] for end in _SUFFIXES if word.endswith(end)]
+        stems = [word[: -len(end)] for end in SUFFIXES if word.endswith(end)]
         return not any(stem in self._known or stem + "e" in self._known for stem in stems)
 
     @cached_property
@@ -680,8 +495,8 @@ class MentionFinder:
         keys: dict[int, str] = {}
         acts: set[int] = set()  # names of a group or a pairing ("Bob Marley & The Wailers")
         for item in self.index.catalog.items:
-            keys[item.id] = f" {_key(item.title or '')} "
-            if _ACT.search(item.title or ""):
+            keys[item.id] = f" {word_key(item.title or '')} "
+            if ACT.search(item.title or ""):
                 acts.add(item.id)
             for word in keys[item.id].split():
                 holders.setdefault(word, set()).add(item.id)
@@ -779,9 +594,9 @@ def _decade_name(word: str) -> str:
     word that is none ("movies", "cities") raises ValueError."""
     if word.endswith("ys"):
         word = word[:-2] + "ies"
-    if word in _DECADE_NAMES:
+    if word in DECADE_NAMES:
         return word
-    close = difflib.get_close_matches(word, [n for n in _DECADE_NAMES if n[0] == word[0]], n=1, cutoff=0.85)
+    close = difflib.get_close_matches(word, [n for n in DECADE_NAMES if n[0] == word[0]], n=1, cutoff=0.85)
     if not close:
         raise ValueError(f"not a decade: {word}")
     return close[0]
@@ -796,7 +611,7 @@ def _decade(four: str | None, full: str | None, two: str | None, word: str | Non
         short = int(two)
         start = 1900 + short if short >= 20 else 2000 + short
     elif word:
-        start = _DECADE_NAMES[_decade_name(word)]
+        start = DECADE_NAMES[_decade_name(word)]
     else:
         raise ValueError("no decade")
     if modifier == "early":

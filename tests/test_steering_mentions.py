@@ -12,7 +12,8 @@ from lab.steering.simulator import label_roles, simulate
 from recmodels.dataset import Item
 from steering.catalog_index import CatalogIndex, InMemoryCatalog
 from steering.learned_parser import common_words, known_words, name_like_words
-from steering.mentions import GENRE_WORDS, MentionFinder, fold, title_aliases
+from steering.lexicon import GENRE_WORDS, fold
+from steering.mentions import MentionFinder, title_aliases
 from steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
 from steering.reading import Reading, Role, assemble
 

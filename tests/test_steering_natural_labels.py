@@ -13,7 +13,8 @@ import torch
 from lab.steering.natural_labels import FrozenSetError, label_command, read_training_set
 from steering.catalog_index import CatalogIndex
 from steering.learned_parser import LearnedParser, Thresholds, _coordinated, _Prediction
-from steering.mentions import Mention, MentionFinder, non_latin_share
+from steering.lexicon import non_latin_share
+from steering.mentions import Mention, MentionFinder
 from steering.preferences import PreferenceUpdate
 from steering.reading import N_ROLES, Role
 from steering.student import CommandStudent, StudentConfig

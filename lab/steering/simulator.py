@@ -20,7 +20,18 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from steering.catalog_index import CatalogIndex
-from steering.mentions import GENRE_WORDS, MOOD_WORDS, STYLE_WORDS, Mention, MentionKind, fold, overlaps
+from steering.lexicon import (
+    DECADE_NAMES,
+    GENRE_WORDS,
+    MOOD_WORDS,
+    OLD_END,
+    OLD_WORDS,
+    RECENT_SPAN,
+    RECENT_WORDS,
+    STYLE_WORDS,
+    fold,
+)
+from steering.mentions import Mention, MentionKind, overlaps
 from steering.preferences import PreferenceUpdate, YearRange
 from steering.reading import Reading, Role, assemble
 
@@ -587,8 +598,7 @@ class CommandSimulator:
         low, high = self.years or (1930, 1998)
         decade = rng.choice([d for d in range(max(1920, low - low % 10), high + 1, 10)])
         short = str(decade)[2:]
-        names = {1920: "twenties", 1930: "thirties", 1940: "forties", 1950: "fifties", 1960: "sixties",
-                 1970: "seventies", 1980: "eighties", 1990: "nineties"}  # fmt: skip
+        names = {start: name for name, start in DECADE_NAMES.items()}
         year = rng.randint(max(low, 1940), high - 1)
         form = rng.choices(
             ["decade", "modified", "pair", "before", "after", "since", "between", "recent", "old", "year"],
@@ -635,9 +645,9 @@ class CommandSimulator:
                 form,
             )
         if form == "recent":
-            return rng.choice(("recent", "new", "newer", "latest")), YearRange(start=high - 3), form
+            return rng.choice(RECENT_WORDS), YearRange(start=high - RECENT_SPAN), form
         if form == "old":
-            return rng.choice(("old", "older", "classic", "vintage", "golden age")), YearRange(end=1969), form
+            return rng.choice(OLD_WORDS), YearRange(end=OLD_END), form
         return str(year), YearRange(start=year, end=year), form
 
     def _item_clause(self, used: set[object]) -> _Clause | None:
