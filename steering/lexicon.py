@@ -4,6 +4,9 @@ A parser never keeps a table of its own: what a word means is said here once.
 
 - The mention look-up (:mod:`steering.mentions`, :mod:`steering.titles`), and so the learned parser,
   reads every table: genre, mood and style words, the year patterns, the title patterns.
+- The rule parser (:mod:`steering.rule_parser`) reads the same tables, but only the words of its
+  reach (``RULE_*_WORDS``: which words it knows, as it spells them; never another meaning), its own
+  smaller year grammar (``RULE_*`` patterns) and its clause grammar (prefixes, fillers).
 - The student (:mod:`steering.student`) reads the clause breaks and the cue words; both are part of
   its trained input, so changing them asks for a retrained parser.
 - The simulator (``lab.steering.simulator``) writes commands with these words; its phrasing templates
@@ -11,6 +14,16 @@ A parser never keeps a table of its own: what a word means is said here once.
 
 Table keys are word sequences as :func:`word_key` makes them: accents and case folded, any other
 character a space ("Sci-Fi" -> "sci fi", "children's" -> "children s").
+
+Where two tables disagreed, one meaning was kept (issue 44), the labelling contract's
+(tests/data/steering_natural/README.md, which every later set follows):
+
+- "romcom" is Comedy + Romance ("romcoms" -> Comedy + Romance in the contract; the rule parser read
+  Romance alone);
+- "classic" is an era, up to 1969 (the contract's "old"/"older"/"classic"/"vintage"/"golden age" ->
+  end 1969; the rule parser read it as the soft mood "classic");
+- "uplifting" is the soft wish "uplifting" (the rule parser wrote "light-hearted feel-good");
+- the decade names include "noughties" (2000-2009), which the rule parser's list lacked.
 """
 
 from __future__ import annotations
@@ -220,6 +233,70 @@ YEAR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 how :mod:`steering.mentions` reads the groups."""
 CHILD_MAX_AGE = 12  # "my 5 year old", "a ten-year-old": a child's film; "my 15 year old" is not
 AGE = re.compile(rf"\b(\d{{1,2}}|{'|'.join(SMALL_NUMBERS)})[- ]?(?:(?:years?|yrs?)[- ]olds?|y/?o)\b")
+
+# --- the rule parser: its reach and its grammar ---------------------------------------------------
+# The rule parser knows fewer words than the look-up, and only as spelt here (a whole term of a clause,
+# lower-cased: "sci-fi", "sci fi", "scifi"). These sets say which words; what each means is the table
+# entry of its word_key (never another meaning). Issue 43 widens the rule parser's reach.
+
+RULE_GENRE_WORDS = frozenset((
+    "action", "adventure", "adventures", "animation", "animated", "cartoon", "cartoons", "anime",
+    "children's", "childrens", "children", "kids", "kid", "family", "comedy", "comedies", "funny", "crime",
+    "documentary", "documentaries", "drama", "dramas", "fantasy", "film-noir", "film noir", "noir", "horror",
+    "scary", "musical", "musicals", "mystery", "mysteries", "romance", "romances", "romantic", "romcom",
+    "sci-fi", "scifi", "sci fi", "science fiction", "thriller", "thrillers", "war", "western", "westerns",
+))  # fmt: skip
+RULE_MOOD_WORDS = frozenset((
+    "lighter", "light", "light-hearted", "feel-good", "happier", "uplifting", "fun", "darker", "dark",
+    "gritty", "serious", "sad", "sadder", "violent", "epic",
+))  # fmt: skip
+RULE_OLD_WORDS = frozenset(("classic",))
+"""Words of the old era (``OLD_WORDS``) the rule parser reads."""
+
+RULE_RESET = re.compile(
+    r"^(reset|start over|start again|clear( all)?( my)?( preferences| filters)?|"
+    r"forget (everything|it all|all that|my preferences|what i said)|no preferences)( please)?$"
+)
+"""A whole command that asks to forget every preference."""
+# Longest first: "no more" must win over "no".
+NEGATIVE_PREFIXES = (
+    "i do not want", "i don't want", "i dont want", "do not show", "don't show", "dont show",
+    "stop recommending", "stop showing", "do not want", "don't want", "dont want", "anything but",
+    "i dislike", "i hate", "no more", "nothing", "without", "exclude", "remove", "avoid", "fewer",
+    "less", "skip", "hide", "not", "no",
+)  # fmt: skip
+POSITIVE_PREFIXES = (
+    "i would like", "i'd like", "i want", "i like", "i love", "show me", "give me", "how about",
+    "something", "anything", "mostly", "prefer", "more", "only", "some", "just",
+)  # fmt: skip
+LIFT_SUFFIX = re.compile(r"^(?P<body>.+?) (is|are) (fine|ok|okay|allowed|good)( again| now| after all)?$")
+LIFT_PREFIX = re.compile(
+    r"^(allow|bring back|i don't mind|i dont mind|i'm ok with|im ok with|unblock) (?P<body>.+)$"
+)
+LIKE = re.compile(r"^(like|similar to|in the style of|such as) (?P<title>.+)$")
+FILLER_START = re.compile(r"^(the|a|an|any|some|more|of|to|watch|see|movies|films|stuff|ones)\s+")
+FILLER_END = re.compile(
+    r"\s+(movies|movie|films|film|ones|stuff|titles|games|artists|music|please|anymore|again|for now|"
+    r"for a while|for me|instead|too|then)$"
+)
+IGNORABLE = frozenset({"please", "thanks", "thank you", "ok", "okay", "and", "also", "then", "actually"})
+"""Politeness and discourse words carry no preference: skipped, not reported as misunderstood."""
+DISCOURSE_START = re.compile(r"^(actually|also|and|ok|okay|well|hmm|please|now|oh)\s+")
+
+# The rule parser's year grammar: four-digit years and decades only (the look-up's ``YEAR_PATTERNS``
+# read more forms: "'77", "the early nineties", "nineteen eighty-four").
+_RULE_YEAR = r"(1[89]\d\d|20\d\d)"
+RULE_DECADE = re.compile(r"\b(?:the )?(?:(1[89]\d0|20\d0)s|'?(\d0)'?s|(" + "|".join(DECADE_NAMES) + r"))\b")
+RULE_BETWEEN = re.compile(
+    rf"\b(?:between|from) {_RULE_YEAR} (?:and|to|until|till) {_RULE_YEAR}\b"
+    rf"|\b{_RULE_YEAR} ?(?:-|to) ?{_RULE_YEAR}\b"
+)
+RULE_BEFORE = re.compile(rf"\b(before|older than|earlier than|until|up to|prior to) {_RULE_YEAR}\b")
+RULE_AFTER = re.compile(
+    rf"\b(after|newer than|later than|since|from) {_RULE_YEAR}( on| onwards| onward| or later)?\b"
+)
+RULE_IN_YEAR = re.compile(rf"\b(?:in |of )?{_RULE_YEAR}\b")
+RULE_YEAR_FILLER = re.compile(r"\b(from|released|made|in|of|the|era|years?)\b")
 
 # --- clauses and lists ---------------------------------------------------------------------------
 
