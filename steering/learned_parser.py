@@ -15,7 +15,6 @@ the thresholds and how it was trained; the encoder comes from the installed Mini
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +25,16 @@ import torch
 from recmodels.text import load_text_encoder
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.facts import hard_facts
-from steering.lexicon import COORDINATION, COURTESY, FOREIGN_WORDS, LIST_TAIL, WORD, fold, non_latin_share
+from steering.lexicon import (
+    CLAUSE_BREAK,
+    COORDINATION,
+    COURTESY,
+    FOREIGN_WORDS,
+    LIST_TAIL,
+    WORD,
+    fold,
+    non_latin_share,
+)
 from steering.mentions import Mention, MentionFinder
 from steering.preferences import Preferences
 from steering.reading import HARD_ROLES, Reading, Role, assemble
@@ -45,7 +53,6 @@ log = logging.getLogger(__name__)
 
 ARTIFACT_FORMAT = "recloop-command-parser/1"
 ARTIFACT_NAME = "command-parser"
-_CLAUSE_END = re.compile(r"[,;.!?:]|\bbut\b")
 
 
 class ParserArtifactError(ValueError):
@@ -286,7 +293,7 @@ def _coordinated(text: str, mentions: Sequence[Mention], probs: torch.Tensor) ->
             continue
         stop = mentions[i + 1].start if i + 1 < len(mentions) else len(folded)
         tail = folded[mention.end : stop]
-        end = _CLAUSE_END.search(tail)
+        end = CLAUSE_BREAK.search(tail)
         if set(WORD.findall(tail[: end.start()] if end else tail)) <= LIST_TAIL:
             out[i] = out[i - 1]  # "romance is fine" after "no horror and" says its own thing: not a list
     return out

@@ -5,7 +5,8 @@ handles the common forms) and ``steering.llm_parser.LLMParser`` (structured outp
 any OpenAI-compatible endpoint, falling back to the offline parser). Both report what they
 did not understand in ``ParseResult.unparsed`` instead of guessing.
 
-Forms the offline parser understands (clauses split on ``, ; . ! ?`` and "but"):
+Forms the offline parser understands (in clauses split where :data:`steering.lexicon.CLAUSE_BREAK`
+says: ``, ; . ! ? :``, "but", "though", "however", "plus", "also", a spaced dash):
 
 - genres: "no horror", "more comedies", "not animated", "only drama or romance";
 - years: "from the 90s", "1980s", "before 1980", "after 1995", "between 1980 and 1990",
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field
 from llm.usage import empty_usage
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.lexicon import (
+    CLAUSE_BREAK,
     DECADE_NAMES,
     DISCOURSE_START,
     FILLER_END,
@@ -54,6 +56,7 @@ from steering.lexicon import (
     RULE_RESET,
     RULE_YEAR_FILLER,
     TERM_SPLIT,
+    split_clauses,
     word_key,
 )
 from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
@@ -93,9 +96,6 @@ class Polarity(Enum):
     LIFT = "lift"
 
 
-_SPLIT_CLAUSES = re.compile(r"[,;.!?]+|\bbut\b|\bthough\b|\bhowever\b")
-
-
 @dataclass(frozen=True)
 class _Turn:
     """Per-command context (kept off the parser so one parser serves concurrent requests)."""
@@ -133,7 +133,7 @@ class OfflineParser(CommandParser):
         unparsed: list[str] = []
         command, shielded = _shield_titles(command, self._fragile_titles)
         turn = _Turn(frozenset(recommendations), tuple(shielded))
-        for clause in (c.strip() for c in _SPLIT_CLAUSES.split(command)):
+        for clause in split_clauses(command):
             clause = _strip_discourse(clause)
             if not clause or clause in IGNORABLE:
                 continue
@@ -214,13 +214,13 @@ class OfflineParser(CommandParser):
 
 
 _SHIELD = re.compile(r"\u27e8(\d+)\u27e9")  # ⟨n⟩ stands for the n-th shielded title of a command
-_FRAGILE = re.compile(r"[,;.!?&/]|\b(but|though|however|and|or|nor)\b")
 
 
 def _fragile_titles(index: CatalogIndex) -> list[str]:
     """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
     titles = {_normalize(item.title) for item in index.catalog.items if item.title}
-    return sorted((t for t in titles if _FRAGILE.search(t)), key=len, reverse=True)
+    fragile = (t for t in titles if CLAUSE_BREAK.search(t) or TERM_SPLIT.search(t))
+    return sorted(fragile, key=len, reverse=True)
 
 
 def _shield_titles(command: str, fragile: Sequence[str]) -> tuple[str, list[str]]:
