@@ -13,9 +13,10 @@ from recmodels.dataset import Item
 from steering.catalog_index import CatalogIndex, InMemoryCatalog
 from steering.learned_parser import common_words, known_words, name_like_words
 from steering.lexicon import GENRE_WORDS, fold
-from steering.mentions import MentionFinder, title_aliases
+from steering.mentions import MentionFinder
 from steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
 from steering.reading import Reading, Role, assemble
+from steering.titles import title_aliases
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 
