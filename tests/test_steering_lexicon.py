@@ -1,8 +1,11 @@
-"""One lexicon: every parser gives a word the meaning steering/lexicon.py gives it (no model, no database)."""
+"""One lexicon: every parser gives a word the meaning steering/lexicon.py gives it, and no module keeps a
+second table of the same words (no model, no database)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,7 @@ from steering.mentions import MentionFinder
 from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 from steering.rule_parser import OfflineParser
 
+ROOT = Path(__file__).resolve().parents[1]
 OLD_ERA = YearRange(end=lexicon.OLD_END)
 
 
@@ -77,3 +81,55 @@ def test_one_clause_splitter():
     breaks = {b for b in lexicon.CLAUSE_BREAK_TOKENS if b != "-"}
     assert all(lexicon.CLAUSE_BREAK.fullmatch(b) for b in breaks)
     assert lexicon.CLAUSE_BREAK.fullmatch(" - ") and not lexicon.CLAUSE_BREAK.search("sci-fi")
+
+
+def _string_tables(path: Path) -> list[tuple[str, set[str]]]:
+    """Module-level names bound to a literal collection of strings (dict keys and values, tuple or
+    set members), with those strings."""
+    tables = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        words = {
+            n.value.casefold()
+            for n in ast.walk(node.value)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        if len(words) >= 5:
+            tables += [(ast.unparse(target), words) for target in targets]
+    return tables
+
+
+MEANINGS = {
+    lexicon.word_key(word)
+    for table in (
+        lexicon.GENRE_WORDS, lexicon.MOOD_WORDS, lexicon.STYLE_WORDS, lexicon.OLD_WORDS, lexicon.RECENT_WORDS,
+        lexicon.DECADE_NAMES,
+    )
+    for word in table
+}  # fmt: skip
+NOT_RESTATED = {
+    "phrasings.py": "the command simulator's phrasing bank: what it writes, not what words mean",
+    "movielens.py:GENRES": "MovieLens's own genre names in u.item's column order: the data format",
+}
+
+
+def test_no_second_table_of_the_lexicons_words():
+    """A literal table anywhere in the code that shares three words or more with the lexicon's word
+    tables (genre, mood, style, era, decade words) restates it."""
+    sources = [
+        path
+        for package in ("steering", "lab", "app", "cli", "graph", "bench", "recmodels")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name not in ("lexicon.py", *NOT_RESTATED)
+    ]
+    assert len(sources) > 50
+    restated = {
+        f"{path.relative_to(ROOT)}:{name}": shared
+        for path in sources
+        for name, words in _string_tables(path)
+        if f"{path.name}:{name}" not in NOT_RESTATED
+        and len(shared := sorted({lexicon.word_key(w) for w in words} & MEANINGS)) >= 3
+    }
+    assert not restated, restated
