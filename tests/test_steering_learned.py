@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.steering.training import TrainConfig, train_parser
+from lab.steering.training import ParserTrainConfig, train_parser
 from recmodels.text import load_text_encoder
 from steering.catalog_index import CatalogIndex
 from steering.choice import parser_kind
@@ -33,7 +33,7 @@ def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
     """A CI-sized student: 1,000 simulated commands and the retired natural set v1, as the full
     recipe trains on, a few epochs (about a minute on an idle 2-core box)."""
     encoder = CommandEncoder(load_text_encoder())
-    config = TrainConfig(n_train=1000, n_val=200, epochs=4, seed=0, natural=(RETIRED_NATURAL,))
+    config = ParserTrainConfig(n_train=1000, n_val=200, epochs=4, seed=0, natural=(RETIRED_NATURAL,))
     parser, report = train_parser(CatalogIndex(ml_dataset), encoder, config)
     assert report.n_train == 1000 and 0.0 <= report.thresholds.hard_confidence <= 1.0
     path = tmp_path_factory.mktemp("parser") / "command-parser.pt"

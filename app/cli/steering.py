@@ -34,7 +34,7 @@ from lab.steering.natural_labels import FrozenSetError, read_training_set
 from lab.steering.scoring import NaturalSetError, read_natural_set
 from lab.steering.simulator import simulate
 from lab.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
-from lab.steering.training import TrainConfig, train_parser
+from lab.steering.training import ParserTrainConfig, train_parser
 from llm.usage import sum_usage
 from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
@@ -168,18 +168,20 @@ def _parser(kind: str, catalog: Dataset, settings: Settings) -> CommandParser:
 def train_parser_command(
     dataset: str = typer.Option(..., "--dataset", help="Dataset whose catalog the commands are about."),
     n_train: int = typer.Option(
-        TrainConfig.n_train, "--n-train", min=10, help="Simulated training commands."
+        ParserTrainConfig.n_train, "--n-train", min=10, help="Simulated training commands."
     ),
-    n_val: int = typer.Option(TrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."),
-    epochs: int = typer.Option(TrainConfig.epochs, "--epochs", min=1),
-    seed: int = typer.Option(TrainConfig.seed, "--seed"),
+    n_val: int = typer.Option(
+        ParserTrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."
+    ),
+    epochs: int = typer.Option(ParserTrainConfig.epochs, "--epochs", min=1),
+    seed: int = typer.Option(ParserTrainConfig.seed, "--seed"),
     natural: list[Path] = typer.Option(
         [],
         "--natural",
         help="A retired natural-command set (development data) to train on too; repeatable. "
         "A set whose README does not mark it retired is refused.",
     ),
-    natural_repeat: int = typer.Option(TrainConfig.natural_repeat, "--natural-repeat", min=1),
+    natural_repeat: int = typer.Option(ParserTrainConfig.natural_repeat, "--natural-repeat", min=1),
     encoder_layers: int = typer.Option(
         StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
     ),
@@ -190,7 +192,7 @@ def train_parser_command(
         max=6,
         help="The top ones of those layers fine-tuned with the head (0: a frozen encoder).",
     ),
-    encoder_lr: float = typer.Option(TrainConfig.encoder_lr, "--encoder-lr", min=0.0),
+    encoder_lr: float = typer.Option(ParserTrainConfig.encoder_lr, "--encoder-lr", min=0.0),
     teacher: int = typer.Option(
         0,
         "--teacher",
@@ -220,7 +222,7 @@ def train_parser_command(
     except (DatasetNotFound, TextEncoderUnavailable, FrozenSetError, NaturalSetError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    config = TrainConfig(
+    config = ParserTrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
         natural_repeat=natural_repeat, encoder_lr=encoder_lr,
     )  # fmt: skip

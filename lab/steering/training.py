@@ -32,7 +32,7 @@ from steering.catalog_index import CatalogIndex
 from steering.learned_parser import LearnedParser, Thresholds, encode_all
 from steering.mentions import MentionFinder
 from steering.preferences import Preferences
-from steering.reading import Role
+from steering.reading import Reading, assemble
 from steering.rule_parser import OfflineParser
 from steering.student import (
     CommandEncoder,
@@ -49,7 +49,7 @@ AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class ParserTrainConfig:
     n_train: int = 6_000
     n_val: int = 600
     epochs: int = 6
@@ -74,7 +74,7 @@ class TrainConfig:
 
 
 @dataclass
-class TrainReport:
+class ParserTrainReport:
     n_train: int
     n_val: int
     seconds: float
@@ -102,13 +102,13 @@ def _targets(
 def train_parser(
     index: CatalogIndex,
     encoder: CommandEncoder,
-    config: TrainConfig = TrainConfig(),
+    config: ParserTrainConfig = ParserTrainConfig(),
     student_config: StudentConfig = StudentConfig(),
     *,
     on_progress: Callable[[str, int, int], None] | None = None,
     cache_dir: Path | None = None,
     taught: Sequence[SimulatedCommand] = (),
-) -> tuple[LearnedParser, TrainReport]:
+) -> tuple[LearnedParser, ParserTrainReport]:
     """A trained parser (thresholds chosen on validation) and what training measured. ``taught``:
     more training commands, e.g. an LLM teacher's checked rewrites (:mod:`lab.steering.teacher`)."""
     started = time.perf_counter()
@@ -217,7 +217,7 @@ def train_parser(
         )  # fmt: skip
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
-    report = TrainReport(
+    report = ParserTrainReport(
         len(train), len(val), round(time.perf_counter() - started, 1), best[2], best[1], oracle,
         len(natural.commands), natural.dropped,
     )  # fmt: skip
@@ -254,7 +254,7 @@ def _fit(
     features: Sequence[Features],
     roles: Sequence[torch.Tensor],
     flags: torch.Tensor,
-    config: TrainConfig,
+    config: ParserTrainConfig,
     progress: Callable[[int, int], None],
 ) -> None:
     student.train()
@@ -366,8 +366,6 @@ def _offline_score(val: Sequence[SimulatedCommand], index: CatalogIndex) -> dict
 
 def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index: CatalogIndex) -> float:
     """Exact reading with the true roles: how much the mention look-up alone caps the parser."""
-    from steering.reading import Reading, assemble
-
     pairs = []
     for command in val:
         found = finder.find(command.text)
@@ -381,4 +379,4 @@ def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index:
     return round(score.exact / max(1, score.n), 4)
 
 
-__all__ = ["Features", "Role", "TrainConfig", "TrainReport", "train_parser"]
+__all__ = ["ParserTrainConfig", "ParserTrainReport", "train_parser"]
