@@ -19,7 +19,8 @@ from steering.catalog_index import Catalog, CatalogIndex
 from steering.config import ParserConfig
 from steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
 from steering.llm_parser import LLMParser
-from steering.rule_parser import CommandParser, OfflineParser
+from steering.parsing import CommandParser
+from steering.rule_parser import OfflineParser
 
 ParserKind = Literal["offline", "llm", "learned"]
 PARSER_KINDS: tuple[ParserKind, ...] = ("offline", "llm", "learned")

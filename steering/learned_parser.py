@@ -36,9 +36,10 @@ from steering.lexicon import (
     non_latin_share,
 )
 from steering.mentions import Mention, MentionFinder
+from steering.parsing import CommandParser, ParseResult
 from steering.preferences import Preferences
 from steering.reading import HARD_ROLES, Reading, Role, assemble
-from steering.rule_parser import CommandParser, OfflineParser, ParseResult
+from steering.rule_parser import OfflineParser
 from steering.student import (
     MAX_TOKENS,
     SENTENCE_FLAGS,
@@ -343,18 +344,3 @@ def learned_info(path: Path) -> dict[str, Any]:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def encode_all(
-    encoder: CommandEncoder,
-    texts: Sequence[str],
-    mentions: Sequence[Sequence[Mention]],
-    batch_size: int = 64,
-    on_batch: Any = None,
-) -> list[Features]:
-    out: list[Features] = []
-    for start in range(0, len(texts), batch_size):
-        out += encoder.encode(texts[start : start + batch_size], mentions[start : start + batch_size])
-        if on_batch is not None:
-            on_batch(min(batch_size, len(texts) - start))
-    return out

@@ -20,6 +20,7 @@ from llm.client import LLMClient, StructuredCaller
 from llm.config import LLMConfig
 from steering import prompts
 from steering.catalog_index import Catalog, CatalogIndex
+from steering.parsing import CommandParser, ParseResult
 from steering.preferences import (
     Preferences,
     PreferenceUpdate,
@@ -28,7 +29,7 @@ from steering.preferences import (
     YearRange,
     describe,
 )
-from steering.rule_parser import CommandParser, OfflineParser, ParseResult
+from steering.rule_parser import OfflineParser
 
 THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
 PHRASE_MAX_CHARS = 100

@@ -1,9 +1,9 @@
-"""Command parsers: a natural-language command -> a :class:`PreferenceUpdate`.
+"""The rule parser: a natural-language command -> a :class:`PreferenceUpdate`, by rules over the lexicon.
 
-Two implementations share :class:`CommandParser`: :class:`OfflineParser` (deterministic,
-handles the common forms) and ``steering.llm_parser.LLMParser`` (structured output from
-any OpenAI-compatible endpoint, falling back to the offline parser). Both report what they
-did not understand in ``ParseResult.unparsed`` instead of guessing.
+:class:`OfflineParser` (``"parser": "offline"`` in every answer) is deterministic and handles the common
+forms; it is the LLM parser's fallback and the learned parser's second reader. What it does not
+understand it reports in ``ParseResult.unparsed`` instead of guessing. Its words and patterns are
+:mod:`steering.lexicon`'s (the ``RULE_*`` reach and grammar).
 
 Forms the offline parser understands (in clauses split where :data:`steering.lexicon.CLAUSE_BREAK`
 says: ``, ; . ! ? :``, "but", "though", "however", "plus", "also", a spaced dash):
@@ -20,15 +20,10 @@ says: ``, ; . ! ? :``, "but", "though", "however", "plus", "also", a spaced dash
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
-from pydantic import BaseModel, Field
-
-from llm.usage import empty_usage
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.lexicon import (
     CLAUSE_BREAK,
@@ -59,35 +54,8 @@ from steering.lexicon import (
     split_clauses,
     word_key,
 )
+from steering.parsing import CommandParser, ParseResult
 from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
-
-
-class ParseResult(BaseModel):
-    """A parsed command: the update to apply and what could not be understood."""
-
-    update: PreferenceUpdate = Field(default_factory=PreferenceUpdate)
-    unparsed: list[str] = Field(default_factory=list, description="Fragments not understood, with why.")
-    parser: str = Field("offline", description="Which parser produced this result.")
-    fallback: bool = Field(False, description="The LLM parser failed and the offline parser answered.")
-    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
-    usage: dict[str, Any] = Field(
-        default_factory=empty_usage, description="LLM calls and tokens of this parse (zeros offline)."
-    )
-
-    @property
-    def understood(self) -> bool:
-        """Everything in the command was understood (a partial parse still applies its known parts)."""
-        return not self.unparsed and not self.update.is_neutral()
-
-
-class CommandParser(ABC):
-    name: str
-
-    @abstractmethod
-    async def parse(
-        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
-    ) -> ParseResult:
-        """Parse one command given the current preference memory and the items on screen."""
 
 
 class Polarity(Enum):

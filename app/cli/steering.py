@@ -42,8 +42,8 @@ from recmodels.text import TextEncoderUnavailable, load_text_encoder
 from steering.catalog_index import CatalogIndex
 from steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
 from steering.learned_parser import mention_finder
+from steering.parsing import CommandParser
 from steering.planner import PlanWeights
-from steering.rule_parser import CommandParser
 from steering.similarity import (
     SimilarityBackend,
     SimilarityUnavailable,

@@ -29,9 +29,9 @@ from app.settings import Settings
 from recmodels.scorer import Scorer
 from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
 from steering.llm_parser import LLMParser
+from steering.parsing import CommandParser
 from steering.planner import PlanWeights, steer_candidates
 from steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
-from steering.rule_parser import CommandParser
 from steering.similarity import Similarity, embedding_cache_path, load_similarity
 from steering.tools import filter_candidates
 

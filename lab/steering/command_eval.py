@@ -31,6 +31,7 @@ from app.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
 from app.eval.plots import Chart, Series, mean_estimate
 from recmodels.dataset import Dataset, Item
 from recmodels.scorer import Scorer
+from steering.parsing import CommandParser
 from steering.planner import PlanWeights, plan, steer_candidates
 from steering.preferences import (
     Preferences,
@@ -40,7 +41,6 @@ from steering.preferences import (
     YearRange,
     consolidate,
 )
-from steering.rule_parser import CommandParser
 from steering.similarity import Similarity
 
 CommandKind = Literal["genre_include", "genre_exclude", "decade", "more_like"]

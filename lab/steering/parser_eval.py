@@ -15,8 +15,8 @@ from typing import Any
 from app.eval.common import markdown_table
 from lab.steering.scoring import NaturalCommand, SetScore, percentile, score_command
 from steering.facts import FIELDS
+from steering.parsing import CommandParser
 from steering.preferences import Preferences
-from steering.rule_parser import CommandParser
 
 
 @dataclass

@@ -29,8 +29,8 @@ from lab.steering.natural_labels import NaturalLabels, derive, read_training_set
 from lab.steering.scoring import score_all, score_command
 from lab.steering.simulator import SimulatedCommand, label_roles, simulate
 from steering.catalog_index import CatalogIndex
-from steering.learned_parser import LearnedParser, Thresholds, encode_all
-from steering.mentions import MentionFinder
+from steering.learned_parser import LearnedParser, Thresholds
+from steering.mentions import Mention, MentionFinder
 from steering.preferences import Preferences
 from steering.reading import Reading, assemble
 from steering.rule_parser import OfflineParser
@@ -377,6 +377,21 @@ def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index:
         pairs.append((command.expected, assemble(reading, index)))
     score = score_all(pairs)
     return round(score.exact / max(1, score.n), 4)
+
+
+def encode_all(
+    encoder: CommandEncoder,
+    texts: Sequence[str],
+    mentions: Sequence[Sequence[Mention]],
+    batch_size: int = 64,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[Features]:
+    out: list[Features] = []
+    for start in range(0, len(texts), batch_size):
+        out += encoder.encode(texts[start : start + batch_size], mentions[start : start + batch_size])
+        if on_batch is not None:
+            on_batch(min(batch_size, len(texts) - start))
+    return out
 
 
 __all__ = ["ParserTrainConfig", "ParserTrainReport", "train_parser"]
