@@ -96,6 +96,9 @@ class LLMParser(CommandParser):
         unparsed = [f"'{part}': not understood" for part in outcome.answer.not_understood]
         return ParseResult(update=update, unparsed=unparsed, parser=self.name, usage=outcome.usage)
 
+    def without_calls(self) -> CommandParser:
+        return self.fallback
+
     def messages(self, text: str, memory: Preferences, recommendations: Sequence[int]) -> list[BaseMessage]:
         genres = ", ".join(self.index.genres) or "(this catalog has no genres: never use genre constraints)"
         shown = "; ".join(self.index.titles(list(recommendations)[:20])) or "(none yet)"

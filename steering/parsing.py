@@ -42,3 +42,8 @@ class CommandParser(ABC):
         self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
     ) -> ParseResult:
         """Parse one command given the current preference memory and the items on screen."""
+
+    def without_calls(self) -> CommandParser:
+        """This parser as it reads without an LLM call (what reads text no user asked to have read by
+        one, such as a judge's reject reason)."""
+        return self

@@ -90,6 +90,13 @@ async def test_falls_back_to_the_offline_parser_after_the_last_retry(fake_openai
     assert result.update == PreferenceUpdate(negative=Side(genres=["Horror"]))
 
 
+def test_without_an_llm_call_the_llm_parser_reads_with_its_rules(fake_openai, ml_dataset):
+    parser = LLMParser(ml_dataset, _settings(fake_openai).llm_config())
+    assert parser.without_calls() is parser.fallback and isinstance(parser.fallback, OfflineParser)
+    assert parser.fallback.without_calls() is parser.fallback
+    assert not fake_openai.requests
+
+
 def test_auto_picks_the_llm_parser_when_an_endpoint_is_set(ml_dataset, fake_openai, tmp_path):
     cases = ((Settings(_env_file=None), OfflineParser), (_settings(fake_openai), LLMParser))
     for settings, parser_class in cases:

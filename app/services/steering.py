@@ -28,10 +28,16 @@ from app.services.sessions import get_session, locked_session
 from app.settings import Settings
 from recmodels.scorer import Scorer
 from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
-from steering.llm_parser import LLMParser
 from steering.parsing import CommandParser
 from steering.planner import PlanWeights, steer_candidates
-from steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
+from steering.preferences import (
+    Preferences,
+    PreferenceUpdate,
+    as_preferences,
+    consolidate,
+    describe,
+    steered,
+)
 from steering.similarity import Similarity, embedding_cache_path, load_similarity
 from steering.tools import filter_candidates
 
@@ -95,8 +101,7 @@ async def read_reason(res: ServiceResources, session: Session, reason: str) -> d
     except Unavailable:
         _log.warning("no steering parser for a judge's reason", exc_info=True)
         return None
-    if parser.name == "llm":  # a reason is not worth an LLM call the key did not ask for: rules read it
-        parser = parser.fallback if isinstance(parser, LLMParser) else parser
+    parser = parser.without_calls()  # a reason is not worth an LLM call the key did not ask for
     memory = await _memory(res, session.id)
     parse = await parser.parse(reason, memory=memory, recommendations=[])
     return {
@@ -154,17 +159,13 @@ async def command_history(
 
 async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> Preferences | None:
     """The memory the loop should show both agents, or None when the user never steered."""
-    return _steered(await _memory(res, session_id))
+    return steered(await _memory(res, session_id))
 
 
 def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
     """:func:`session_preferences` from the memory as stored, read with the session
     (app/services/sessions.py ``locked_session_with_memory``)."""
-    return _steered(_parsed_memory(stored))
-
-
-def _steered(memory: Preferences) -> Preferences | None:
-    return None if memory.is_empty() else memory
+    return steered(stored)
 
 
 async def loop_candidates(
@@ -217,12 +218,8 @@ def _check_text(text: str, settings: Settings) -> str:
 async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
     async with res.read() as db:
         row = await store.latest_command(db, session_id=session_id)
-    return _parsed_memory(None if row is None else row.preferences)
-
-
-def _parsed_memory(stored: dict[str, Any] | None) -> Preferences:
-    """The steering memory as stored with a command (None: never steered) as preferences."""
-    return Preferences() if stored is None else Preferences.model_validate(stored)
+    stored = None if row is None else row.preferences
+    return as_preferences(stored) or Preferences()  # None: never steered
 
 
 async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID) -> list[int]:
