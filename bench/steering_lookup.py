@@ -21,13 +21,14 @@ from collections import Counter
 from pathlib import Path
 
 from app.settings import get_settings
-from lab.steering.natural_labels import _complement, _one_sided, _within, label_command
+from lab.steering.natural_labels import _one_sided, _within, label_command
 from lab.steering.scoring import NaturalCommand, read_natural_set
 from recmodels.dataset import Dataset
 from steering.catalog_index import CatalogIndex
 from steering.facts import SIDES
 from steering.mentions import Mention, MentionFinder
 from steering.preferences import PreferenceUpdate, YearRange
+from steering.reading import complement
 
 KINDS = ("item", "genre", "year")
 
@@ -55,7 +56,7 @@ def refers_to(mention: Mention, kind: str, value: object) -> bool:
     assert isinstance(wanted, YearRange)
     if years is None:
         return False
-    return years == wanted or _within(years, wanted) or (_one_sided(years) and _complement(years) == wanted)
+    return years == wanted or _within(years, wanted) or (_one_sided(years) and complement(years) == wanted)
 
 
 def measure(commands: list[NaturalCommand], finder: MentionFinder, index: CatalogIndex) -> dict:

@@ -66,14 +66,10 @@ class MentionFinder:
 
     index: CatalogIndex
     common_words: Collection[str] = field(default_factory=frozenset)
-    """Everyday words: a one-word title among them must be capitalised to count (e.g. 'Heat'), and a
-    one-word alias (a title's short form) is never one of them. Rarer words ("fargo") count lower-cased."""
     known_words: Collection[str] = field(default_factory=frozenset)
-    """Words of the language beyond the everyday ones (default: the everyday words): a known word is
-    never read as a misspelt title or genre."""
     name_like_words: Collection[str] = field(default_factory=frozenset)
-    """Everyday words rare enough that one said with a capital may be the last word of a name
-    standing for it ("Bowie", "Floyd"): see :attr:`steering.titles.TitleLookup.short_names`."""
+    """Word lists of the encoder's vocabulary: what each does to names is said by
+    :class:`~steering.titles.TitleLookup`; a known or everyday word is never read as a misspelt genre."""
 
     @cached_property
     def titles(self) -> TitleLookup:

@@ -22,7 +22,7 @@ from lab.steering.simulator import Planted, SimulatedCommand
 from steering.catalog_index import CatalogIndex
 from steering.mentions import Mention, MentionFinder
 from steering.preferences import PreferenceUpdate, Side, YearRange
-from steering.reading import Reading, Role, assemble
+from steering.reading import Reading, Role, assemble, complement
 
 RETIRED_MARK = "**Retired"
 _SIDES: tuple[tuple[str, Role], ...] = (
@@ -100,7 +100,7 @@ def _role(mention: Mention, expected: PreferenceUpdate | None) -> Role:
             return role
     years = mention.years if mention.kind == "year" else None
     # "nothing older than 1990" is labelled by what it leaves: the wanted range on the other side
-    if years is not None and _one_sided(years) and expected.positive.year_range == _complement(years):
+    if years is not None and _one_sided(years) and expected.positive.year_range == complement(years):
         return Role.NEGATIVE
     if mention.kind == "item" and mention.items:
         for side, role in ((expected.positive, Role.SOFT_POSITIVE), (expected.negative, Role.SOFT_NEGATIVE)):
@@ -126,10 +126,6 @@ def _within(years: YearRange, hull: YearRange | None) -> bool:
 
 def _one_sided(years: YearRange) -> bool:
     return (years.start is None) != (years.end is None)
-
-
-def _complement(years: YearRange) -> YearRange:
-    return YearRange(start=years.end + 1) if years.end is not None else YearRange(end=years.start - 1)
 
 
 def _free_soft(side: Side) -> bool:
