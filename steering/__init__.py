@@ -1,6 +1,7 @@
-"""The loop-side steering tools (RecBot, arXiv 2509.21317): structured preferences and their
-consolidation, the catalog look-ups, item similarity and the filter/matcher/attenuator/aggregator.
+"""Natural-language steering (RecBot, arXiv 2509.21317): a user's command -> structured preferences ->
+a plan of tools over the candidates. Map of the modules: steering/README.md.
 
-The loop's ``recommend`` node checks proposals against the hard constraints with them; the
-application's planner (``steering.planner``) chains them over a candidate list.
+Below the loop (graph/ imports the preferences and the hard-constraint check), above llm/ and
+recmodels/; it reads no settings (the application passes a ``steering.config.ParserConfig``) and
+imports nothing of lab/, where the simulator, the teacher and the training live.
 """
