@@ -5,7 +5,10 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml setup.py README.md alembic.ini ./
 COPY app ./app
+COPY lab ./lab
 COPY graph ./graph
+COPY steering ./steering
+COPY llm ./llm
 COPY recmodels ./recmodels
 COPY migrations ./migrations
 COPY recloop ./recloop

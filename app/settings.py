@@ -13,8 +13,10 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from graph.config import LLMConfig, LoopConfig, StructuredMethod
+from graph.config import LoopConfig
+from llm.config import LLMConfig, StructuredMethod
 from recmodels.names import ModelName
+from steering.config import ParserConfig
 
 
 class Settings(BaseSettings):
@@ -281,6 +283,15 @@ class Settings(BaseSettings):
             max_tokens_parser=self.llm_max_tokens_parser,
             thoughts_max_chars=self.llm_thoughts_max_chars,
             reason_max_chars=self.llm_reason_max_chars,
+        )
+
+    def parser_config(self) -> ParserConfig:
+        """What choosing and building the steering parser reads (``steering.config``)."""
+        return ParserConfig(
+            models_dir=self.models_dir,
+            choice=self.steering_parser,
+            artifact=self.steering_parser_artifact,
+            llm=self.llm_config(),
         )
 
     def loop_config(self) -> LoopConfig:

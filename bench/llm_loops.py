@@ -39,9 +39,9 @@ from app.eval.llm_calibrate import calibrate_llm
 from app.eval.metrics import bootstrap_interval, paired_interval
 from app.settings import Settings, get_settings
 from graph.deps import make_deps
-from graph.llm_client import server_root
 from graph.runner import LoopResult, LoopRunner
-from graph.state import sum_usage
+from llm.client import server_root
+from llm.usage import sum_usage
 from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset
 

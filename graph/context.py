@@ -86,7 +86,7 @@ def build_deps(
         rec_agent, user_agent = offline_rec, offline_user
     elif agents == "llm":
         from graph.agents.llm import LLMRecAgent, LLMUserAgent
-        from graph.llm_client import LLMClient  # LLM stack only when used
+        from llm.client import LLMClient  # LLM stack only when used
 
         client = LLMClient.from_config(config.llm)
         llm_weights = llm_weights or LLMWeights()

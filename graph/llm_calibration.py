@@ -132,7 +132,7 @@ def stored_llm_weights(
     config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, caches: LoopCaches | None = None
 ) -> tuple[LLMWeights | None, dict[str, Any]]:
     """The weights fitted for the configured endpoint (None: not fitted) and their key."""
-    from graph.llm_client import endpoint_model
+    from llm.client import endpoint_model
 
     key = llm_weights_key(config, catalog, rec, reward, endpoint_model(config.llm))
     return read_llm_weights(llm_weights_path(rec, reward, key), key, caches), key

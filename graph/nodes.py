@@ -18,19 +18,11 @@ from langgraph.types import Overwrite, interrupt
 from graph import describe
 from graph.agents.base import RecContext, UserContext
 from graph.context import LoopDeps
-from graph.state import (
-    JUDGE_MODES,
-    Judgement,
-    LoopState,
-    MemoryEntry,
-    RoundRecord,
-    add_usage,
-    empty_usage,
-    make_judgement,
-)
-from graph.steering.preferences import Preferences, PreferenceUpdate, as_preferences, consolidate
-from graph.steering.tools import hard_violations
+from graph.state import JUDGE_MODES, Judgement, LoopState, MemoryEntry, RoundRecord, make_judgement
+from llm.usage import add_usage, empty_usage
 from recmodels.metrics import rank_of
+from steering.preferences import Preferences, PreferenceUpdate, as_preferences, consolidate
+from steering.tools import hard_violations
 
 # The reference implementation shows the user agent the reward model's best quarter of the candidates.
 TOP_PICKS_SHARE = 4

@@ -24,15 +24,8 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
-from graph.state import (
-    JudgeMode,
-    LLMUsage,
-    LoopInput,
-    MemoryEntry,
-    RoundRecord,
-    StopReason,
-    total_usage,
-)
+from graph.state import JudgeMode, LoopInput, MemoryEntry, RoundRecord, StopReason
+from llm.usage import LLMUsage, total_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5

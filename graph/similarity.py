@@ -2,7 +2,7 @@
 
 ``collaborative``: the reward model's item embeddings (always there). ``text``: the bundled
 MiniLM sentence model over each item's title, genres and year (the ``embeddings`` extra), the
-same cached vectors steering uses (:mod:`graph.steering.similarity`). Which one the agent uses,
+same cached vectors steering uses (:mod:`steering.similarity`). Which one the agent uses,
 if any, is chosen on validation (:mod:`graph.calibration`); only that one is loaded to serve.
 """
 
@@ -15,14 +15,14 @@ import torch
 from graph.agents.evidence import ItemVectors
 from graph.caches import LoopCaches
 from graph.config import LoopConfig
-from graph.steering.similarity import (
+from recmodels.dataset import Dataset
+from recmodels.scorer import Scorer
+from steering.similarity import (
     CollaborativeSimilarity,
     embedding_cache_path,
     text_available,
     text_item_vectors,
 )
-from recmodels.dataset import Dataset
-from recmodels.scorer import Scorer
 
 log = logging.getLogger(__name__)
 

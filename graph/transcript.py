@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from graph import describe
 from graph.runner import LoopResult
-from graph.state import format_usage
+from llm.usage import format_usage
 from recmodels.dataset import Dataset
 
 WIDTH = 100

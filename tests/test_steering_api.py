@@ -126,7 +126,7 @@ async def test_loop_candidates_follow_the_memory(steering_client, service_resour
     from app.services import steering as service
     from app.services.errors import InvalidInput
     from app.services.steering import PreferencesUnsatisfiable
-    from graph.steering.preferences import Preferences, Side, YearRange
+    from steering.preferences import Preferences, Side, YearRange
 
     api = await steering_client("steer-loop")
     sid = await _session(api)

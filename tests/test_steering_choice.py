@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from app.settings import Settings
-from app.steering.choice import parser_kind
-from app.steering.learned_parser import ARTIFACT_FORMAT, _agreement
+from steering.choice import parser_kind
+from steering.learned_parser import ARTIFACT_FORMAT, _agreement
 
 LEARNED = {"exact": 0.8, "commands_with_inversion": 3}
 
@@ -31,9 +31,9 @@ def test_auto_prefers_the_learned_parser_only_when_it_inverts_no_more_than_the_r
             info["offline_val"] = {"exact": rules[0], "commands_with_inversion": rules[1]}
         path = _artifact(tmp_path, name, info)
         with_artifact = settings.model_copy(update={"steering_parser_artifact": path})
-        assert parser_kind(with_artifact, "movielens") == kind, name
+        assert parser_kind(with_artifact.parser_config(), "movielens") == kind, name
     forced = with_artifact.model_copy(update={"steering_parser": "learned"})
-    assert parser_kind(forced, "movielens") == "learned"  # an explicit choice is kept
+    assert parser_kind(forced.parser_config(), "movielens") == "learned"  # an explicit choice is kept
 
 
 def test_the_rules_agree_veto_or_stay_silent():

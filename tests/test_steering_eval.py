@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from app.cli import steering as cli_steering
 from app.eval.common import sampled_candidate_rows
-from app.eval.steering import CommandEvalError, evaluation_rows, simulate_commands
+from lab.steering.command_eval import CommandEvalError, evaluation_rows, simulate_commands
 
 JSON_KEYS = {
     "csr1", "csr10", "csr20", "hr1_before", "hr1_after", "recall10_before", "recall10_after",

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from app.steering.choice import parser_kind
-from app.steering.learned_parser import LearnedParser, _Prediction
-from app.steering.reading import Role
-from app.steering.student import CommandEncoder
-from app.steering.training import TrainConfig, train_parser
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
+from lab.steering.training import ParserTrainConfig, train_parser
 from recmodels.text import load_text_encoder
+from steering.catalog_index import CatalogIndex
+from steering.choice import parser_kind
+from steering.learned_parser import LearnedParser, _Prediction
+from steering.preferences import Preferences
+from steering.reading import Role
+from steering.student import CommandEncoder
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,7 @@ def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
     """A CI-sized student: 1,000 simulated commands and the retired natural set v1, as the full
     recipe trains on, a few epochs (about a minute on an idle 2-core box)."""
     encoder = CommandEncoder(load_text_encoder())
-    config = TrainConfig(n_train=1000, n_val=200, epochs=4, seed=0, natural=(RETIRED_NATURAL,))
+    config = ParserTrainConfig(n_train=1000, n_val=200, epochs=4, seed=0, natural=(RETIRED_NATURAL,))
     parser, report = train_parser(CatalogIndex(ml_dataset), encoder, config)
     assert report.n_train == 1000 and 0.0 <= report.thresholds.hard_confidence <= 1.0
     path = tmp_path_factory.mktemp("parser") / "command-parser.pt"
@@ -90,10 +90,9 @@ def test_the_artifact_round_trips_and_auto_prefers_it(tiny_parser, ml_dataset, s
     first = asyncio.run(parser.parse(text, memory=Preferences()))
     again = asyncio.run(loaded.parse(text, memory=Preferences()))
     assert first == again and first.parser == "learned"
-    assert parser_kind(settings, "movielens") == "offline"  # auto, no artifact, no endpoint
-    assert (
-        parser_kind(settings.model_copy(update={"steering_parser_artifact": path}), "movielens") == "learned"
-    )
+    assert parser_kind(settings.parser_config(), "movielens") == "offline"  # auto, no artifact, no endpoint
+    with_artifact = settings.model_copy(update={"steering_parser_artifact": path})
+    assert parser_kind(with_artifact.parser_config(), "movielens") == "learned"
 
 
 async def _session(api) -> str:

@@ -6,9 +6,10 @@ import pytest
 from fake_openai import Reply
 
 from app.settings import Settings
-from app.steering.llm_parser import LLMParser, make_parser
-from app.steering.parser import OfflineParser
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.choice import build_parser, parser_kind
+from steering.llm_parser import LLMParser
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.rule_parser import OfflineParser
 
 TOY_STORY, HEAT = 0, 272
 
@@ -43,7 +44,7 @@ def _settings(server, method: str = "json_schema", retries: int = 1) -> Settings
 
 @pytest.mark.parametrize("method", ["json_schema", "function_calling"])
 async def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai, ml_dataset, method):
-    parser = LLMParser(ml_dataset, _settings(fake_openai, method))
+    parser = LLMParser(ml_dataset, _settings(fake_openai, method).llm_config())
     fake_openai.enqueue(
         _answer(
             positive=_side(year_start=1990, year_end=1999, like_titles=["toy story"], soft=["lighter"]),
@@ -68,7 +69,7 @@ async def test_structured_answer_becomes_an_update_with_catalog_ids(fake_openai,
 
 
 async def test_unknown_title_is_fed_back_and_the_model_corrects_itself(fake_openai, ml_dataset):
-    parser = LLMParser(ml_dataset, _settings(fake_openai))
+    parser = LLMParser(ml_dataset, _settings(fake_openai).llm_config())
     fake_openai.enqueue(
         _answer(positive=_side(like_titles=["Toy Story 7"])),
         _answer(not_understood=["Toy Story 7"]),
@@ -81,7 +82,7 @@ async def test_unknown_title_is_fed_back_and_the_model_corrects_itself(fake_open
 
 
 async def test_falls_back_to_the_offline_parser_after_the_last_retry(fake_openai, ml_dataset):
-    parser = LLMParser(ml_dataset, _settings(fake_openai, retries=1))
+    parser = LLMParser(ml_dataset, _settings(fake_openai, retries=1).llm_config())
     fake_openai.enqueue(Reply.error(500), _answer(positive=_side(genres=["Polka"])))
     result = await parser.parse("no more horror", memory=Preferences())
     assert len(fake_openai.requests) == 2
@@ -89,6 +90,16 @@ async def test_falls_back_to_the_offline_parser_after_the_last_retry(fake_openai
     assert result.update == PreferenceUpdate(negative=Side(genres=["Horror"]))
 
 
-def test_make_parser_follows_the_settings(ml_dataset, fake_openai):
-    assert isinstance(make_parser(ml_dataset, Settings(_env_file=None)), OfflineParser)
-    assert isinstance(make_parser(ml_dataset, _settings(fake_openai)), LLMParser)
+def test_without_an_llm_call_the_llm_parser_reads_with_its_rules(fake_openai, ml_dataset):
+    parser = LLMParser(ml_dataset, _settings(fake_openai).llm_config())
+    assert parser.without_calls() is parser.fallback and isinstance(parser.fallback, OfflineParser)
+    assert parser.fallback.without_calls() is parser.fallback
+    assert not fake_openai.requests
+
+
+def test_auto_picks_the_llm_parser_when_an_endpoint_is_set(ml_dataset, fake_openai, tmp_path):
+    cases = ((Settings(_env_file=None), OfflineParser), (_settings(fake_openai), LLMParser))
+    for settings, parser_class in cases:
+        config = settings.model_copy(update={"data_dir": tmp_path}).parser_config()  # no learned artifact
+        parser = build_parser(parser_kind(config, "movielens"), ml_dataset, config, "movielens")
+        assert isinstance(parser, parser_class)

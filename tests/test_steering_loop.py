@@ -8,11 +8,11 @@ import asyncio
 import pytest
 
 from app.settings import Settings
-from app.steering.parser import OfflineParser
-from app.steering.planner import hard_violations, steer_candidates
 from graph.deps import make_deps
 from graph.runner import default_candidates, run_loop
-from graph.steering.preferences import Preferences, consolidate
+from steering.planner import hard_violations, steer_candidates
+from steering.preferences import Preferences, consolidate
+from steering.rule_parser import OfflineParser
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.steering.learned_parser import common_words, known_words, name_like_words
-from app.steering.mentions import GENRE_WORDS, MentionFinder, fold, title_aliases
-from app.steering.reading import Reading, Role, assemble
-from app.steering.scoring import score_all, score_command, wilson_interval
-from app.steering.simulator import label_roles, simulate
-from graph.steering.catalog_index import CatalogIndex, InMemoryCatalog
-from graph.steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
+from lab.steering.scoring import score_all, score_command, wilson_interval
+from lab.steering.simulator import label_roles, simulate
 from recmodels.dataset import Item
+from steering.catalog_index import CatalogIndex, InMemoryCatalog
+from steering.learned_parser import common_words, known_words, name_like_words
+from steering.lexicon import GENRE_WORDS, fold
+from steering.mentions import MentionFinder
+from steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.reading import Reading, Role, assemble
+from steering.titles import title_aliases
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 

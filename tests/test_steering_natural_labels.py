@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from app.steering.learned_parser import LearnedParser, Thresholds, _coordinated, _Prediction
-from app.steering.mentions import Mention, MentionFinder, non_latin_share
-from app.steering.natural_labels import FrozenSetError, label_command, read_training_set
-from app.steering.reading import N_ROLES, Role
-from app.steering.student import CommandStudent, StudentConfig
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate
+from lab.steering.natural_labels import FrozenSetError, label_command, read_training_set
+from steering.catalog_index import CatalogIndex
+from steering.learned_parser import LearnedParser, Thresholds, _coordinated, _Prediction
+from steering.lexicon import non_latin_share
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import PreferenceUpdate
+from steering.reading import N_ROLES, Role
+from steering.student import CommandStudent, StudentConfig
 
 DEV_SET = Path(__file__).parent / "data" / "steering_natural" / "movielens.jsonl"
 

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from app.steering.parser import OfflineParser, ParseResult
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.parsing import ParseResult
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.rule_parser import OfflineParser
 
 TOY_STORY, STAR_WARS, HEAT = 0, 49, 272
 

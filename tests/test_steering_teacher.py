@@ -7,11 +7,11 @@ from __future__ import annotations
 from fake_openai import Reply
 
 from app.settings import Settings
-from app.steering.mentions import MentionFinder
-from app.steering.natural_labels import label_command
-from app.steering.teacher import LLMTeacher, teacher_cache_path
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, Side
+from lab.steering.natural_labels import label_command
+from lab.steering.teacher import LLMTeacher, teacher_cache_path
+from steering.catalog_index import CatalogIndex
+from steering.mentions import MentionFinder
+from steering.preferences import PreferenceUpdate, Side
 
 
 def _side(**fields) -> dict:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.steering.planner import PlanWeights, choose_tools, plan, run_plan, steer_candidates
-from graph.steering.catalog_index import InMemoryCatalog
-from graph.steering.preferences import Preferences, Side, SoftPreference, YearRange
-from graph.steering.similarity import CollaborativeSimilarity
-from graph.steering.tools import (
+from recmodels.base import SequentialRecommender
+from recmodels.dataset import Item
+from recmodels.scorer import Scorer, ScorerInfo
+from steering.catalog_index import InMemoryCatalog
+from steering.planner import PlanWeights, choose_tools, plan, run_plan, steer_candidates
+from steering.preferences import Preferences, Side, SoftPreference, YearRange
+from steering.similarity import CollaborativeSimilarity
+from steering.tools import (
     aggregate,
     attenuate,
     filter_candidates,
@@ -22,9 +25,6 @@ from graph.steering.tools import (
     semantic_scores,
     zscore,
 )
-from recmodels.base import SequentialRecommender
-from recmodels.dataset import Item
-from recmodels.scorer import Scorer, ScorerInfo
 
 
 class HandSetRecommender(SequentialRecommender):

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from graph.config import AgentMode
 from graph.state import JudgeMode
-from graph.steering.preferences import Preferences, PreferenceUpdate
+from steering.preferences import Preferences, PreferenceUpdate
 
 if TYPE_CHECKING:
     from app.db.models import SteeringCommand

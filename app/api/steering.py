@@ -13,7 +13,7 @@ from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import MAX_OFFSET, SOME_TEXT, CommandResultPublic, UsagePublic
 from app.services import steering as service
-from graph.steering.preferences import Preferences, PreferenceUpdate
+from steering.preferences import Preferences, PreferenceUpdate
 
 router = APIRouter(prefix="/v1/sessions", tags=["steering"], responses={**V1_ERRORS, **error_responses(404)})
 CHANGES = error_responses(409)

@@ -8,7 +8,7 @@ from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import V1_ERRORS
 from app.api.schemas import DayUsagePublic, IsoDate, KeyUsagePublic, UsagePublic
 from app.services import usage as service
-from graph.state import sum_usage
+from llm.usage import sum_usage
 
 router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=V1_ERRORS)
 

@@ -18,10 +18,11 @@ import typer
 from tqdm import tqdm
 
 from app.cli.invocation import command_line
-from app.eval import natural as natural_eval
 from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
 from app.eval.plots import caption, save_chart
-from app.eval.steering import (
+from app.settings import Settings, get_settings
+from lab.steering import parser_eval as natural_eval
+from lab.steering.command_eval import (
     CommandEvalError,
     commands_chart,
     evaluation_rows,
@@ -29,29 +30,28 @@ from app.eval.steering import (
     run_command_eval,
     summarize,
 )
-from app.settings import Settings, get_settings
-from app.steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
-from app.steering.learned_parser import mention_finder
-from app.steering.natural_labels import FrozenSetError, read_training_set
-from app.steering.parser import CommandParser
-from app.steering.planner import PlanWeights
-from app.steering.scoring import NaturalSetError, read_natural_set
-from app.steering.simulator import simulate
-from app.steering.student import CommandEncoder, StudentConfig
-from app.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
-from app.steering.training import TrainConfig, train_parser
-from graph.state import sum_usage
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.similarity import (
+from lab.steering.natural_labels import FrozenSetError, read_training_set
+from lab.steering.scoring import NaturalSetError, read_natural_set
+from lab.steering.simulator import simulate
+from lab.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
+from lab.steering.training import ParserTrainConfig, train_parser
+from llm.usage import sum_usage
+from recmodels.artifacts import code_version, load_latest_scorer
+from recmodels.dataset import Dataset, DatasetNotFound
+from recmodels.progress import progress_bar
+from recmodels.text import TextEncoderUnavailable, load_text_encoder
+from steering.catalog_index import CatalogIndex
+from steering.choice import PARSER_KINDS, ParserUnavailable, build_parser, learned_artifact
+from steering.learned_parser import mention_finder
+from steering.parsing import CommandParser
+from steering.planner import PlanWeights
+from steering.similarity import (
     SimilarityBackend,
     SimilarityUnavailable,
     embedding_cache_path,
     load_similarity,
 )
-from recmodels.artifacts import code_version, load_latest_scorer
-from recmodels.dataset import Dataset, DatasetNotFound
-from recmodels.progress import progress_bar
-from recmodels.text import TextEncoderUnavailable, load_text_encoder
+from steering.student import CommandEncoder, StudentConfig
 
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
@@ -161,7 +161,7 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
 
 def _parser(kind: str, catalog: Dataset, settings: Settings) -> CommandParser:
     try:
-        return build_parser(kind, catalog, settings, catalog.name)  # type: ignore[arg-type]
+        return build_parser(kind, catalog, settings.parser_config(), catalog.name)  # type: ignore[arg-type]
     except ParserUnavailable as exc:
         raise typer.BadParameter(str(exc)) from exc
 
@@ -169,18 +169,20 @@ def _parser(kind: str, catalog: Dataset, settings: Settings) -> CommandParser:
 def train_parser_command(
     dataset: str = typer.Option(..., "--dataset", help="Dataset whose catalog the commands are about."),
     n_train: int = typer.Option(
-        TrainConfig.n_train, "--n-train", min=10, help="Simulated training commands."
+        ParserTrainConfig.n_train, "--n-train", min=10, help="Simulated training commands."
     ),
-    n_val: int = typer.Option(TrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."),
-    epochs: int = typer.Option(TrainConfig.epochs, "--epochs", min=1),
-    seed: int = typer.Option(TrainConfig.seed, "--seed"),
+    n_val: int = typer.Option(
+        ParserTrainConfig.n_val, "--n-val", min=10, help="Simulated validation commands."
+    ),
+    epochs: int = typer.Option(ParserTrainConfig.epochs, "--epochs", min=1),
+    seed: int = typer.Option(ParserTrainConfig.seed, "--seed"),
     natural: list[Path] = typer.Option(
         [],
         "--natural",
         help="A retired natural-command set (development data) to train on too; repeatable. "
         "A set whose README does not mark it retired is refused.",
     ),
-    natural_repeat: int = typer.Option(TrainConfig.natural_repeat, "--natural-repeat", min=1),
+    natural_repeat: int = typer.Option(ParserTrainConfig.natural_repeat, "--natural-repeat", min=1),
     encoder_layers: int = typer.Option(
         StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
     ),
@@ -191,7 +193,7 @@ def train_parser_command(
         max=6,
         help="The top ones of those layers fine-tuned with the head (0: a frozen encoder).",
     ),
-    encoder_lr: float = typer.Option(TrainConfig.encoder_lr, "--encoder-lr", min=0.0),
+    encoder_lr: float = typer.Option(ParserTrainConfig.encoder_lr, "--encoder-lr", min=0.0),
     teacher: int = typer.Option(
         0,
         "--teacher",
@@ -221,7 +223,7 @@ def train_parser_command(
     except (DatasetNotFound, TextEncoderUnavailable, FrozenSetError, NaturalSetError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    config = TrainConfig(
+    config = ParserTrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
         natural_repeat=natural_repeat, encoder_lr=encoder_lr,
     )  # fmt: skip
@@ -256,7 +258,7 @@ def train_parser_command(
     )
     for bar in bars.values():
         bar.close()
-    path = output or learned_artifact(settings, catalog.name)
+    path = output or learned_artifact(settings.parser_config(), catalog.name)
     parser.save(path)
     val = trained.val
     typer.echo(

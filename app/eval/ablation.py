@@ -23,7 +23,7 @@ from app.eval.metrics import mean_std
 from app.eval.paper import PAPER_AGENTS, TABLE6
 from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
 from app.eval.table4 import per_user
-from graph.state import total_usage
+from llm.usage import total_usage
 
 VARIANTS = (
     Variant("base", {"rec_prior": False, "user_reward": False}),

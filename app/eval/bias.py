@@ -17,7 +17,7 @@ from app.eval.common import ExperimentOutput, markdown_table
 from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs
 from app.eval.metrics import mean_popularity_percentile, popularity_percentiles, recommendation_gini
 from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
-from graph.state import total_usage
+from llm.usage import total_usage
 
 PICK_KINDS = (("target", "target"), ("model", "model_pick"), ("agent", "agent_pick"), ("flow", "flow_pick"))
 KIND_LABELS = {"target": "test targets", "model": "Model", "agent": "Agent", "flow": "FLOW"}

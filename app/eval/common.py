@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graph.state import format_usage
+from llm.usage import format_usage
 from recmodels.artifacts import code_version
 from recmodels.dataset import Dataset, DatasetError, Row
 from recmodels.progress import progress_bar

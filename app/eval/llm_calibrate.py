@@ -31,7 +31,7 @@ from graph.llm_calibration import (
     val_rows,
     write_llm_weights,
 )
-from graph.llm_client import endpoint_model
+from llm.client import endpoint_model
 from recmodels.dataset import Dataset
 from recmodels.progress import progress_bar
 from recmodels.scorer import Scorer

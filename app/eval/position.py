@@ -20,7 +20,7 @@ from app.eval.loops import (
 )
 from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
 from app.eval.table4 import per_user
-from graph.state import total_usage
+from llm.usage import total_usage
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from app.eval.paper import PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_
 from app.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
 from app.eval.table4 import per_user
 from app.eval.table5 import Table5Options, f1_estimate, load_cases, summarise_usersim, usersim_records
-from graph.state import total_usage
+from llm.usage import total_usage
 
 
 @dataclass(frozen=True)

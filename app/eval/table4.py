@@ -35,7 +35,7 @@ from app.eval.loops import (
 from app.eval.metrics import Interval, mean_std, paired_interval
 from app.eval.paper import PAPER_AGENT_HR1, PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
 from app.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
-from graph.state import total_usage
+from llm.usage import total_usage
 
 PICKS = (
     ("model", "model_pick"),

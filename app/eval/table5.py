@@ -28,7 +28,6 @@ from app.eval.loops import FLOW, EvalContext
 from app.eval.metrics import PRF, Confusion, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
 from app.eval.paper import PAPER_AGENTS, paper_prf
 from app.eval.plots import Chart, Estimate, Series, loop_caption, save_chart, statistic_estimate
-from graph.state import sum_usage, total_usage
 from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
     RATIOS,
     EvalList,
@@ -37,6 +36,7 @@ from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, a
     cases_from_rows,
     split_positives,
 )
+from llm.usage import sum_usage, total_usage
 from recmodels.dataset import DatasetError
 
 METHODS = ("reward_model", "agent", "flow")

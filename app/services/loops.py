@@ -54,7 +54,8 @@ from graph.runner import (
     resume_input,
     stream_loop,
 )
-from graph.state import JudgeMode, total_usage
+from graph.state import JudgeMode
+from llm.usage import total_usage
 
 ABANDONED = recovery.ABANDONED
 DISCARDED = "; its worker had lost the database and finished the loop later: that result was discarded"

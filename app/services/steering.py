@@ -26,14 +26,20 @@ from app.services.keys import Caller
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
-from app.steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
-from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser
-from app.steering.planner import PlanWeights, steer_candidates
-from graph.steering.preferences import Preferences, PreferenceUpdate, consolidate, describe
-from graph.steering.similarity import Similarity, embedding_cache_path, load_similarity
-from graph.steering.tools import filter_candidates
 from recmodels.scorer import Scorer
+from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
+from steering.parsing import CommandParser
+from steering.planner import PlanWeights, steer_candidates
+from steering.preferences import (
+    Preferences,
+    PreferenceUpdate,
+    as_preferences,
+    consolidate,
+    describe,
+    steered,
+)
+from steering.similarity import Similarity, embedding_cache_path, load_similarity
+from steering.tools import filter_candidates
 
 _log = logging.getLogger(__name__)
 
@@ -95,8 +101,7 @@ async def read_reason(res: ServiceResources, session: Session, reason: str) -> d
     except Unavailable:
         _log.warning("no steering parser for a judge's reason", exc_info=True)
         return None
-    if parser.name == "llm":  # a reason is not worth an LLM call the key did not ask for: rules read it
-        parser = parser.fallback if isinstance(parser, LLMParser) else parser
+    parser = parser.without_calls()  # a reason is not worth an LLM call the key did not ask for
     memory = await _memory(res, session.id)
     parse = await parser.parse(reason, memory=memory, recommendations=[])
     return {
@@ -154,17 +159,13 @@ async def command_history(
 
 async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> Preferences | None:
     """The memory the loop should show both agents, or None when the user never steered."""
-    return _steered(await _memory(res, session_id))
+    return steered(await _memory(res, session_id))
 
 
 def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
     """:func:`session_preferences` from the memory as stored, read with the session
     (app/services/sessions.py ``locked_session_with_memory``)."""
-    return _steered(_parsed_memory(stored))
-
-
-def _steered(memory: Preferences) -> Preferences | None:
-    return None if memory.is_empty() else memory
+    return steered(stored)
 
 
 async def loop_candidates(
@@ -217,12 +218,8 @@ def _check_text(text: str, settings: Settings) -> str:
 async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
     async with res.read() as db:
         row = await store.latest_command(db, session_id=session_id)
-    return _parsed_memory(None if row is None else row.preferences)
-
-
-def _parsed_memory(stored: dict[str, Any] | None) -> Preferences:
-    """The steering memory as stored with a command (None: never steered) as preferences."""
-    return Preferences() if stored is None else Preferences.model_validate(stored)
+    stored = None if row is None else row.preferences
+    return as_preferences(stored) or Preferences()  # None: never steered
 
 
 async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID) -> list[int]:
@@ -259,24 +256,16 @@ def session_parser(res: ServiceResources) -> CommandParser:
 
     Raises Unavailable (503) when the configured parser cannot be built (no artifact, no endpoint).
     """
-    settings = res.settings
-    kind = parser_kind(settings, res.catalog.name)
-    llm_fields = (
-        "llm_base_url",
-        "llm_model",
-        "llm_structured_method",
-        "llm_max_retries",
-        "llm_timeout_s",
-        "llm_max_tokens_parser",
-    )
-    key: tuple = (kind, *(getattr(settings, name) for name in llm_fields))
+    config = res.settings.parser_config()
+    kind = parser_kind(config, res.catalog.name)
+    key: tuple = (kind, config)
     if kind == "learned":  # a retrained artifact is picked up without a restart
-        artifact = learned_artifact(settings, res.catalog.name)
+        artifact = learned_artifact(config, res.catalog.name)
         key += (artifact.stat().st_mtime_ns if artifact.is_file() else None,)
     with res.similarity_lock:  # one load of the encoder, however many commands arrive at once
         if key not in res.parsers:
             try:
-                res.parsers[key] = build_parser(kind, res.catalog, settings, res.catalog.name)
+                res.parsers[key] = build_parser(kind, res.catalog, config, res.catalog.name)
             except ParserUnavailable as exc:
                 raise Unavailable(str(exc), field="steering_parser") from exc
         return res.parsers[key]

@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graph.state import Judgement, LLMAttempt, LLMUsage, MemoryEntry, Proposal, empty_usage
+from graph.state import Judgement, MemoryEntry, Proposal
+from llm.usage import LLMAttempt, LLMUsage, empty_usage
 
 RewardDisplay = Literal["top_picks", "score"]
 

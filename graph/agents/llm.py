@@ -1,4 +1,4 @@
-"""LLM agents on any OpenAI-compatible endpoint (graph.llm_client, through langchain-openai).
+"""LLM agents on any OpenAI-compatible endpoint (llm.client, through langchain-openai).
 
 Each step is one structured-output call of its kind (recommend, judge, judge a list), bounded
 by that kind's output cap and by what is left of the loop's LLM time budget. An answer that
@@ -39,9 +39,11 @@ from graph.agents.llm_evidence import (
     verdict_margin,
 )
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
-from graph.config import LLMConfig, LoopConfig
-from graph.llm_client import CallOutcome, LLMClient, Validator
-from graph.state import Judgement, MemoryEntry, Proposal, make_judgement, make_proposal, sum_usage
+from graph.config import LoopConfig
+from graph.state import Judgement, MemoryEntry, Proposal, make_judgement, make_proposal
+from llm.client import CallOutcome, LLMClient, Validator
+from llm.config import LLMConfig
+from llm.usage import sum_usage
 from recmodels.dataset import Dataset
 
 # --------------------------------------------------------------------------- answer shapes

@@ -1,12 +1,13 @@
 """The server's packages as a wheel installs them, and the `recloop` command that runs them.
 
-A wheel puts the checkout's top-level folders `app/`, `graph/`, `recmodels/` and `migrations/` in
-this directory (see setup.py), not at the top of site-packages, where they would overwrite, or be
-overwritten by, any other project's `app` or `graph`. ``main`` (the `recloop` command) puts this
-directory first on sys.path, so the server imports them under their own names (`from graph...`);
-processes it spawns inherit that sys.path (multiprocessing's spawn passes it on: uvicorn's workers
-when serving with several). Any other Python process of the environment still finds the other
-project's `app` and `graph`, and `import recloop` (the client) never imports these.
+A wheel puts the checkout's top-level folders `app/`, `lab/`, `graph/`, `steering/`, `llm/`,
+`recmodels/` and `migrations/` in this directory (see setup.py), not at the top of site-packages,
+where they would overwrite, or be overwritten by, any other project's `app` or `graph`. ``main``
+(the `recloop` command) puts this directory first on sys.path, so the server imports them under
+their own names (`from graph...`); processes it spawns inherit that sys.path (multiprocessing's
+spawn passes it on: uvicorn's workers when serving with several). Any other Python process of the
+environment still finds the other project's `app` and `graph`, and `import recloop` (the client)
+never imports these.
 
 In a checkout, and in its editable install (`make install`), this directory holds only this file:
 the packages are the checkout's own top-level folders and are imported as they are.
@@ -21,7 +22,8 @@ SERVER_DIR = Path(__file__).resolve().parent
 
 
 def use_server_packages() -> None:
-    """Make `import app`, `graph`, `recmodels`, `migrations` find recloop's own (wheel installs only)."""
+    """Make `import app`, `lab`, `graph`, `steering`, `llm`, `recmodels`, `migrations` find recloop's own
+    (wheel installs only)."""
     if not (SERVER_DIR / "app").is_dir():  # a checkout: they are top-level packages already
         return
     entry = str(SERVER_DIR)

@@ -2,7 +2,7 @@
 
 For each parser: exact reading (with a 95 % Wilson interval), per-field F1, polarity inversions
 on hard constraints, abstentions, and the latency of one parse (p50/p99, the model loaded once).
-The scoring is :mod:`app.steering.scoring` (the labelling contract of the set's README).
+The scoring is :mod:`lab.steering.scoring` (the labelling contract of the set's README).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.eval.common import markdown_table
-from app.steering.parser import CommandParser
-from app.steering.scoring import FIELDS, NaturalCommand, SetScore, percentile, score_command
-from graph.steering.preferences import Preferences
+from lab.steering.scoring import NaturalCommand, SetScore, percentile, score_command
+from steering.facts import FIELDS
+from steering.parsing import CommandParser
+from steering.preferences import Preferences
 
 
 @dataclass

@@ -1,15 +1,16 @@
-"""Command parsers: a natural-language command -> a :class:`PreferenceUpdate`.
+"""The rule parser: a natural-language command -> a :class:`PreferenceUpdate`, by rules over the lexicon.
 
-Two implementations share :class:`CommandParser`: :class:`OfflineParser` (deterministic,
-handles the common forms) and ``app.steering.llm_parser.LLMParser`` (structured output from
-any OpenAI-compatible endpoint, falling back to the offline parser). Both report what they
-did not understand in ``ParseResult.unparsed`` instead of guessing.
+:class:`OfflineParser` (``"parser": "offline"`` in every answer) is deterministic and handles the common
+forms; it is the LLM parser's fallback and the learned parser's second reader. What it does not
+understand it reports in ``ParseResult.unparsed`` instead of guessing. Its words and patterns are
+:mod:`steering.lexicon`'s (the ``RULE_*`` reach and grammar).
 
-Forms the offline parser understands (clauses split on ``, ; . ! ?`` and "but"):
+Forms the offline parser understands (in clauses split where :data:`steering.lexicon.CLAUSE_BREAK`
+says: ``, ; . ! ? :``, "but", "though", "however", "plus", "also", a spaced dash):
 
 - genres: "no horror", "more comedies", "not animated", "only drama or romance";
 - years: "from the 90s", "1980s", "before 1980", "after 1995", "between 1980 and 1990",
-  "not from the 80s";
+  "not from the 80s", "classic" (the old era, up to 1969);
 - items: "more like Toy Story", "less like Heat", "not Star Wars" (titles resolved against the
   catalog), "something lighter" (a small vocabulary of moods, kept as soft text);
 - lifting: "horror is fine again", "bring back Star Wars";
@@ -19,120 +20,48 @@ Forms the offline parser understands (clauses split on ``, ; . ! ?`` and "but"):
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
-from pydantic import BaseModel, Field
-
-from graph.state import empty_usage
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
-
-
-class ParseResult(BaseModel):
-    """A parsed command: the update to apply and what could not be understood."""
-
-    update: PreferenceUpdate = Field(default_factory=PreferenceUpdate)
-    unparsed: list[str] = Field(default_factory=list, description="Fragments not understood, with why.")
-    parser: str = Field("offline", description="Which parser produced this result.")
-    fallback: bool = Field(False, description="The LLM parser failed and the offline parser answered.")
-    fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
-    usage: dict[str, Any] = Field(
-        default_factory=empty_usage, description="LLM calls and tokens of this parse (zeros offline)."
-    )
-
-    @property
-    def understood(self) -> bool:
-        """Everything in the command was understood (a partial parse still applies its known parts)."""
-        return not self.unparsed and not self.update.is_neutral()
-
-
-class CommandParser(ABC):
-    name: str
-
-    @abstractmethod
-    async def parse(
-        self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
-    ) -> ParseResult:
-        """Parse one command given the current preference memory and the items on screen."""
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.lexicon import (
+    CLAUSE_BREAK,
+    DECADE_NAMES,
+    DISCOURSE_START,
+    FILLER_END,
+    FILLER_START,
+    GENRE_WORDS,
+    IGNORABLE,
+    LIFT_PREFIX,
+    LIFT_SUFFIX,
+    LIKE,
+    MOOD_WORDS,
+    NEGATIVE_PREFIXES,
+    OLD_END,
+    POSITIVE_PREFIXES,
+    RULE_AFTER,
+    RULE_BEFORE,
+    RULE_BETWEEN,
+    RULE_DECADE,
+    RULE_GENRE_WORDS,
+    RULE_IN_YEAR,
+    RULE_MOOD_WORDS,
+    RULE_OLD_WORDS,
+    RULE_RESET,
+    RULE_YEAR_FILLER,
+    TERM_SPLIT,
+    split_clauses,
+    word_key,
+)
+from steering.parsing import CommandParser, ParseResult
+from steering.preferences import Preferences, PreferenceUpdate, Side, SoftPreference, YearRange
 
 
 class Polarity(Enum):
     POSITIVE = "positive"
     NEGATIVE = "negative"
     LIFT = "lift"
-
-
-_RESET = re.compile(
-    r"^(reset|start over|start again|clear( all)?( my)?( preferences| filters)?|"
-    r"forget (everything|it all|all that|my preferences|what i said)|no preferences)( please)?$"
-)
-# Longest first: "no more" must win over "no".
-_NEGATIVE_PREFIXES = (
-    "i do not want", "i don't want", "i dont want", "do not show", "don't show", "dont show",
-    "stop recommending", "stop showing", "do not want", "don't want", "dont want", "anything but",
-    "i dislike", "i hate", "no more", "nothing", "without", "exclude", "remove", "avoid", "fewer",
-    "less", "skip", "hide", "not", "no",
-)  # fmt: skip
-_POSITIVE_PREFIXES = (
-    "i would like", "i'd like", "i want", "i like", "i love", "show me", "give me", "how about",
-    "something", "anything", "mostly", "prefer", "more", "only", "some", "just",
-)  # fmt: skip
-_LIFT_SUFFIX = re.compile(r"^(?P<body>.+?) (is|are) (fine|ok|okay|allowed|good)( again| now| after all)?$")
-_LIFT_PREFIX = re.compile(
-    r"^(allow|bring back|i don't mind|i dont mind|i'm ok with|im ok with|unblock) (?P<body>.+)$"
-)
-_LIKE = re.compile(r"^(like|similar to|in the style of|such as) (?P<title>.+)$")
-_FILLER_START = re.compile(r"^(the|a|an|any|some|more|of|to|watch|see|movies|films|stuff|ones)\s+")
-_FILLER_END = re.compile(
-    r"\s+(movies|movie|films|film|ones|stuff|titles|games|artists|music|please|anymore|again|for now|"
-    r"for a while|for me|instead|too|then)$"
-)
-# Politeness and discourse words carry no preference: skipped, not reported as misunderstood.
-_IGNORABLE = frozenset({"please", "thanks", "thank you", "ok", "okay", "and", "also", "then", "actually"})
-_DISCOURSE_START = re.compile(r"^(actually|also|and|ok|okay|well|hmm|please|now|oh)\s+")
-_SPLIT_CLAUSES = re.compile(r"[,;.!?]+|\bbut\b|\bthough\b|\bhowever\b")
-_SPLIT_TERMS = re.compile(r"\s*(?:\band\b|\bor\b|\bnor\b|&|/)\s*")
-
-_GENRE_WORDS: dict[str, str] = {
-    "action": "Action", "adventure": "Adventure", "adventures": "Adventure",
-    "animation": "Animation", "animated": "Animation", "cartoon": "Animation", "cartoons": "Animation",
-    "anime": "Animation", "children's": "Children's", "childrens": "Children's", "children": "Children's",
-    "kids": "Children's", "kid": "Children's", "family": "Children's", "comedy": "Comedy",
-    "comedies": "Comedy", "funny": "Comedy", "crime": "Crime", "documentary": "Documentary",
-    "documentaries": "Documentary", "drama": "Drama", "dramas": "Drama", "fantasy": "Fantasy",
-    "film-noir": "Film-Noir", "film noir": "Film-Noir", "noir": "Film-Noir", "horror": "Horror",
-    "scary": "Horror", "musical": "Musical", "musicals": "Musical", "mystery": "Mystery",
-    "mysteries": "Mystery", "romance": "Romance", "romances": "Romance", "romantic": "Romance",
-    "romcom": "Romance", "sci-fi": "Sci-Fi", "scifi": "Sci-Fi", "sci fi": "Sci-Fi",
-    "science fiction": "Sci-Fi", "thriller": "Thriller", "thrillers": "Thriller", "war": "War",
-    "western": "Western", "westerns": "Western",
-}  # fmt: skip
-# Moods become soft text for the semantic matcher; the text is what the embedding model sees.
-_MOODS: dict[str, str] = {
-    "lighter": "light-hearted feel-good", "light": "light-hearted feel-good",
-    "light-hearted": "light-hearted feel-good", "feel-good": "light-hearted feel-good",
-    "happier": "light-hearted feel-good", "uplifting": "light-hearted feel-good",
-    "fun": "fun entertaining", "darker": "dark grim", "dark": "dark grim", "gritty": "dark grim",
-    "serious": "serious", "sad": "sad", "sadder": "sad", "violent": "violent", "classic": "classic",
-    "epic": "epic",
-}  # fmt: skip
-_DECADE_WORDS = {
-    "twenties": 1920, "thirties": 1930, "forties": 1940, "fifties": 1950,
-    "sixties": 1960, "seventies": 1970, "eighties": 1980, "nineties": 1990,
-}  # fmt: skip
-_YEAR = r"(1[89]\d\d|20\d\d)"
-_DECADE = re.compile(r"\b(?:the )?(?:(1[89]\d0|20\d0)s|'?(\d0)'?s|(" + "|".join(_DECADE_WORDS) + r"))\b")
-_BETWEEN = re.compile(
-    rf"\b(?:between|from) {_YEAR} (?:and|to|until|till) {_YEAR}\b|\b{_YEAR} ?(?:-|to) ?{_YEAR}\b"
-)
-_BEFORE = re.compile(rf"\b(before|older than|earlier than|until|up to|prior to) {_YEAR}\b")
-_AFTER = re.compile(rf"\b(after|newer than|later than|since|from) {_YEAR}( on| onwards| onward| or later)?\b")
-_IN_YEAR = re.compile(rf"\b(?:in |of )?{_YEAR}\b")
-_YEAR_FILLER = re.compile(r"\b(from|released|made|in|of|the|era|years?)\b")
 
 
 @dataclass(frozen=True)
@@ -166,15 +95,15 @@ class OfflineParser(CommandParser):
         command = _normalize(text)
         if not command:
             return ParseResult(unparsed=["empty command"])
-        if _RESET.match(command):
+        if RULE_RESET.match(command):
             return ParseResult(update=PreferenceUpdate(reset=True))
         update = PreferenceUpdate()
         unparsed: list[str] = []
         command, shielded = _shield_titles(command, self._fragile_titles)
         turn = _Turn(frozenset(recommendations), tuple(shielded))
-        for clause in (c.strip() for c in _SPLIT_CLAUSES.split(command)):
+        for clause in split_clauses(command):
             clause = _strip_discourse(clause)
-            if not clause or clause in _IGNORABLE:
+            if not clause or clause in IGNORABLE:
                 continue
             unparsed += [turn.unshield(why) for why in self._parse_clause(clause, update, turn)]
         return ParseResult(update=update, unparsed=unparsed)
@@ -196,14 +125,14 @@ class OfflineParser(CommandParser):
         if year_range is not None:
             side.year_range = year_range
         unparsed = []
-        for term in filter(None, (_strip_fillers(t) for t in _SPLIT_TERMS.split(body))):
+        for term in filter(None, (_strip_fillers(t) for t in TERM_SPLIT.split(body))):
             if not self._add_term(term, polarity, side, turn):
                 unparsed.append(self._why_not(turn.unshield(term), clause))
         return unparsed
 
     def _add_item_reference(self, body: str, polarity: Polarity, side: Side, turn: _Turn) -> bool:
         """'like X' is soft; a bare title is hard (exclusion, or lifting one) — never a guess."""
-        like = _LIKE.match(body)
+        like = LIKE.match(body)
         if like:
             title = turn.unshield(like["title"])
             item = self.index.resolve_title(title, turn.prefer)
@@ -213,24 +142,39 @@ class OfflineParser(CommandParser):
                 side.soft.append(SoftPreference(text=self.index.catalog.item(item).title, item=item))
                 return True
             # else maybe a title that starts with "like" ("Like Water for Chocolate")
-        if polarity is Polarity.POSITIVE or self.index.canonical_genre(_GENRE_WORDS.get(body, "")):
+        if polarity is Polarity.POSITIVE or self._genres(body, names=False):
             return False  # "more Toy Story" is not a constraint; genre words win over titles
         ids = self.index.ids_for_title(turn.unshield(body))
         side.items.extend(i for i in ids if i not in side.items)
         return bool(ids)
 
     def _add_term(self, term: str, polarity: Polarity, side: Side, turn: _Turn) -> bool:
-        genre = self.index.canonical_genre(_GENRE_WORDS.get(term, term))
-        if genre is not None:
-            side.genres.append(genre)
+        genres = self._genres(term)
+        if genres:
+            side.genres.extend(genres)
             return True
-        if term in _MOODS:
-            side.soft.append(SoftPreference(text=_MOODS[term]))
+        if term in RULE_MOOD_WORDS:
+            side.soft.append(SoftPreference(text=MOOD_WORDS[word_key(term)]))
+            return True
+        if term in RULE_OLD_WORDS:  # "classic": the labelling contract's old era
+            side.year_range = YearRange(end=OLD_END)
             return True
         return polarity is not Polarity.POSITIVE and self._add_item_reference(term, polarity, side, turn)
 
+    def _genres(self, term: str, *, names: bool = True) -> list[str]:
+        """The catalog genres a genre word of the rules' reach stands for ("romcom": Comedy and
+        Romance), all of them or none; else, with ``names``, the catalog genre the term names."""
+        if term in RULE_GENRE_WORDS:
+            wanted: tuple[str, ...] = GENRE_WORDS[word_key(term)]
+        elif names:
+            wanted = (term,)
+        else:
+            return []
+        found = [self.index.canonical_genre(name) for name in wanted]
+        return [genre for genre in found if genre is not None] if all(found) else []
+
     def _why_not(self, term: str, clause: str) -> str:
-        if term in _GENRE_WORDS and not self.index.genres:
+        if term in RULE_GENRE_WORDS and not self.index.genres:
             return f"'{term}' (in '{clause}'): this catalog has no genres"
         if self.index.ids_for_title(term):
             return f"'{term}' (in '{clause}'): say 'more like {term}' or 'not {term}'"
@@ -238,13 +182,13 @@ class OfflineParser(CommandParser):
 
 
 _SHIELD = re.compile(r"\u27e8(\d+)\u27e9")  # ⟨n⟩ stands for the n-th shielded title of a command
-_FRAGILE = re.compile(r"[,;.!?&/]|\b(but|though|however|and|or|nor)\b")
 
 
 def _fragile_titles(index: CatalogIndex) -> list[str]:
     """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
     titles = {_normalize(item.title) for item in index.catalog.items if item.title}
-    return sorted((t for t in titles if _FRAGILE.search(t)), key=len, reverse=True)
+    fragile = (t for t in titles if CLAUSE_BREAK.search(t) or TERM_SPLIT.search(t))
+    return sorted(fragile, key=len, reverse=True)
 
 
 def _shield_titles(command: str, fragile: Sequence[str]) -> tuple[str, list[str]]:
@@ -266,13 +210,13 @@ def _normalize(text: str) -> str:
 
 
 def _polarity(clause: str) -> tuple[Polarity, str]:
-    for pattern in (_LIFT_SUFFIX, _LIFT_PREFIX):
+    for pattern in (LIFT_SUFFIX, LIFT_PREFIX):
         found = pattern.match(clause)
         if found:
             return Polarity.LIFT, found["body"]
     for prefixes, polarity in (
-        (_NEGATIVE_PREFIXES, Polarity.NEGATIVE),
-        (_POSITIVE_PREFIXES, Polarity.POSITIVE),
+        (NEGATIVE_PREFIXES, Polarity.NEGATIVE),
+        (POSITIVE_PREFIXES, Polarity.POSITIVE),
     ):
         for prefix in prefixes:
             if clause == prefix:
@@ -285,7 +229,7 @@ def _polarity(clause: str) -> tuple[Polarity, str]:
 def _strip_discourse(clause: str) -> str:
     previous = None
     while previous != clause:
-        previous, clause = clause, _DISCOURSE_START.sub("", clause)
+        previous, clause = clause, DISCOURSE_START.sub("", clause)
     return clause
 
 
@@ -293,29 +237,29 @@ def _strip_fillers(text: str) -> str:
     previous = None
     while previous != text:
         previous = text
-        text = _FILLER_END.sub("", _FILLER_START.sub("", text.strip())).strip()
+        text = FILLER_END.sub("", FILLER_START.sub("", text.strip())).strip()
     return text
 
 
 def _extract_year_range(body: str) -> tuple[str, YearRange | None]:
     """Pull one year expression out of ``body``; returns the rest and the range."""
-    if found := _BETWEEN.search(body):
+    if found := RULE_BETWEEN.search(body):
         years = [int(y) for y in found.groups() if y]
         low, high = sorted(years)
         return _rest(body, found), YearRange(start=low, end=high)
-    if found := _BEFORE.search(body):
+    if found := RULE_BEFORE.search(body):
         year = int(found[2])
         end = year - 1 if found[1] in {"before", "older than", "earlier than", "prior to"} else year
         return _rest(body, found), YearRange(end=end)
-    if found := _AFTER.search(body):
+    if found := RULE_AFTER.search(body):
         year = int(found[2])
         if found[1] == "from" and not found[3]:  # "from 1995" means released in 1995
             return _rest(body, found), YearRange(start=year, end=year)
         start = year + 1 if found[1] in {"after", "newer than", "later than"} else year
         return _rest(body, found), YearRange(start=start)
-    if found := _DECADE.search(body):
+    if found := RULE_DECADE.search(body):
         return _rest(body, found), _decade_range(found)
-    if found := _IN_YEAR.search(body):
+    if found := RULE_IN_YEAR.search(body):
         year = int(found[1])
         return _rest(body, found), YearRange(start=year, end=year)
     return body, None
@@ -326,7 +270,7 @@ def _decade_range(found: re.Match[str]) -> YearRange:
     if four_digit:
         start = int(four_digit)
     elif word:
-        start = _DECADE_WORDS[word]
+        start = DECADE_NAMES[word]
     else:
         short = int(two_digit)  # '90s -> 1990; '00s and '10s -> this century
         start = 1900 + short if short >= 20 else 2000 + short
@@ -335,5 +279,5 @@ def _decade_range(found: re.Match[str]) -> YearRange:
 
 def _rest(body: str, found: re.Match[str]) -> str:
     rest = body[: found.start()] + " " + body[found.end() :]
-    rest = _YEAR_FILLER.sub(" ", rest)
+    rest = RULE_YEAR_FILLER.sub(" ", rest)
     return re.sub(r"\s+", " ", rest).strip()

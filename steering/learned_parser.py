@@ -1,7 +1,7 @@
 """The learned command parser: mentions found by look-up, their roles read by the student model.
 
-What a span refers to (a genre, an era, a title, a mood) comes from :mod:`app.steering.mentions`;
-which way it is meant comes from :class:`~app.steering.student.CommandStudent`. When the model
+What a span refers to (a genre, an era, a title, a mood) comes from :mod:`steering.mentions`;
+which way it is meant comes from :class:`~steering.student.CommandStudent`. When the model
 is unsure of a hard constraint's role (its probability below the threshold chosen on simulated
 validation commands), that span goes to ``unparsed`` with the reason and nothing is applied for
 it: a hard constraint is never guessed. A command that only names titles asks for them (the
@@ -15,7 +15,6 @@ the thresholds and how it was trained; the encoder comes from the installed Mini
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,11 +22,25 @@ from typing import Any
 
 import torch
 
-from app.steering.mentions import Mention, MentionFinder, fold, non_latin_share
-from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from app.steering.reading import HARD_ROLES, Reading, Role, assemble
-from app.steering.scoring import hard_facts
-from app.steering.student import (
+from recmodels.text import load_text_encoder
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.facts import hard_facts
+from steering.lexicon import (
+    CLAUSE_BREAK,
+    COORDINATION,
+    COURTESY,
+    FOREIGN_WORDS,
+    LIST_TAIL,
+    WORD,
+    fold,
+    non_latin_share,
+)
+from steering.mentions import Mention, MentionFinder
+from steering.parsing import CommandParser, ParseResult
+from steering.preferences import Preferences
+from steering.reading import HARD_ROLES, Reading, Role, assemble
+from steering.rule_parser import OfflineParser
+from steering.student import (
     MAX_TOKENS,
     SENTENCE_FLAGS,
     CommandEncoder,
@@ -36,122 +49,11 @@ from app.steering.student import (
     StudentConfig,
     build_student,
 )
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import Preferences
-from recmodels.text import load_text_encoder
 
 log = logging.getLogger(__name__)
 
 ARTIFACT_FORMAT = "recloop-command-parser/1"
 ARTIFACT_NAME = "command-parser"
-# Function words of the languages people most often mix in; a command mostly made of them is not English.
-_FOREIGN_WORDS = frozenset(
-    (
-        "je",
-        "veux",
-        "voudrais",
-        "pas",
-        "des",
-        "les",
-        "une",
-        "avec",
-        "sans",
-        "quelque",
-        "chose",
-        "autre",
-        "merci",
-        "quiero",
-        "algo",
-        "nada",
-        "otra",
-        "otro",
-        "peliculas",
-        "pelicula",
-        "sin",
-        "con",
-        "los",
-        "las",
-        "una",
-        "del",
-        "por",
-        "favor",
-        "gracias",
-        "mas",
-        "que",
-        "ich",
-        "mochte",
-        "etwas",
-        "anderes",
-        "nicht",
-        "keine",
-        "kein",
-        "mehr",
-        "bitte",
-        "ohne",
-        "noch",
-        "danke",
-        "filme",
-        "vorrei",
-        "qualcosa",
-        "di",
-        "nuovo",
-        "senza",
-        "niente",
-        "piu",
-        "grazie",
-        "diferente",
-        "favore",
-        "musica",
-        "canciones",
-        "musique",
-        "eu",
-        "quero",
-        "alguma",
-        "coisa",
-        "nao",
-    )  # fmt: skip
-)
-_WORDS = re.compile(r"[0-9a-z]+")
-_COORDINATION = re.compile(r"\s*(?:,\s*)?(?:and|or|nor|&|\+|/)\s+|\s*")
-_CLAUSE_END = re.compile(r"[,;.!?:]|\bbut\b")
-# What may follow the last of a list without saying something of its own ("... or Katy Perry pls")
-_LIST_TAIL = frozenset(
-    (
-        "please",
-        "pls",
-        "plz",
-        "movies",
-        "movie",
-        "films",
-        "film",
-        "flicks",
-        "stuff",
-        "music",
-        "songs",
-        "tracks",
-        "ones",
-        "either",
-        "thanks",
-        "thx",
-        "thank",
-        "you",
-        "tonight",
-        "today",
-        "now",
-        "at",
-        "all",
-        "whatsoever",
-        "lol",
-        "really",
-        "too",
-    )  # fmt: skip
-)
-
-
-# What may stand around a command's titles when it only names them
-_COURTESY = frozenset(
-    ("the", "a", "an", "and", "or", "n", "please", "pls", "plz", "thanks", "thx", "thank", "you")
-)
 
 
 class ParserArtifactError(ValueError):
@@ -287,10 +189,10 @@ class LearnedParser(CommandParser):
         stripped = text.strip()
         if not stripped:
             return "empty command"
-        if not _WORDS.search(fold(stripped)) or non_latin_share(stripped) > 0.3:
+        if not WORD.search(fold(stripped)) or non_latin_share(stripped) > 0.3:
             return f"'{_short(stripped)}': no English words to act on (this parser reads English commands)"
-        words = _WORDS.findall(fold(stripped))
-        foreign = sum(w in _FOREIGN_WORDS for w in words)
+        words = WORD.findall(fold(stripped))
+        foreign = sum(w in FOREIGN_WORDS for w in words)
         if foreign >= 2 and foreign >= 0.4 * len(words):
             return (
                 f"'{_short(stripped)}': this looks like another language; this parser reads English commands"
@@ -388,12 +290,12 @@ def _coordinated(text: str, mentions: Sequence[Mention], probs: torch.Tensor) ->
     folded = fold(text)
     for i in range(1, len(mentions)):
         before, mention = mentions[i - 1], mentions[i]
-        if before.kind != mention.kind or not _COORDINATION.fullmatch(folded[before.end : mention.start]):
+        if before.kind != mention.kind or not COORDINATION.fullmatch(folded[before.end : mention.start]):
             continue
         stop = mentions[i + 1].start if i + 1 < len(mentions) else len(folded)
         tail = folded[mention.end : stop]
-        end = _CLAUSE_END.search(tail)
-        if set(_WORDS.findall(tail[: end.start()] if end else tail)) <= _LIST_TAIL:
+        end = CLAUSE_BREAK.search(tail)
+        if set(WORD.findall(tail[: end.start()] if end else tail)) <= LIST_TAIL:
             out[i] = out[i - 1]  # "romance is fine" after "no horror and" says its own thing: not a list
     return out
 
@@ -408,7 +310,7 @@ def _names_alone(text: str, mentions: Sequence[Mention]) -> bool:
         rest.append(folded[at : mention.start])
         at = mention.end
     rest.append(folded[at:])
-    return set(_WORDS.findall(" ".join(rest))) <= _COURTESY
+    return set(WORD.findall(" ".join(rest))) <= COURTESY
 
 
 def _agreement(mine: set[tuple], rules: set[tuple]) -> str:
@@ -442,18 +344,3 @@ def learned_info(path: Path) -> dict[str, Any]:
 
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def encode_all(
-    encoder: CommandEncoder,
-    texts: Sequence[str],
-    mentions: Sequence[Sequence[Mention]],
-    batch_size: int = 64,
-    on_batch: Any = None,
-) -> list[Features]:
-    out: list[Features] = []
-    for start in range(0, len(texts), batch_size):
-        out += encoder.encode(texts[start : start + batch_size], mentions[start : start + batch_size])
-        if on_batch is not None:
-            on_batch(min(batch_size, len(texts) - start))
-    return out

@@ -14,12 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from app.settings import Settings
-from app.steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
-from app.steering.llm_parser import LLMParser
-from app.steering.parser import CommandParser, OfflineParser
-from graph.steering.catalog_index import Catalog, CatalogIndex
 from recmodels.text import text_available
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.config import ParserConfig
+from steering.learned_parser import LearnedParser, ParserArtifactError, artifact_path, learned_info
+from steering.llm_parser import LLMParser
+from steering.parsing import CommandParser
+from steering.rule_parser import OfflineParser
 
 ParserKind = Literal["offline", "llm", "learned"]
 PARSER_KINDS: tuple[ParserKind, ...] = ("offline", "llm", "learned")
@@ -29,22 +30,21 @@ class ParserUnavailable(RuntimeError):
     """The configured parser cannot be built (no artifact, no endpoint, no encoder)."""
 
 
-def learned_artifact(settings: Settings, dataset: str) -> Path:
-    return settings.steering_parser_artifact or artifact_path(settings.models_dir, dataset)
+def learned_artifact(config: ParserConfig, dataset: str) -> Path:
+    return config.artifact or artifact_path(config.models_dir, dataset)
 
 
-def parser_kind(settings: Settings, dataset: str) -> ParserKind:
-    choice = settings.steering_parser
-    if choice != "auto":
-        return choice
-    artifact = learned_artifact(settings, dataset)
+def parser_kind(config: ParserConfig, dataset: str) -> ParserKind:
+    if config.choice != "auto":
+        return config.choice
+    artifact = learned_artifact(config, dataset)
     if (
         text_available()
         and artifact.is_file()
         and _learned_beats_rules(artifact, artifact.stat().st_mtime_ns)
     ):
         return "learned"
-    return "llm" if settings.llm_enabled else "offline"
+    return "llm" if config.llm.enabled else "offline"
 
 
 @lru_cache(maxsize=16)
@@ -64,17 +64,17 @@ def _learned_beats_rules(artifact: Path, _mtime_ns: int) -> bool:
 
 
 def build_parser(
-    kind: ParserKind, catalog: Catalog | CatalogIndex, settings: Settings, dataset: str
+    kind: ParserKind, catalog: Catalog | CatalogIndex, config: ParserConfig, dataset: str
 ) -> CommandParser:
     if kind == "learned":
         try:
-            return LearnedParser.load(learned_artifact(settings, dataset), catalog)
+            return LearnedParser.load(learned_artifact(config, dataset), catalog)
         except (ParserArtifactError, RuntimeError) as exc:
             raise ParserUnavailable(f"the learned steering parser is unavailable: {exc}") from exc
     if kind == "llm":
-        if not settings.llm_enabled:
+        if not config.llm.enabled:
             raise ParserUnavailable(
                 "the llm steering parser needs RECLOOP_LLM_BASE_URL (an OpenAI-compatible endpoint)"
             )
-        return LLMParser(catalog, settings)
+        return LLMParser(catalog, config.llm)
     return OfflineParser(catalog)

@@ -29,9 +29,11 @@ from typing import Any, Literal
 
 from app.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
 from app.eval.plots import Chart, Series, mean_estimate
-from app.steering.parser import CommandParser
-from app.steering.planner import PlanWeights, plan, steer_candidates
-from graph.steering.preferences import (
+from recmodels.dataset import Dataset, Item
+from recmodels.scorer import Scorer
+from steering.parsing import CommandParser
+from steering.planner import PlanWeights, plan, steer_candidates
+from steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,
@@ -39,9 +41,7 @@ from graph.steering.preferences import (
     YearRange,
     consolidate,
 )
-from graph.steering.similarity import Similarity
-from recmodels.dataset import Dataset, Item
-from recmodels.scorer import Scorer
+from steering.similarity import Similarity
 
 CommandKind = Literal["genre_include", "genre_exclude", "decade", "more_like"]
 COMMAND_KINDS: tuple[CommandKind, ...] = ("genre_include", "genre_exclude", "decade", "more_like")

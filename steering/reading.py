@@ -16,9 +16,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from app.steering.mentions import Mention
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
+from steering.catalog_index import CatalogIndex
+from steering.mentions import Mention
+from steering.preferences import PreferenceUpdate, Side, SoftPreference, YearRange
 
 SOFT_TEXT_MAX_CHARS = 100
 
@@ -92,7 +92,7 @@ def assemble(reading: Reading, index: CatalogIndex, prefer: Collection[int] = ()
 
 def _add_years(update: PreferenceUpdate, role: Role, years: YearRange) -> None:
     if role is Role.NEGATIVE and (years.start is None) != (years.end is None):
-        role, years = Role.POSITIVE, _complement(years)
+        role, years = Role.POSITIVE, complement(years)
     side = {Role.POSITIVE: update.positive, Role.NEGATIVE: update.negative, Role.LIFT: update.lift}[role]
     if side.year_range is None:
         side.year_range = years
@@ -121,7 +121,8 @@ def _meet(lower: YearRange, upper: YearRange) -> bool:
     )
 
 
-def _complement(years: YearRange) -> YearRange:
+def complement(years: YearRange) -> YearRange:
+    """What a one-sided range leaves: "nothing older than 1990" wants 1990 on."""
     return YearRange(start=years.end + 1) if years.end is not None else YearRange(end=years.start - 1)
 
 

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graph.steering.catalog_index import Catalog
-from graph.steering.preferences import Preferences, SoftPreference, as_preferences
-from graph.steering.similarity import Similarity
 from recmodels.dataset import Item
+from steering.catalog_index import Catalog
+from steering.preferences import Preferences, SoftPreference, as_preferences
+from steering.similarity import Similarity
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ because each call must be bounded and counted in ways ``with_structured_output``
   (the openai client keeps a cut-off completion's usage on the exception). Where the server sends
   no usage, the prompt (and any text that came back) is counted with the endpoint's own tokenizer
   when it has one (llama.cpp's ``/apply-template`` + ``/tokenize``), else estimated; each attempt
-  records which (:class:`graph.state.LLMAttempt` ``counted``). A timed-out attempt is charged its
+  records which (:class:`llm.usage.LLMAttempt` ``counted``). A timed-out attempt is charged its
   whole output cap (an upper bound: the server generated an unknown part of it).
 """
 
@@ -40,8 +40,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
-from graph.config import LLMConfig, StructuredMethod
-from graph.state import LLMAttempt, LLMUsage, add_usage, empty_usage
+from llm.config import LLMConfig, StructuredMethod
+from llm.usage import LLMAttempt, LLMUsage, add_usage, empty_usage
 
 FailureKind = Literal[
     "budget", "length", "content_filter", "timeout", "connection", "http", "invalid", "error"

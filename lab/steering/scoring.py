@@ -18,10 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graph.steering.preferences import PreferenceUpdate, Side
+from steering.facts import FIELDS, facts
+from steering.preferences import PreferenceUpdate
 
-SIDES = ("positive", "negative", "lift")
-FIELDS = ("genres", "years", "items", "soft", "reset")
 _OPPOSITE = {"positive": "negative", "negative": "positive"}
 
 
@@ -61,27 +60,6 @@ def read_natural_set(path: Path) -> list[NaturalCommand]:
     return commands
 
 
-def hard_facts(update: PreferenceUpdate) -> set[tuple]:
-    """(field, side, value) of the update's hard constraints: genres, year ranges, items."""
-    facts = _facts(update)
-    return {(name, *fact) for name in ("genres", "years", "items") for fact in facts[name]}
-
-
-def _facts(update: PreferenceUpdate) -> dict[str, set[tuple]]:
-    """(side, value) pairs per field."""
-    facts: dict[str, set[tuple]] = {name: set() for name in FIELDS}
-    for name in SIDES:
-        side: Side = getattr(update, name)
-        facts["genres"] |= {(name, g.casefold()) for g in side.genres}
-        if side.year_range is not None:
-            facts["years"].add((name, side.year_range.start, side.year_range.end))
-        facts["items"] |= {(name, i) for i in side.items}
-        facts["soft"] |= {(name, p.item) for p in side.soft}
-    if update.reset:
-        facts["reset"].add(("reset",))
-    return facts
-
-
 @dataclass(frozen=True)
 class CommandScore:
     exact: bool
@@ -92,8 +70,8 @@ class CommandScore:
 
 def score_command(expected: PreferenceUpdate | None, parsed: PreferenceUpdate) -> CommandScore:
     abstained = parsed.is_neutral()
-    want = _facts(expected) if expected is not None else {name: set() for name in FIELDS}
-    got = _facts(parsed)
+    want = facts(expected) if expected is not None else {name: set() for name in FIELDS}
+    got = facts(parsed)
     counts = {name: (len(want[name] & got[name]), len(got[name] - want[name]), len(want[name] - got[name]))
               for name in FIELDS}  # fmt: skip
     exact = abstained if expected is None else all(want[name] == got[name] for name in FIELDS)

@@ -178,6 +178,13 @@ def as_preferences(value: Preferences | Mapping[str, Any] | None) -> Preferences
     return Preferences.model_validate(value)
 
 
+def steered(value: Preferences | Mapping[str, Any] | None) -> Preferences | None:
+    """The preferences a loop works under and shows both agents: None when there are none (the user
+    never steered, or lifted or reset everything)."""
+    preferences = as_preferences(value)
+    return None if preferences is None or preferences.is_empty() else preferences
+
+
 def describe(preferences: Preferences) -> str:
     """One line for agent prompts and reasons, e.g. 'wants: Comedy; 1990-1999 | avoids: Horror'."""
     parts = []

@@ -10,7 +10,6 @@ the wanted / unwanted side that no catalog field holds (free soft text).
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -18,34 +17,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from app.steering.mentions import MENTION_KINDS, Mention
-from app.steering.reading import ALLOWED_ROLES, N_ROLES
 from recmodels.text import TEXT_DIM
+from steering.lexicon import CLAUSE_BREAK, CLAUSE_BREAK_TOKENS, CUE_WORD, CUE_WORDS
+from steering.mentions import MENTION_KINDS, Mention
+from steering.reading import ALLOWED_ROLES, N_ROLES
 
 MAX_TOKENS = 96
 ENCODER_LAYERS = 6
 """MiniLM-L6's depth: a student trained over fewer of its layers reads the truncated encoder."""
-# Words that say which way a wish goes, whatever the phrasing around them: each is a 0/1 feature of a
-# mention's clause, left and right of it, so a new phrasing that shares a cue ("not in the mood for")
-# is read like the known ones that have it.
-CUE_WORDS = (
-    "no", "not", "never", "nothing", "none", "without", "less", "fewer", "enough", "sick", "tired", "hate",
-    "avoid", "skip", "stop", "done", "over", "bored", "spare", "exclude", "remove", "hide", "rid", "drop",
-    "cut", "but", "anything", "don't", "dont", "can't", "won't", "didn't", "isn't", "aren't", "wouldn't",
-    "dislike", "fan", "rather", "more", "only", "just", "want", "like", "love", "prefer", "mood", "again",
-    "anymore", "back", "fine", "ok", "okay", "allowed", "mind", "changed", "forget", "include", "filtering",
-    "unblock", "longer", "limits", "similar", "too", "so", "much", "some", "give", "show", "play", "please",
-    # exclusions, idioms and withdrawn refusals: shared by many phrasings, so they carry to new ones
-    "except", "other", "than", "besides", "unless", "good", "pass", "nah", "nope", "ban", "filter", "block",
-    "said", "take", "whole", "fill", "had", "seen", "overplayed", "annoying", "overdone", "hard", "zero",
-    "minus", "doesn't", "have", "need", "either", "works", "any", "is", "are", "all", "everything",
-    "whatever", "sure", "actually", "yes", "ew", "ugh", "meh", "out", "off", "away", "instead", "earlier",
-    "before", "thing", "rule", "vibes", "type", "esque", "sounds", "watch", "see", "rewatch", "put",
-)  # fmt: skip
 _CUE_INDEX = {w: i for i, w in enumerate(CUE_WORDS)}
-_CUE_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-_CLAUSE_BREAK = re.compile(r"[,;.!?:]|\b(?:but|though|however|plus|also)\b| - ")
-CLAUSE_BREAKS = (",", ";", ".", "!", "?", ":", "but", "though", "however", "-", "plus", "also")
 SENTENCE_FLAGS = ("reset", "soft_positive", "soft_negative")
 
 
@@ -103,7 +83,7 @@ class CommandEncoder:
                 )
         self.transformer = transformer
         vocab = self.tokenizer.get_vocab()
-        self._breaks = torch.tensor(sorted(vocab[w] for w in CLAUSE_BREAKS if w in vocab))
+        self._breaks = torch.tensor(sorted(vocab[w] for w in CLAUSE_BREAK_TOKENS if w in vocab))
 
     def configured(self, config: StudentConfig) -> CommandEncoder:
         """This encoder cut to the frozen depth (and precision) a student was trained over."""
@@ -167,7 +147,7 @@ def mention_cues(text: str, mentions: Sequence[Mention]) -> torch.Tensor:
     cues = torch.zeros(len(mentions), 2 * len(CUE_WORDS))
     for m, mention in enumerate(mentions):
         left = folded[: mention.start]
-        breaks = [b.end() for b in _CLAUSE_BREAK.finditer(left)]
+        breaks = [b.end() for b in CLAUSE_BREAK.finditer(left)]
         if (
             breaks
             and left[breaks[-1] - 3 : breaks[-1]] == "but"
@@ -176,10 +156,10 @@ def mention_cues(text: str, mentions: Sequence[Mention]) -> torch.Tensor:
             breaks.pop()  # "anything but X": the "but" belongs to the cue
         left = left[breaks[-1] :] if breaks else left
         right = folded[mention.end :]
-        stop = _CLAUSE_BREAK.search(right)
+        stop = CLAUSE_BREAK.search(right)
         right = right[: stop.start()] if stop else right
         for offset, part in ((0, left), (len(CUE_WORDS), right)):
-            for word in _CUE_WORD.findall(part):
+            for word in CUE_WORD.findall(part):
                 index = _CUE_INDEX.get(word)
                 if index is not None:
                     cues[m, offset + index] = 1.0

@@ -16,12 +16,12 @@ from typing import Annotated, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from app.settings import Settings
-from app.steering import prompts
-from app.steering.parser import CommandParser, OfflineParser, ParseResult
-from graph.llm_client import LLMClient, StructuredCaller
-from graph.steering.catalog_index import Catalog, CatalogIndex
-from graph.steering.preferences import (
+from llm.client import LLMClient, StructuredCaller
+from llm.config import LLMConfig
+from steering import prompts
+from steering.catalog_index import Catalog, CatalogIndex
+from steering.parsing import CommandParser, ParseResult
+from steering.preferences import (
     Preferences,
     PreferenceUpdate,
     Side,
@@ -29,6 +29,7 @@ from graph.steering.preferences import (
     YearRange,
     describe,
 )
+from steering.rule_parser import OfflineParser
 
 THOUGHTS_MAX_CHARS = 200  # the parser needs little reasoning; every token is latency
 PHRASE_MAX_CHARS = 100
@@ -67,13 +68,12 @@ class LLMParser(CommandParser):
     name = "llm"
 
     def __init__(
-        self, catalog: Catalog | CatalogIndex, settings: Settings, *, caller: StructuredCaller | None = None
+        self, catalog: Catalog | CatalogIndex, llm: LLMConfig, *, caller: StructuredCaller | None = None
     ):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
         self.fallback = OfflineParser(self.index)
-        self.caller = caller or LLMClient.from_config(settings.llm_config()).caller(
-            CommandAnswer, settings.llm_max_tokens_parser, "parser"
-        )
+        client = LLMClient.from_config(llm)
+        self.caller = caller or client.caller(CommandAnswer, llm.max_tokens_parser, "parser")
 
     async def parse(
         self, text: str, *, memory: Preferences, recommendations: Sequence[int] = ()
@@ -95,6 +95,9 @@ class LLMParser(CommandParser):
         update = self._to_update(outcome.answer, prefer)
         unparsed = [f"'{part}': not understood" for part in outcome.answer.not_understood]
         return ParseResult(update=update, unparsed=unparsed, parser=self.name, usage=outcome.usage)
+
+    def without_calls(self) -> CommandParser:
+        return self.fallback
 
     def messages(self, text: str, memory: Preferences, recommendations: Sequence[int]) -> list[BaseMessage]:
         genres = ", ".join(self.index.genres) or "(this catalog has no genres: never use genre constraints)"
@@ -149,8 +152,3 @@ class LLMParser(CommandParser):
                 f"{field}: {title!r} is not a catalog title; use an exact title or put it in not_understood"
             )
         return ids
-
-
-def make_parser(catalog: Catalog | CatalogIndex, settings: Settings) -> CommandParser:
-    """The LLM parser when an endpoint is configured, else the offline one."""
-    return LLMParser(catalog, settings) if settings.llm_enabled else OfflineParser(catalog)

@@ -22,8 +22,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from graph.steering.catalog_index import Catalog
-from graph.steering.preferences import SoftPreference
 from recmodels.dataset import Item
 from recmodels.scorer import Scorer
 from recmodels.text import (
@@ -37,6 +35,8 @@ from recmodels.text import (
 )
 from recmodels.text import TextEncoderUnavailable as SimilarityUnavailable
 from recmodels.text import encode_texts as _encode
+from steering.catalog_index import Catalog
+from steering.preferences import SoftPreference
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ is therefore kept only when two checks agree with the simulator's label:
 1. the LLM itself, asked afresh through the LLM command parser to read the rewrite (a separate
    call that never sees the original), gives back exactly the simulator's update;
 2. the mention look-up finds in the new words what the label names, so each span's role can be
-   derived for the student (:func:`app.steering.natural_labels.label_command`).
+   derived for the student (:func:`lab.steering.natural_labels.label_command`).
 
 A weak model then contributes little, but what it contributes is right. Answers are cached per
 endpoint, model and command (``teacher-*.jsonl`` in the cache directory), so a second training
@@ -27,15 +27,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from app.settings import Settings
-from app.steering.llm_parser import LLMParser
-from app.steering.mentions import MentionFinder
-from app.steering.natural_labels import label_command
-from app.steering.scoring import score_command
-from app.steering.simulator import SimulatedCommand
-from graph.llm_client import LLMClient, StructuredCaller
-from graph.state import sum_usage
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
+from lab.steering.natural_labels import label_command
+from lab.steering.scoring import score_command
+from lab.steering.simulator import SimulatedCommand
+from llm.client import LLMClient, StructuredCaller
+from llm.usage import sum_usage
+from steering.catalog_index import CatalogIndex
+from steering.llm_parser import LLMParser
+from steering.mentions import MentionFinder
+from steering.preferences import Preferences
 
 PARAPHRASE_MAX_CHARS = 200
 
@@ -91,7 +91,7 @@ class LLMTeacher:
         self.index, self.finder = index, finder
         client = LLMClient.from_config(settings.llm_config())
         self.caller = caller or client.caller(ParaphraseAnswer, settings.llm_max_tokens_parser, "parser")
-        self.reader = reader or LLMParser(index, settings)
+        self.reader = reader or LLMParser(index, settings.llm_config())
         music = not index.genres
         self.system = PARAPHRASE_SYSTEM.format(
             kind="music" if music else "movie",

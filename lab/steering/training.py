@@ -25,14 +25,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from app.steering.learned_parser import LearnedParser, Thresholds, encode_all
-from app.steering.mentions import MentionFinder
-from app.steering.natural_labels import NaturalLabels, derive, read_training_set
-from app.steering.parser import OfflineParser
-from app.steering.reading import Role
-from app.steering.scoring import score_all, score_command
-from app.steering.simulator import SimulatedCommand, label_roles, simulate
-from app.steering.student import (
+from lab.steering.natural_labels import NaturalLabels, derive, read_training_set
+from lab.steering.scoring import score_all, score_command
+from lab.steering.simulator import SimulatedCommand, label_roles, simulate
+from steering.catalog_index import CatalogIndex
+from steering.learned_parser import LearnedParser, Thresholds
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import Preferences
+from steering.reading import Reading, assemble
+from steering.rule_parser import OfflineParser
+from steering.student import (
     CommandEncoder,
     CommandStudent,
     Features,
@@ -40,8 +42,6 @@ from app.steering.student import (
     build_student,
     mention_cues,
 )
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import Preferences
 
 MAX_INVERTED_KEPT = 50
 HARD_CONFIDENCE_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
@@ -49,7 +49,7 @@ AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class ParserTrainConfig:
     n_train: int = 6_000
     n_val: int = 600
     epochs: int = 6
@@ -74,7 +74,7 @@ class TrainConfig:
 
 
 @dataclass
-class TrainReport:
+class ParserTrainReport:
     n_train: int
     n_val: int
     seconds: float
@@ -102,15 +102,15 @@ def _targets(
 def train_parser(
     index: CatalogIndex,
     encoder: CommandEncoder,
-    config: TrainConfig = TrainConfig(),
+    config: ParserTrainConfig = ParserTrainConfig(),
     student_config: StudentConfig = StudentConfig(),
     *,
     on_progress: Callable[[str, int, int], None] | None = None,
     cache_dir: Path | None = None,
     taught: Sequence[SimulatedCommand] = (),
-) -> tuple[LearnedParser, TrainReport]:
+) -> tuple[LearnedParser, ParserTrainReport]:
     """A trained parser (thresholds chosen on validation) and what training measured. ``taught``:
-    more training commands, e.g. an LLM teacher's checked rewrites (:mod:`app.steering.teacher`)."""
+    more training commands, e.g. an LLM teacher's checked rewrites (:mod:`lab.steering.teacher`)."""
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     pretrained = encoder
@@ -217,7 +217,7 @@ def train_parser(
         )  # fmt: skip
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
-    report = TrainReport(
+    report = ParserTrainReport(
         len(train), len(val), round(time.perf_counter() - started, 1), best[2], best[1], oracle,
         len(natural.commands), natural.dropped,
     )  # fmt: skip
@@ -254,7 +254,7 @@ def _fit(
     features: Sequence[Features],
     roles: Sequence[torch.Tensor],
     flags: torch.Tensor,
-    config: TrainConfig,
+    config: ParserTrainConfig,
     progress: Callable[[int, int], None],
 ) -> None:
     student.train()
@@ -366,8 +366,6 @@ def _offline_score(val: Sequence[SimulatedCommand], index: CatalogIndex) -> dict
 
 def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index: CatalogIndex) -> float:
     """Exact reading with the true roles: how much the mention look-up alone caps the parser."""
-    from app.steering.reading import Reading, assemble
-
     pairs = []
     for command in val:
         found = finder.find(command.text)
@@ -381,4 +379,19 @@ def _oracle_exact(val: Sequence[SimulatedCommand], finder: MentionFinder, index:
     return round(score.exact / max(1, score.n), 4)
 
 
-__all__ = ["Features", "Role", "TrainConfig", "TrainReport", "train_parser"]
+def encode_all(
+    encoder: CommandEncoder,
+    texts: Sequence[str],
+    mentions: Sequence[Sequence[Mention]],
+    batch_size: int = 64,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[Features]:
+    out: list[Features] = []
+    for start in range(0, len(texts), batch_size):
+        out += encoder.encode(texts[start : start + batch_size], mentions[start : start + batch_size])
+        if on_batch is not None:
+            on_batch(min(batch_size, len(texts) - start))
+    return out
+
+
+__all__ = ["ParserTrainConfig", "ParserTrainReport", "train_parser"]

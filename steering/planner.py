@@ -10,10 +10,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from graph.steering.catalog_index import Catalog
-from graph.steering.preferences import Preferences
-from graph.steering.similarity import CollaborativeSimilarity, Similarity
-from graph.steering.tools import (
+from recmodels.scorer import Scorer
+from steering.catalog_index import Catalog
+from steering.preferences import Preferences
+from steering.similarity import CollaborativeSimilarity, Similarity
+from steering.tools import (
     RankedItem,
     aggregate,
     attenuate,
@@ -22,7 +23,6 @@ from graph.steering.tools import (
     match,
     semantic_scores,
 )
-from recmodels.scorer import Scorer
 
 __all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "plan", "run_plan", "steer_candidates"]
 

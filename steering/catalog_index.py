@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from functools import cached_property
 from typing import Protocol
 
 from recmodels.dataset import Item
-
-_LEADING_ARTICLE = re.compile(r"^(the|a|an) ")
-_NOT_WORD = re.compile(r"[^0-9a-z]+")
+from steering.lexicon import ARTICLES, WORD
 
 
 class Catalog(Protocol):
@@ -25,8 +22,8 @@ class Catalog(Protocol):
 
 def normalize_title(text: str) -> str:
     """Case, punctuation and a leading article do not matter when users name an item."""
-    words = _NOT_WORD.sub(" ", text.casefold()).strip()
-    return _LEADING_ARTICLE.sub("", words)
+    words = WORD.findall(text.casefold())
+    return " ".join(words[1:] if len(words) > 1 and words[0] in ARTICLES else words)
 
 
 class CatalogIndex:

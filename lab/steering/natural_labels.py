@@ -4,7 +4,7 @@ A natural set labels a whole command (a :class:`PreferenceUpdate`, or null to ab
 spans. The student learns roles per mention, so each mention the look-up finds gets the role its
 value has in the label: a genre on the wanted side is wanted, an excluded title unwanted, a title
 among the wanted soft anchors a taste anchor, and so on. A command is kept only when the derived
-roles rebuild its label exactly (through the same :func:`~app.steering.reading.assemble` the parser
+roles rebuild its label exactly (through the same :func:`~steering.reading.assemble` the parser
 uses); where the look-up misses a span or a label cannot be split into roles, nothing is taught.
 
 Only sets marked retired (spent for development) may be trained on: a set whose README does not
@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.steering.mentions import Mention, MentionFinder
-from app.steering.reading import Reading, Role, assemble
-from app.steering.scoring import NaturalCommand, read_natural_set, score_command
-from app.steering.simulator import Planted, SimulatedCommand
-from graph.steering.catalog_index import CatalogIndex
-from graph.steering.preferences import PreferenceUpdate, Side, YearRange
+from lab.steering.scoring import NaturalCommand, read_natural_set, score_command
+from lab.steering.simulator import Planted, SimulatedCommand
+from steering.catalog_index import CatalogIndex
+from steering.mentions import Mention, MentionFinder
+from steering.preferences import PreferenceUpdate, Side, YearRange
+from steering.reading import Reading, Role, assemble, complement
 
 RETIRED_MARK = "**Retired"
 _SIDES: tuple[tuple[str, Role], ...] = (
@@ -100,7 +100,7 @@ def _role(mention: Mention, expected: PreferenceUpdate | None) -> Role:
             return role
     years = mention.years if mention.kind == "year" else None
     # "nothing older than 1990" is labelled by what it leaves: the wanted range on the other side
-    if years is not None and _one_sided(years) and expected.positive.year_range == _complement(years):
+    if years is not None and _one_sided(years) and expected.positive.year_range == complement(years):
         return Role.NEGATIVE
     if mention.kind == "item" and mention.items:
         for side, role in ((expected.positive, Role.SOFT_POSITIVE), (expected.negative, Role.SOFT_NEGATIVE)):
@@ -126,10 +126,6 @@ def _within(years: YearRange, hull: YearRange | None) -> bool:
 
 def _one_sided(years: YearRange) -> bool:
     return (years.start is None) != (years.end is None)
-
-
-def _complement(years: YearRange) -> YearRange:
-    return YearRange(start=years.end + 1) if years.end is not None else YearRange(end=years.start - 1)
 
 
 def _free_soft(side: Side) -> bool:

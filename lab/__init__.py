@@ -1,0 +1,2 @@
+"""Fitting and measuring, above the service: what trains, evaluates or builds data. The service (app/)
+never imports it."""
