@@ -34,12 +34,12 @@ from typing import Any
 import httpx
 import torch
 
-from app.eval.common import sampled_candidate_rows
-from app.eval.llm_calibrate import calibrate_llm
-from app.eval.metrics import bootstrap_interval, paired_interval
 from app.settings import Settings, get_settings
 from graph.deps import make_deps
 from graph.runner import LoopResult, LoopRunner
+from lab.eval.common import sampled_candidate_rows
+from lab.eval.llm_calibrate import calibrate_llm
+from lab.eval.metrics import bootstrap_interval, paired_interval
 from llm.client import server_root
 from llm.usage import sum_usage
 from recmodels.artifacts import load_latest_scorer

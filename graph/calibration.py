@@ -188,7 +188,7 @@ async def fit_calibration(
     caches: LoopCaches | None = None,
 ) -> LoopCalibration:
     """Learn every parameter on the validation split (see the module docstring)."""
-    from graph.similarity import load_vectors
+    from graph.item_vectors import load_vectors
 
     rows, _dropped = catalog.eval_rows("val")
     if not rows:
@@ -317,8 +317,8 @@ async def fit_user_simulation(
 ) -> LoopCalibration:
     """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
     from graph.context import build_deps
+    from graph.item_vectors import load_vectors
     from graph.runner import LoopRunner
-    from graph.similarity import load_vectors
     from graph.usersim import RATIOS, cases_from_rows
 
     rows, _dropped = catalog.eval_rows("val")

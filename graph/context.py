@@ -13,7 +13,7 @@ from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.caches import LoopCaches
 from graph.config import AgentMode, LoopConfig
-from graph.similarity import load_vectors
+from graph.item_vectors import load_vectors
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 

@@ -11,7 +11,7 @@ from graph.caches import LoopCaches
 from graph.calibration import loop_calibration
 from graph.config import AgentMode, LoopConfig
 from graph.context import LoopDeps, build_deps, check_models
-from graph.similarity import available_backends
+from graph.item_vectors import available_backends
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 

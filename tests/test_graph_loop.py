@@ -236,7 +236,7 @@ async def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_
     liked = await judge_items(deps, history, candidates)
     # with an empty memory: evidence (reward log-probability + history similarity) >= the threshold
     from graph.agents.evidence import MemoryView, VerdictFeatures
-    from graph.similarity import load_vectors
+    from graph.item_vectors import load_vectors
 
     vectors = load_vectors(cal.user_similarity, deps.config, ml_dataset, deps.reward_scorer)
     log_probs = deps.reward_scorer.log_probs(history, candidates)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.services import startup
+from lab.data.synthetic import SyntheticSpec, build_synthetic
 from recmodels.training import train
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def _serve(data_dir: Path, database_url: str, *args: str) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
-        "app.cli",
+        "cli",
         "serve",
         "--host",
         "127.0.0.1",

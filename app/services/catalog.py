@@ -8,7 +8,7 @@ from recmodels.dataset import Item
 
 
 def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
-    from app.data.catalog import search_items
+    from app.services.title_search import search_items
 
     if not query.strip():
         raise InvalidInput("query must not be blank", field="q")

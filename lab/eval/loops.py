@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.eval.adapters import ModelBank, baseline_picks, loop_runner, make_loop_deps, model_picks, run_flow
-from app.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
 from graph.caches import LoopCaches
 from graph.config import AgentMode
+from lab.eval.adapters import ModelBank, baseline_picks, loop_runner, make_loop_deps, model_picks, run_flow
+from lab.eval.common import CandidateRow, RunDir, Unit, candidate_sets, run_units
 from recmodels.dataset import Dataset
 
 Arrangement = Literal["as_sampled", "first", "random", "last"]

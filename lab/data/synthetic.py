@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.data.movielens import GENRES
-from app.data.sequences import TRAIN_FRACTION, VAL_FRACTION
-from app.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
+from lab.data.movielens import GENRES
+from lab.data.sequences import TRAIN_FRACTION, VAL_FRACTION
+from lab.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
 from recmodels.dataset import MAX_HISTORY, MIN_EVAL_LEN_SEQ, SPLITS, Dataset
 
 GENERATOR_VERSION = 1

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.data import movielens
-from app.data.introsort import numpy_argsort
-from app.data.sequences import Event, RowLayout, UserSequence, split_rows, split_users_by_time
-from app.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
-from app.data.validation import parse_int, read_csv_records
+from lab.data import movielens
+from lab.data.introsort import numpy_argsort
+from lab.data.sequences import Event, RowLayout, UserSequence, split_rows, split_users_by_time
+from lab.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
+from lab.data.validation import parse_int, read_csv_records
 from recmodels.dataset import SPLITS, Dataset, DatasetError, sha256_file
 
 MIN_USERS = 10  # the 8:1:1 user split needs at least one validation and one test user

@@ -72,7 +72,7 @@ def calibrate_command(
     echo = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     if agents == "offline":
         from graph.calibration import loop_calibration
-        from graph.similarity import available_backends
+        from graph.item_vectors import available_backends
 
         calibration = asyncio.run(loop_calibration(config, catalog, rec, reward, available_backends()))
         result: dict[str, Any] = {
@@ -81,7 +81,7 @@ def calibrate_command(
             "calibration": calibration.summary(),
         }
     else:
-        from app.eval.llm_calibrate import calibrate_llm
+        from lab.eval.llm_calibrate import calibrate_llm
 
         run = asyncio.run(
             calibrate_llm(

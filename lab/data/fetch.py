@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.data import movielens
-from app.data.builders import build_movielens_raw
 from app.settings import Settings
+from lab.data import movielens
+from lab.data.builders import build_movielens_raw
 from recmodels.dataset import Dataset, DatasetNotFound, sha256_file
 
 GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"

@@ -22,12 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.eval.adapters import judge_items, reward_ranks, run_flow
-from app.eval.common import ExperimentOutput, Unit, markdown_table, run_units
-from app.eval.loops import FLOW, EvalContext
-from app.eval.metrics import PRF, Confusion, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
-from app.eval.paper import PAPER_AGENTS, paper_prf
-from app.eval.plots import Chart, Estimate, Series, loop_caption, save_chart, statistic_estimate
 from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, as before)
     RATIOS,
     EvalList,
@@ -36,6 +30,12 @@ from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, a
     cases_from_rows,
     split_positives,
 )
+from lab.eval.adapters import judge_items, reward_ranks, run_flow
+from lab.eval.common import ExperimentOutput, Unit, markdown_table, run_units
+from lab.eval.loops import FLOW, EvalContext
+from lab.eval.metrics import PRF, Confusion, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
+from lab.eval.paper import PAPER_AGENTS, paper_prf
+from lab.eval.plots import Chart, Estimate, Series, loop_caption, save_chart, statistic_estimate
 from llm.usage import sum_usage, total_usage
 from recmodels.dataset import DatasetError
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.data import movielens
-from app.data.paper_files import paper_copy
-from app.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
-from app.data.validation import check_contiguous_ids, parse_int, read_csv_records, validate_split_file
+from lab.data import movielens
+from lab.data.paper_files import paper_copy
+from lab.data.store import check_name, staged_dataset_dir, write_jsonl, write_meta
+from lab.data.validation import check_contiguous_ids, parse_int, read_csv_records, validate_split_file
 from recmodels.dataset import Dataset, DatasetError, sha256_file
 
 ITEMS_CSV = "items.csv"

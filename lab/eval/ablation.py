@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.common import ExperimentOutput, markdown_table
-from app.eval.loops import (
+from lab.eval.common import ExperimentOutput, markdown_table
+from lab.eval.loops import (
     EvalContext,
     LoopJob,
     Variant,
@@ -19,10 +19,10 @@ from app.eval.loops import (
     hr,
     run_loop_jobs,
 )
-from app.eval.metrics import mean_std
-from app.eval.paper import PAPER_AGENTS, TABLE6
-from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
-from app.eval.table4 import per_user
+from lab.eval.metrics import mean_std
+from lab.eval.paper import PAPER_AGENTS, TABLE6
+from lab.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
+from lab.eval.table4 import per_user
 from llm.usage import total_usage
 
 VARIANTS = (

@@ -10,11 +10,11 @@ from typing import Any, NoReturn
 import torch
 import typer
 
-from app.cli.invocation import command_line
-from app.eval.common import EvalError, RunDir, results_envelope
-from app.eval.metrics import Interval, bootstrap_interval, paired_interval
-from app.eval.model_report import model_report
 from app.settings import get_settings
+from cli.invocation import command_line
+from lab.eval.common import EvalError, RunDir, results_envelope
+from lab.eval.metrics import Interval, bootstrap_interval, paired_interval
+from lab.eval.model_report import model_report
 from recmodels.artifacts import ArtifactError, load_latest_scorer, load_scorer
 from recmodels.coldstart import cold_artifact_path, cold_rows, held_out_items, pool_results
 from recmodels.dataset import Dataset, DatasetNotFound

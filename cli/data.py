@@ -10,15 +10,15 @@ from typing import NoReturn, TypeVar
 
 import typer
 
-from app.data.builders import build_from_csv, build_movielens_raw
-from app.data.fetch import FetchError, fetch_movielens
-from app.data.importer import import_llara
-from app.data.new_items import add_items
-from app.data.paper import fetch_paper_dataset
-from app.data.paper_files import PaperDataError
-from app.data.store import DatasetExistsError, check_name, list_datasets
-from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.settings import get_settings
+from lab.data.builders import build_from_csv, build_movielens_raw
+from lab.data.fetch import FetchError, fetch_movielens
+from lab.data.importer import import_llara
+from lab.data.new_items import add_items
+from lab.data.paper import fetch_paper_dataset
+from lab.data.paper_files import PaperDataError
+from lab.data.store import DatasetExistsError, check_name, list_datasets
+from lab.data.synthetic import SyntheticSpec, build_synthetic
 from recmodels.dataset import SPLITS, Dataset, DatasetError, DatasetNotFound
 
 data_cli = typer.Typer(help="Import, build, fetch and inspect datasets.", no_args_is_help=True)

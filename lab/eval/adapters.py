@@ -145,7 +145,7 @@ async def make_loop_deps(
     if agents == "llm" and "llm_weights" not in knobs:
         import sys
 
-        from app.eval.llm_calibrate import calibrate_llm
+        from lab.eval.llm_calibrate import calibrate_llm
 
         fit = await calibrate_llm(
             settings.loop_config(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import calibrate, data, evaluate, models, service, simulate, steering
+from cli import calibrate, data, evaluate, models, service, simulate, steering
 
 cli = typer.Typer(help="recloop: agentic recommendation with a feedback loop.", no_args_is_help=True)
 eval_cli = typer.Typer(help="Evaluate models and the feedback loop.", no_args_is_help=True)
@@ -34,7 +34,7 @@ def _options(
 def main() -> None:
     import sys
 
-    from app.cli.output import json_only_stdout
+    from cli.output import json_only_stdout
 
     with json_only_stdout("--json" in sys.argv[1:]):  # --json: only the JSON object on stdout
         cli()

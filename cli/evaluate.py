@@ -17,9 +17,11 @@ from typing import Any
 import torch
 import typer
 
-from app.cli.invocation import command_line
-from app.eval.adapters import ModelBank
-from app.eval.common import (
+from app.settings import Settings, get_settings
+from cli.invocation import command_line
+from graph.config import AGENT_MODES, AgentMode
+from lab.eval.adapters import ModelBank
+from lab.eval.common import (
     LLM_RUN_SETTINGS,
     EvalError,
     ExperimentOutput,
@@ -27,9 +29,7 @@ from app.eval.common import (
     cost_section,
     results_envelope,
 )
-from app.eval.loops import EvalContext
-from app.settings import Settings, get_settings
-from graph.config import AGENT_MODES, AgentMode
+from lab.eval.loops import EvalContext
 from recmodels.artifacts import ArtifactError
 from recmodels.dataset import Dataset, DatasetError, DatasetNotFound, sha256_file
 from recmodels.names import ID_MODEL_NAMES, MODEL_NAMES
@@ -267,7 +267,7 @@ def table4(
 ) -> None:
     """Table 4: HR@1 of Model, Agent and FLOW for each rec model (default: all three), beside the
     reward model alone and the two-model ensembles, with paired 95 % intervals over users."""
-    from app.eval.table4 import Table4Options, run_table4
+    from lab.eval.table4 import Table4Options, run_table4
 
     options = Table4Options(
         rec_models=_check_models(args.rec_model, PAPER_MODELS),
@@ -293,7 +293,7 @@ def table5(
     args: EvalArgs,
 ) -> None:
     """Table 5: user simulation P/R/F1 of reward model, Agent and FLOW at 1:1, 1:3, 1:9."""
-    from app.eval.table5 import Table5Options, run_table5
+    from lab.eval.table5 import Table5Options, run_table5
 
     options = Table5Options(
         rec_model=_one_model(args.rec_model),
@@ -321,7 +321,7 @@ def rounds(
     round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
 ) -> None:
     """Fig. 3: HR@1 and user-simulation P/R/F1 for round limits 1..N (one plot each)."""
-    from app.eval.rounds import RoundsOptions, run_rounds
+    from lab.eval.rounds import RoundsOptions, run_rounds
 
     options = RoundsOptions(
         rec_model=_one_model(args.rec_model),
@@ -349,7 +349,7 @@ def ablation(
     args: EvalArgs,
 ) -> None:
     """Table 6: Base, +Rec model, +Reward model, FLOW."""
-    from app.eval.ablation import AblationOptions, run_ablation
+    from lab.eval.ablation import AblationOptions, run_ablation
 
     options = AblationOptions(
         rec_model=_one_model(args.rec_model),
@@ -374,7 +374,7 @@ def position(
     round_limit: int = typer.Option(5, "--round-limit", min=1, max=20, help="Round limits 1..N."),
 ) -> None:
     """Fig. 5: target first / random / last in the candidate order, per round limit."""
-    from app.eval.position import PositionOptions, run_position
+    from lab.eval.position import PositionOptions, run_position
 
     options = PositionOptions(
         rec_model=_one_model(args.rec_model),
@@ -400,7 +400,7 @@ def bias(
     args: EvalArgs,
 ) -> None:
     """Popularity bias of Model vs FLOW picks: mean popularity percentile and Gini."""
-    from app.eval.bias import BiasOptions, run_bias
+    from lab.eval.bias import BiasOptions, run_bias
 
     options = BiasOptions(
         rec_models=_check_models(args.rec_model, PAPER_MODELS),

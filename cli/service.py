@@ -83,6 +83,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
         from app.services import bootstrap, metrics, startup
+        from lab import prepare as lab_prepare
 
         settings = _settings(host=host, port=port, workers=workers)
         if bootstrap.port_in_use(settings.host, settings.port):  # before minutes of set-up, not after
@@ -96,7 +97,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         try:
             # The calibration is fitted here, with its progress shown, so that a worker only reads it.
             dataset = (
-                bootstrap.prepare_artifacts(settings, _echo)
+                lab_prepare.prepare_artifacts(settings, _echo)
                 if prepare
                 else bootstrap.check_prepared(settings)
             )
@@ -147,11 +148,11 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         import json
         import time
 
-        from app.services import bootstrap
+        from lab import prepare as lab_prepare
 
         settings = _settings()
         started = time.perf_counter()
-        dataset = bootstrap.prepare_artifacts(settings, _echo)
+        dataset = lab_prepare.prepare_artifacts(settings, _echo)
         summary = {
             "dataset": dataset.name,
             "rec_model": settings.rec_model,

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.adapters import exact_expected_hr1
-from app.eval.common import ExperimentOutput, markdown_table
-from app.eval.loops import (
+from lab.eval.adapters import exact_expected_hr1
+from lab.eval.common import ExperimentOutput, markdown_table
+from lab.eval.loops import (
     FLOW,
     EvalContext,
     eval_candidate_rows,
@@ -32,9 +32,9 @@ from app.eval.loops import (
     hr,
     run_loop_jobs,
 )
-from app.eval.metrics import Interval, mean_std, paired_interval
-from app.eval.paper import PAPER_AGENT_HR1, PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
-from app.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
+from lab.eval.metrics import Interval, mean_std, paired_interval
+from lab.eval.paper import PAPER_AGENT_HR1, PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_value
+from lab.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
 from llm.usage import total_usage
 
 PICKS = (

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.common import ExperimentOutput, markdown_table
-from app.eval.loops import (
+from lab.eval.common import ExperimentOutput, markdown_table
+from lab.eval.loops import (
     ARRANGEMENTS_FOR_POSITION,
     EvalContext,
     LoopJob,
@@ -18,8 +18,8 @@ from app.eval.loops import (
     hr,
     run_loop_jobs,
 )
-from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
-from app.eval.table4 import per_user
+from lab.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
+from lab.eval.table4 import per_user
 from llm.usage import total_usage
 
 

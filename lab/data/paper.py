@@ -5,7 +5,7 @@ against the SHA-256 digests below (the LLaRA files as published, converted to JS
 LLaRA's and AFL's repositories). recloop ships none of these files: their licences (README, "Data and
 models") allow research use but not redistribution.
 
-- **movielens** is rebuilt from the GroupLens ratings (``app/data/fetch.py``: GroupLens, else the
+- **movielens** is rebuilt from the GroupLens ratings (``lab/data/fetch.py``: GroupLens, else the
   RecBole wheel on PyPI), byte-identical to LLaRA's splits.
 - **lastfm** and **steam**: LLaRA derived them from the HetRec 2011 Last.fm archive (GroupLens) and
   the UCSD Steam reviews by rules it did not publish, which recloop has not recovered; no package
@@ -22,9 +22,9 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from app.data.importer import import_llara
-from app.data.paper_files import PaperDataError, PaperDataset, mismatches, paper_dataset
 from app.settings import Settings
+from lab.data.importer import import_llara
+from lab.data.paper_files import PaperDataError, PaperDataset, mismatches, paper_dataset
 from recmodels.dataset import Dataset, DatasetNotFound
 
 DOWNLOAD_TIMEOUT_S = 10.0

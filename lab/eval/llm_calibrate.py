@@ -84,7 +84,7 @@ async def calibrate_llm(
 ) -> CalibrationRun:
     """The stored weights for this endpoint, or fit them now (and store them)."""
     from graph.calibration import loop_calibration
-    from graph.similarity import available_backends
+    from graph.item_vectors import available_backends
 
     started = time.monotonic()
     key = llm_weights_key(config, catalog, rec, reward, endpoint_model(config.llm))

@@ -17,10 +17,10 @@ import torch
 import typer
 from tqdm import tqdm
 
-from app.cli.invocation import command_line
-from app.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
-from app.eval.plots import caption, save_chart
 from app.settings import Settings, get_settings
+from cli.invocation import command_line
+from lab.eval.common import LLM_RUN_SETTINGS, EvalError, RunDir, cost_section, results_envelope
+from lab.eval.plots import caption, save_chart
 from lab.steering import parser_eval as natural_eval
 from lab.steering.command_eval import (
     CommandEvalError,

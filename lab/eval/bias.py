@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.common import ExperimentOutput, markdown_table
-from app.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs
-from app.eval.metrics import mean_popularity_percentile, popularity_percentiles, recommendation_gini
-from app.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
+from lab.eval.common import ExperimentOutput, markdown_table
+from lab.eval.loops import EvalContext, eval_candidate_rows, flow_jobs, run_loop_jobs
+from lab.eval.metrics import mean_popularity_percentile, popularity_percentiles, recommendation_gini
+from lab.eval.plots import Chart, Series, loop_caption, mean_estimate, save_chart
 from llm.usage import total_usage
 
 PICK_KINDS = (("target", "target"), ("model", "model_pick"), ("agent", "agent_pick"), ("flow", "flow_pick"))

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from app.data.store import staged_dataset_dir, write_jsonl, write_meta
+from lab.data.store import staged_dataset_dir, write_jsonl, write_meta
 from recmodels.dataset import SPLITS, Dataset, DatasetError
 
 RESERVED = ("history", "next")

@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.common import ExperimentOutput, markdown_table
-from app.eval.loops import EvalContext, LoopJob, eval_candidate_rows, hr, run_loop_jobs
-from app.eval.metrics import confusion, mean_std
-from app.eval.paper import PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_prf
-from app.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
-from app.eval.table4 import per_user
-from app.eval.table5 import Table5Options, f1_estimate, load_cases, summarise_usersim, usersim_records
+from lab.eval.common import ExperimentOutput, markdown_table
+from lab.eval.loops import EvalContext, LoopJob, eval_candidate_rows, hr, run_loop_jobs
+from lab.eval.metrics import confusion, mean_std
+from lab.eval.paper import PAPER_AGENTS, PAPER_FLOW_HR1, PAPER_MODEL_HR1, paper_prf
+from lab.eval.plots import Chart, Reference, Series, loop_caption, mean_estimate, save_chart
+from lab.eval.table4 import per_user
+from lab.eval.table5 import Table5Options, f1_estimate, load_cases, summarise_usersim, usersim_records
 from llm.usage import total_usage
 
 

@@ -1,5 +1,5 @@
 """What every experiment shares: the run directory, the resumable row store, candidate sources,
-progress, concurrency and the results/report writer (plots: :mod:`app.eval.plots`).
+progress, concurrency and the results/report writer (plots: :mod:`lab.eval.plots`).
 
 A run directory holds::
 
@@ -7,7 +7,7 @@ A run directory holds::
     rows.jsonl     one finished unit of work per line (appended as it finishes)
     results.json   every aggregated number + settings, artifacts, seeds, code version
     report.md      the tables in the paper's layout, plus links to the plots
-    *.png, *.svg   plots, each with its data in *.plot.json (app/eval/plots.py)
+    *.png, *.svg   plots, each with its data in *.plot.json (lab/eval/plots.py)
 
 Rows already in ``rows.jsonl`` are never recomputed, so a crashed or interrupted run
 continues where it stopped when started again with the same ``--run-dir``.
@@ -187,7 +187,7 @@ def run_units(
     """Run every unit not yet in ``store`` (at most ``concurrency`` at a time, all on one event
     loop), append each result as it finishes, and return the records of all units in ``units``
     order. Call it from synchronous code: it runs the batch on ``aio`` (the evaluation's one event
-    loop, :attr:`app.eval.loops.EvalContext.aio`), or with ``asyncio.run`` without one."""
+    loop, :attr:`lab.eval.loops.EvalContext.aio`), or with ``asyncio.run`` without one."""
     pending = [u for u in units if u.key not in store]
     bar = progress_bar(total=len(units), initial=len(units) - len(pending), desc=desc, disable=not progress)
 

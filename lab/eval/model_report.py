@@ -2,7 +2,7 @@
 
 The command's numbers (exact expected HR@1-of-20 with its 95 % bootstrap interval over users, the
 5-seed sampled HR@1, Hit@10, NDCG@10, paired differences) are written to a run directory like every
-other evaluation's (:mod:`app.eval.common`), so the runs API and the web UI list them too.
+other evaluation's (:mod:`lab.eval.common`), so the runs API and the web UI list them too.
 
 The paper's figures are AFL/FLOW's Table 4 "Model" column (test split, HR@1 of 20). They are
 quoted only for the test split of the warm protocol: the paper has no validation or cold-start
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from app.eval.common import markdown_table
-from app.eval.paper import PAPER_MODEL_HR1
-from app.eval.plots import Chart, Estimate, Reference, Series, caption, save_chart
+from lab.eval.common import markdown_table
+from lab.eval.paper import PAPER_MODEL_HR1
+from lab.eval.plots import Chart, Estimate, Reference, Series, caption, save_chart
 from recmodels.artifacts import code_version
 
 CHANCE_HR1 = 1 / 20  # one target among 20 candidates

@@ -26,11 +26,11 @@ import matplotlib
 matplotlib.use("Agg")  # headless: plots are files, never windows
 import matplotlib.pyplot as plt  # noqa: E402
 
-from app.eval.metrics import bootstrap_interval, bootstrap_statistic  # noqa: E402
+from lab.eval.metrics import bootstrap_interval, bootstrap_statistic  # noqa: E402
 from recmodels.artifacts import code_version  # noqa: E402
 
 if TYPE_CHECKING:
-    from app.eval.loops import EvalContext
+    from lab.eval.loops import EvalContext
 
 FIGSIZE = (8.0, 4.5)  # inches; at DPI 200: 1600 x 900 px
 DPI = 200
