@@ -11,7 +11,10 @@ import typer
 
 from app.settings import get_settings
 from graph.agents.llm_evidence import PROMPT_FORMS
-from graph.llm_calibration import DEFAULT_ROWS
+from graph.item_vectors import available_backends
+from lab.calibration.llm import DEFAULT_ROWS
+from lab.calibration.offline import ensure_loop_calibration
+from lab.eval.llm_calibrate import calibrate_llm
 from recmodels.artifacts import ArtifactError, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
 
@@ -71,18 +74,13 @@ def calibrate_command(
     config = settings.loop_config()
     echo = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     if agents == "offline":
-        from graph.calibration import loop_calibration
-        from graph.item_vectors import available_backends
-
-        calibration = asyncio.run(loop_calibration(config, catalog, rec, reward, available_backends()))
+        calibration = asyncio.run(ensure_loop_calibration(config, catalog, rec, reward, available_backends()))
         result: dict[str, Any] = {
             "agents": "offline",
             "dataset": dataset,
             "calibration": calibration.summary(),
         }
     else:
-        from lab.eval.llm_calibrate import calibrate_llm
-
         run = asyncio.run(
             calibrate_llm(
                 config,

@@ -13,9 +13,9 @@ import typer
 
 from app.settings import get_settings
 from graph.config import AGENT_MODES
-from graph.deps import make_deps
 from graph.runner import LoopResult, default_candidates, run_loop
 from graph.transcript import format_transcript
+from lab.calibration.deps import calibrated_deps
 from recmodels.artifacts import ArtifactError, load_latest_scorer
 from recmodels.candidates import sample_candidates
 from recmodels.dataset import Dataset, DatasetNotFound
@@ -68,7 +68,7 @@ def simulate_command(
     weights: list[str] = []
 
     async def simulate() -> tuple[list[int], LoopResult]:
-        deps = await make_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
+        deps = await calibrated_deps(settings.loop_config(), catalog, rec, reward, agents)  # type: ignore[arg-type]
         if deps.llm_weights is not None:
             weights.append(deps.llm_weights.status)
         if candidates_from == "sampled":

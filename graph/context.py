@@ -1,6 +1,6 @@
 """Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`
 (the graph's runtime context), and :func:`build_deps`, which wires the agents for given
-calibration parameters (:func:`graph.deps.make_deps` learns those on validation first).
+calibration parameters (:func:`graph.deps.make_deps` reads those; the lab fits them on validation).
 """
 
 from __future__ import annotations

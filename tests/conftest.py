@@ -282,10 +282,10 @@ def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dic
     """Offline agents over the tiny trained SASRec (rec and reward model), as `recloop serve` wires them."""
     import asyncio
 
-    from graph.deps import make_deps
+    from lab.calibration.deps import calibrated_deps
 
     scorer = ml_scorers["sasrec"]
-    deps = make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")
+    deps = calibrated_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")
     return {"offline": asyncio.run(deps)}
 
 

@@ -15,6 +15,7 @@ from app.settings import Settings
 from graph.caches import LoopCaches
 from graph.config import AgentMode
 from graph.runner import LoopResult, LoopRunner
+from lab.calibration.deps import calibrated_deps
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
@@ -137,11 +138,9 @@ async def make_loop_deps(
     caches: LoopCaches | None = None,
     **knobs: Any,
 ) -> Any:
-    """``graph.deps.make_deps`` plus the ablation knobs the graph exposes (passed by keyword). LLM
-    agents get the weights fitted for the endpoint, fitted first (``recloop calibrate --agents
-    llm``, on validation) when it has none."""
-    from graph.deps import make_deps
-
+    """The loop's dependencies (:func:`lab.calibration.deps.calibrated_deps`) plus the ablation knobs
+    the graph exposes (passed by keyword). LLM agents get the weights fitted for the endpoint, fitted
+    first (``recloop calibrate --agents llm``, on validation) when it has none."""
     if agents == "llm" and "llm_weights" not in knobs:
         import sys
 
@@ -157,7 +156,7 @@ async def make_loop_deps(
             caches=caches,
         )
         knobs = {**knobs, "llm_weights": fit.weights}
-    return await make_deps(
+    return await calibrated_deps(
         settings.loop_config(), catalog, rec_scorer, reward_scorer, agents, caches=caches, **knobs
     )
 

@@ -1,7 +1,7 @@
 """Fitting the LLM weights of one endpoint (``recloop calibrate --agents llm``), also run by the
 LLM evaluations and ``bench.llm_loops`` when the configured endpoint has none yet.
 
-The questions and the fit are :mod:`graph.llm_calibration`; this adds what a long job on a slow
+The questions and the fit are :mod:`lab.calibration.llm`; this adds what a long job on a slow
 endpoint needs: an estimate before starting, a progress bar, a call budget, and resuming (every
 answer is appended to ``<weights file>.answers.jsonl`` as it arrives, so a rerun asks only what
 is missing).
@@ -19,18 +19,18 @@ from graph.agents.llm_evidence import PROMPT_FORMS, LLMWeights, PromptForm
 from graph.caches import LoopCaches
 from graph.config import LoopConfig
 from graph.context import build_deps
-from graph.llm_calibration import (
+from graph.item_vectors import available_backends
+from graph.llm_calibration import llm_weights_key, llm_weights_path, read_llm_weights
+from lab.calibration.llm import (
     DEFAULT_ROWS,
     AnswerLog,
     BudgetExhausted,
     estimate,
     fit_llm_weights,
-    llm_weights_key,
-    llm_weights_path,
-    read_llm_weights,
     val_rows,
     write_llm_weights,
 )
+from lab.calibration.offline import ensure_loop_calibration
 from llm.client import endpoint_model
 from recmodels.dataset import Dataset
 from recmodels.progress import progress_bar
@@ -83,15 +83,12 @@ async def calibrate_llm(
     items_rows: int | None = None,
 ) -> CalibrationRun:
     """The stored weights for this endpoint, or fit them now (and store them)."""
-    from graph.calibration import loop_calibration
-    from graph.item_vectors import available_backends
-
     started = time.monotonic()
     key = llm_weights_key(config, catalog, rec, reward, endpoint_model(config.llm))
     path = llm_weights_path(rec, reward, key)
     found = None if refit else read_llm_weights(path, key, caches)
     rows = val_rows(catalog, rec, reward, n_rows, config.n_candidates)
-    calibration = await loop_calibration(config, catalog, rec, reward, available_backends(), caches)
+    calibration = await ensure_loop_calibration(config, catalog, rec, reward, available_backends(), caches)
     deps = build_deps(config, catalog, rec, reward, "llm", calibration=calibration, caches=caches)
     planned = estimate(deps, rows, forms, items, items_rows)
     if found is not None:
