@@ -82,7 +82,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         ),
     ) -> None:
         """Set up everything a fresh machine needs (database, data, models, a key), then serve over HTTP."""
-        from app.services import bootstrap, metrics, startup
+        from app.services import bootstrap, startup
         from lab import prepare as lab_prepare
 
         settings = _settings(host=host, port=port, workers=workers)
@@ -111,8 +111,6 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             raise typer.Exit(1) from exc
         key = bootstrap.first_key(url, settings)
         served = settings.model_copy(update={"database_url": url})  # the (possibly embedded) database
-        if settings.workers > 1 and not os.environ.get(metrics.MULTIPROC_ENV):
-            metrics.share_between_workers(settings.data_dir / "run" / "metrics")
         base = f"http://{settings.host}:{settings.port}"
         _echo(f"starting the server on {base} ...")
         secret = key.secret if key is not None else None
@@ -265,6 +263,8 @@ def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:
     """Serve until stopped: in this process with one worker, else with uvicorn's worker processes."""
     import uvicorn
 
+    from app.services import metrics
+
     if settings.workers == 1:  # this process serves: it hands the app its settings
         from app.main import create_app
 
@@ -275,9 +275,13 @@ def _run_uvicorn(settings: Settings, served: Settings, url: str) -> None:
     # process that imports it; uvicorn has no way to hand a worker a Python object, so the
     # factory (app.main.create_app_from_env) can only read its settings from what the workers
     # inherit: the environment. Everything else already comes from it (or the .env file);
-    # the one value decided at run time, the database bootstrap chose (perhaps the embedded
-    # one), is put there, in this parent process only, right before the workers start.
-    os.environ["RECLOOP_DATABASE_URL"] = url
+    # the values decided at run time, the database bootstrap chose (perhaps the embedded one) and
+    # where the workers' metrics add up, are put there, in this parent process only, right before
+    # the workers start: the one place `recloop serve` edits its environment.
+    worker_environment = {"RECLOOP_DATABASE_URL": url}
+    if not os.environ.get(metrics.MULTIPROC_ENV):  # a supervisor's own directory is kept
+        worker_environment |= metrics.share_between_workers(settings.data_dir / "run" / "metrics")
+    os.environ.update(worker_environment)
     uvicorn.run(
         "app.main:create_app_from_env",
         factory=True,

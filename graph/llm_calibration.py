@@ -18,12 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from graph import prompts
-from graph.agents.llm import AnswerShapes
 from graph.agents.llm_evidence import LLMWeights
 from graph.caches import LoopCaches
 from graph.calibration import calibration_path, read_keyed
 from graph.config import LoopConfig
-from llm import client as llm_client
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
@@ -33,6 +31,8 @@ LLM_CALIBRATION_VERSION = 2
 
 def prompt_version() -> str:
     """A digest of every prompt template and answer shape: a changed prompt is a new endpoint fit."""
+    from graph.agents.llm import AnswerShapes  # the LLM stack only when used (as graph/context.py)
+
     text = inspect.getsource(prompts) + inspect.getsource(AnswerShapes)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -94,5 +94,7 @@ def stored_llm_weights(
     config: LoopConfig, catalog: Dataset, rec: Scorer, reward: Scorer, caches: LoopCaches | None = None
 ) -> tuple[LLMWeights | None, dict[str, Any]]:
     """The weights fitted for the configured endpoint (None: not fitted) and their key."""
-    key = llm_weights_key(config, catalog, rec, reward, llm_client.endpoint_model(config.llm))
+    from llm.client import endpoint_model  # the LLM stack only when used (as graph/context.py)
+
+    key = llm_weights_key(config, catalog, rec, reward, endpoint_model(config.llm))
     return read_llm_weights(llm_weights_path(rec, reward, key), key, caches), key

@@ -16,6 +16,7 @@ from app.db.migrate import migrate_all
 from app.db.urls import redact
 from app.services.keys import NewKey, create_first_key, create_key, list_keys, revoke_key
 from app.settings import Settings
+from recmodels.artifacts import artifact_path
 from recmodels.dataset import Dataset, DatasetNotFound
 
 Echo = Callable[[str], None]
@@ -39,8 +40,6 @@ class NotPrepared(RuntimeError):
 
 def check_prepared(settings: Settings) -> Dataset:
     """The dataset and model files a worker loads, or :class:`NotPrepared` naming what is missing."""
-    from recmodels.artifacts import artifact_path
-
     try:
         dataset = Dataset.open(settings.datasets_dir, settings.dataset)
     except DatasetNotFound as exc:
