@@ -169,22 +169,6 @@ async def run_loop(
     return await LoopRunner().run(deps, history, candidates, max_rounds, preferences=preferences)
 
 
-async def judge_items(
-    deps: LoopDeps,
-    history: Sequence[int],
-    items: Sequence[int],
-    memory: Sequence[MemoryEntry] = (),
-    preferences: dict[str, Any] | None = None,
-    accepted: Sequence[int] = (),
-) -> list[bool]:
-    """User simulation (AFL Table 5): the user agent's like/dislike for each item, no loop.
-
-    Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
-    :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
-    """
-    return (await assess_items(deps, history, items, memory, preferences, accepted)).likes
-
-
 async def assess_items(
     deps: LoopDeps,
     history: Sequence[int],
@@ -193,7 +177,12 @@ async def assess_items(
     preferences: dict[str, Any] | None = None,
     accepted: Sequence[int] = (),
 ) -> ItemsVerdict:
-    """:func:`judge_items` with what the verdict cost (LLM calls and tokens) and any fallback."""
+    """User simulation (AFL Table 5): the user agent's like/dislike for each item, no loop, with
+    what the verdict cost (LLM calls and tokens) and any fallback.
+
+    Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
+    :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
+    """
     scores = deps.reward_scorer.score(list(history), list(items)) if items else []
     log_probs = deps.reward_scorer.log_probs(list(history), list(items)) if items else []
     ctx = JudgeItemsContext(
