@@ -1,7 +1,10 @@
 """The four nodes of the loop and the routing after ``memory_update``.
 
 One round of AFL Algorithm 1: ``recommend`` (Ir, Rr) -> ``score`` S -> ``judge``
-(Du, Ru) -> ``memory_update`` (both memories get {Ir, Rr, Ru} on rejection).
+(Du, Ru) -> ``memory_update`` (both memories get {Ir, Rr, Ru} on rejection). On new input,
+``recommend`` first opens the loop with :func:`open_loop`, a pure function of the state and the
+deps (validate, fill the input's options, score the candidates once, reset the per-loop fields),
+so that every node after it reads a complete :class:`graph.state.LoopState`.
 Each node is one async function ``(state, runtime) -> dict`` that returns only the keys it
 changes; its dependencies (models, catalog, agents, configuration) are the run's context,
 ``runtime.context`` (a :class:`graph.context.LoopDeps`, passed as ``ainvoke(..., context=deps)``).
@@ -9,7 +12,7 @@ changes; its dependencies (models, catalog, agents, configuration) are the run's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from langgraph.graph import END
@@ -19,7 +22,17 @@ from langgraph.types import Overwrite, interrupt
 from graph import describe
 from graph.agents.base import RecContext, UserContext
 from graph.context import LoopDeps
-from graph.state import JUDGE_MODES, Judgement, LoopState, MemoryEntry, RoundRecord, Verdict, make_judgement
+from graph.state import (
+    DEFAULT_JUDGE_MODE,
+    JUDGE_MODES,
+    Judgement,
+    LoopState,
+    MemoryEntry,
+    Proposal,
+    RoundRecord,
+    Verdict,
+    make_judgement,
+)
 from llm.usage import add_usage, empty_usage
 from recmodels.metrics import rank_of
 from steering.preferences import Preferences, PreferenceUpdate, as_preferences, consolidate
@@ -69,46 +82,55 @@ def is_new_loop(state: LoopState) -> bool:
     the previous loop was left in (finished, paused, abandoned mid-round). Without the marker, a
     thread whose last loop has ended (or that has none) opens one all the same.
     """
-    if state.get("new_loop") or not state.get("loop_index"):
+    if state.get("new_loop") or "loop_index" not in state:
         return True
-    return state.get("stop_reason") is not None
+    return state["stop_reason"] is not None
 
 
 # --- recommend -------------------------------------------------------------------------------
 
 
 async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
-    """Open the loop if this is its start, then ask the recommendation agent for a candidate (Ir, Rr)."""
+    """Ask the recommendation agent for a candidate (Ir, Rr); on new input, open the loop first."""
     deps = runtime.context
-    update = _open_loop(deps, state) if is_new_loop(state) else {}
-    rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
-    ctx = rec_context(deps, {**state, **update}, rounds)
-    proposal = await deps.rec_agent.propose(ctx)
-    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
-        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
-    return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
+    if not is_new_loop(state):
+        return {"proposal": await _propose(deps, state)}
+    opening = open_loop(state, deps)
+    proposal = await _propose(deps, {**state, **opening})
+    # Overwrite: the new loop's rounds replace the last loop's instead of adding to them.
+    return {**opening, "rounds": Overwrite(opening["rounds"]), "proposal": proposal}
 
 
-def rec_context(deps: LoopDeps, view: Mapping[str, Any], rounds: Sequence[RoundRecord]) -> RecContext:
-    """What the recommendation agent sees this round: ``view`` is the loop's state (with the loop's
-    opening applied, when this round opens it), ``rounds`` the loop's rounds so far. The LLM
-    calibration builds its validation questions with it too (lab.calibration.llm)."""
-    keep = _allowed_positions(deps, view)
-    candidates = [view["candidates"][i] for i in keep]
-    prior = view["prior_item"] if deps.rec_agent.use_prior else None
-    return RecContext(
-        history=list(view["history"]),
-        candidates=candidates,
-        rec_scores=[view["rec_scores"][i] for i in keep],
-        prior_item=prior if prior is None or prior in candidates else None,
-        memory=list(view.get("rec_memory") or []),
-        rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
-        last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
-        round=len(rounds) + 1,
-        preferences=view.get("preferences"),
-        llm_budget_s=_budget_left(deps, view),
-        reward_scores=[view["reward_scores"][i] for i in keep],
+def open_loop(state: LoopState, deps: LoopDeps) -> dict[str, Any]:
+    """A new loop's fields: the input validated and its options filled (the caller's, else the
+    thread's previous loop's, else the default), the candidates scored once for the whole loop,
+    every per-loop field of :class:`LoopState` reset. The thread's memories stay as they are."""
+    history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
+    max_rounds = state.get("max_rounds")
+    max_rounds = deps.config.max_rounds if max_rounds is None else max_rounds
+    judge_mode = state.get("judge_mode") or DEFAULT_JUDGE_MODE
+    validate_loop_input(history, candidates, max_rounds, judge_mode, deps.catalog.n_items)
+    rec_scores = deps.rec_scorer.score(history, candidates)
+    reward_scores = (
+        rec_scores if deps.reward_scorer is deps.rec_scorer else deps.reward_scorer.score(history, candidates)
     )
+    return {
+        "max_rounds": max_rounds,
+        "judge_mode": judge_mode,
+        "loop_index": state.get("loop_index", 0) + 1,
+        "reason_constraints": None,
+        "prior_item": rec_prior_item(candidates, rec_scores),
+        "rec_scores": rec_scores,
+        "reward_scores": reward_scores,
+        "proposal": None,
+        "verdict": None,
+        "judgement": None,
+        "rounds": [],
+        "final_item": None,
+        "final_reason": None,
+        "stop_reason": None,
+        "llm_seconds": 0.0,
+    }
 
 
 def rec_prior_item(candidates: Sequence[int], rec_scores: Sequence[float]) -> int:
@@ -116,54 +138,54 @@ def rec_prior_item(candidates: Sequence[int], rec_scores: Sequence[float]) -> in
     return candidates[max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))]
 
 
-def _allowed_positions(deps: LoopDeps, view: Mapping[str, Any]) -> list[int]:
+async def _propose(deps: LoopDeps, state: LoopState) -> Proposal:
+    """The recommendation agent's proposal for the loop's next round."""
+    ctx = rec_context(deps, state)
+    proposal = await deps.rec_agent.propose(ctx)
+    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
+        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
+    return proposal  # stored as the agent built it (make_proposal)
+
+
+def rec_context(deps: LoopDeps, state: LoopState) -> RecContext:
+    """What the recommendation agent sees this round. The LLM calibration builds its validation
+    questions with it too (lab.calibration.llm)."""
+    rounds = state["rounds"]
+    keep = _allowed_positions(deps, state)
+    candidates = [state["candidates"][i] for i in keep]
+    prior = state["prior_item"] if deps.rec_agent.use_prior else None
+    return RecContext(
+        history=list(state["history"]),
+        candidates=candidates,
+        rec_scores=[state["rec_scores"][i] for i in keep],
+        prior_item=prior if prior is None or prior in candidates else None,
+        memory=list(state["rec_memory"]),
+        rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
+        last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
+        round=len(rounds) + 1,
+        preferences=state.get("preferences"),
+        llm_budget_s=_budget_left(deps, state),
+        reward_scores=[state["reward_scores"][i] for i in keep],
+    )
+
+
+def _allowed_positions(deps: LoopDeps, state: LoopState) -> list[int]:
     """Positions of the candidates that a human judge's reasons in this loop allow (all when none
     would be left): what a reason ruled out applies to the very next proposal. (The session's own
     preferences already shaped the candidates; the user agent rejects what breaks them.)"""
-    preferences = as_preferences(view.get("reason_constraints"))
-    everything = list(range(len(view["candidates"])))
+    preferences = as_preferences(state["reason_constraints"])
+    everything = list(range(len(state["candidates"])))
     if preferences is None or not preferences.has_hard():
         return everything
-    candidates = view["candidates"]
+    candidates = state["candidates"]
     allowed = [i for i in everything if not hard_violations(preferences, deps.catalog.item(candidates[i]))]
     return allowed or everything
 
 
-def _budget_left(deps: LoopDeps, state: Mapping[str, Any], spent_this_round: float = 0.0) -> float:
+def _budget_left(deps: LoopDeps, state: LoopState, spent_this_round: float = 0.0) -> float:
     """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
     this round's earlier steps spent)."""
-    spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
-    return deps.config.llm_loop_budget_s - spent
-
-
-def _open_loop(deps: LoopDeps, state: LoopState) -> dict[str, Any]:
-    """Validate the input, reset per-loop fields, score the candidates once for the whole loop."""
-    history, candidates = list(state.get("history") or []), list(state.get("candidates") or [])
-    max_rounds = state.get("max_rounds")
-    max_rounds = deps.config.max_rounds if max_rounds is None else max_rounds
-    judge_mode = state.get("judge_mode") or "agent"
-    validate_loop_input(history, candidates, max_rounds, judge_mode, deps.catalog.n_items)
-    rec_scores = deps.rec_scorer.score(history, candidates)
-    reward_scores = (
-        rec_scores if deps.reward_scorer is deps.rec_scorer else deps.reward_scorer.score(history, candidates)
-    )
-    return {
-        "loop_index": (state.get("loop_index") or 0) + 1,
-        "max_rounds": max_rounds,
-        "judge_mode": judge_mode,
-        "prior_item": rec_prior_item(candidates, rec_scores),
-        "rec_scores": rec_scores,
-        "reward_scores": reward_scores,
-        "rounds": Overwrite([]),
-        "proposal": None,
-        "verdict": None,
-        "judgement": None,
-        "final_item": None,
-        "final_reason": None,
-        "stop_reason": None,
-        "llm_seconds": 0.0,
-        "reason_constraints": None,
-    }
+    return deps.config.llm_loop_budget_s - (float(state["llm_seconds"]) + spent_this_round)
 
 
 # --- score -----------------------------------------------------------------------------------
@@ -187,7 +209,7 @@ def reward_verdict(candidates: Sequence[int], reward_scores: Sequence[float], it
 async def judge(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
     """The user agent's decision Du and reason Ru, or a person's (``judge_mode="human"``)."""
     deps = runtime.context
-    if state.get("judge_mode") == "human":
+    if state["judge_mode"] == "human":
         judgement = _ask_human(deps, state)
         return {"judgement": judgement, **_steered_by_reason(state, judgement)}
     ruled_out = _constraint_rejection(deps, state)
@@ -211,14 +233,14 @@ def _constraint_rejection(deps: LoopDeps, state: LoopState) -> Judgement | None:
     return make_judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
 
 
-def user_context(deps: LoopDeps, state: Mapping[str, Any]) -> UserContext:
-    """What the user agent sees when it judges this round's proposal (scored: ``verdict``); the LLM
+def user_context(deps: LoopDeps, state: LoopState) -> UserContext:
+    """What the user agent sees when it judges this round's (scored) proposal; the LLM
     calibration builds its validation questions with it too (lab.calibration.llm)."""
     proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
     candidates = state["candidates"]
     show_picks = deps.config.reward_display == "top_picks"
     spent_on_proposal = float(proposal["usage"].get("seconds", 0.0))
-    rounds = state.get("rounds") or []
+    rounds = state["rounds"]
     return UserContext(
         history=list(state["history"]),
         candidates=list(candidates),
@@ -227,7 +249,7 @@ def user_context(deps: LoopDeps, state: Mapping[str, Any]) -> UserContext:
         reward_score=verdict["score"],
         reward_rank=verdict["rank"],
         top_picks=top_picks(candidates, state["reward_scores"]) if show_picks else [],
-        memory=list(state.get("user_memory") or []),
+        memory=list(state["user_memory"]),
         round=len(rounds) + 1,
         preferences=state.get("preferences"),
         llm_budget_s=_budget_left(deps, state, spent_on_proposal),
@@ -249,8 +271,8 @@ def _ask_human(deps: LoopDeps, state: LoopState) -> Judgement:
     proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
     answer = interrupt(
         {
-            "loop_index": state.get("loop_index"),
-            "round": len(state.get("rounds") or []) + 1,
+            "loop_index": state["loop_index"],
+            "round": len(state["rounds"]) + 1,
             "item": proposal["item"],
             "item_title": describe.title(deps.catalog, proposal["item"]),
             "rec_reason": proposal["reason"],
@@ -281,7 +303,7 @@ def _steered_by_reason(state: LoopState, judgement: Judgement) -> dict[str, Any]
     if update.is_neutral():
         return {}
     current = as_preferences(state.get("preferences")) or Preferences()
-    ruled_out = as_preferences(state.get("reason_constraints")) or Preferences()
+    ruled_out = as_preferences(state["reason_constraints"]) or Preferences()
     return {
         "preferences": consolidate(current, update).model_dump(mode="json"),
         "reason_constraints": consolidate(ruled_out, update).model_dump(mode="json"),
@@ -294,10 +316,10 @@ def _steered_by_reason(state: LoopState, judgement: Judgement) -> dict[str, Any]
 async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
     """Record the round; on rejection both memories get {Ir, Rr, Ru}; stop on acceptance or the limit."""
     proposal, verdict, judgement = (_required(state, k) for k in ("proposal", "verdict", "judgement"))
-    item, number = proposal["item"], len(state.get("rounds") or []) + 1
+    item, number = proposal["item"], len(state["rounds"]) + 1
     title = describe.title(runtime.context.catalog, item)
     record: RoundRecord = {
-        "loop_index": state.get("loop_index") or 1,
+        "loop_index": state["loop_index"],
         "round": number,
         "item": item,
         "item_title": title,
@@ -319,7 +341,7 @@ async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[st
     }
     if proposal.get("evidence") or judgement.get("evidence"):
         record["llm_evidence"] = {"rec": proposal.get("evidence"), "user": judgement.get("evidence")}
-    spent = float(state.get("llm_seconds") or 0.0) + record["llm_usage"].get("seconds", 0.0)
+    spent = float(state["llm_seconds"]) + record["llm_usage"].get("seconds", 0.0)
     update: dict[str, Any] = {
         "rounds": [record],
         "proposal": None,
@@ -350,7 +372,7 @@ async def memory_update(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[st
 
 def route_after_memory_update(state: LoopState) -> Literal["recommend", "__end__"]:
     """Stop on acceptance or at the explicit round limit; otherwise recommend again."""
-    rounds = state.get("rounds") or []
+    rounds = state["rounds"]
     if not rounds:
         raise RuntimeError("memory_update finished without recording a round")
     last = rounds[-1]
@@ -370,7 +392,7 @@ def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
     return decision, reason.strip()
 
 
-def _required(state: Mapping[str, Any], key: str) -> Any:
+def _required(state: LoopState, key: str) -> Any:
     value = state.get(key)
     if value is None:
         raise RuntimeError(f"state has no {key!r}: the graph reached this node out of order")

@@ -24,15 +24,11 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 from graph.agents.base import ItemsVerdict, JudgeItemsContext
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
-from graph.state import JudgeMode, LoopInput, MemoryEntry, RoundRecord, StopReason
+from graph.state import JudgeMode, LoopInput, LoopState, MemoryEntry, RoundRecord, StopReason
 from llm.usage import LLMUsage, total_usage
 
 # Steps LangGraph may take beyond the nodes of every round (input, routing); see loop_config.
 RECURSION_SLACK = 5
-
-
-class LoopInterrupted(RuntimeError):
-    """The loop paused (human judge or interrupt_after) instead of finishing."""
 
 
 @dataclass(frozen=True)
@@ -62,22 +58,22 @@ class LoopResult:
         return [r["item"] for r in self.rounds if r["decision"] == "accept"]
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> LoopResult:
-        if state.get("stop_reason") is None or state.get("final_item") is None:
-            raise LoopInterrupted("the loop has not finished (a human judge or an interrupt is pending)")
-        rounds = list(state.get("rounds") or [])
-        usage = total_usage(rounds, "llm_usage")
+    def from_state(cls, state: LoopState) -> LoopResult:
+        """The result of a finished loop's state (an agent judge's loop always finishes)."""
+        if state["stop_reason"] is None or state["final_item"] is None or state["final_reason"] is None:
+            raise RuntimeError("the loop has not finished: LoopRunner runs loops that end")
+        rounds = list(state["rounds"])
         return cls(
             final_item=state["final_item"],
-            final_reason=state.get("final_reason") or "",
+            final_reason=state["final_reason"],
             stop_reason=state["stop_reason"],
             rounds=rounds,
             n_rounds=len(rounds),
-            usage=usage,
-            prior_item=state.get("prior_item"),
-            loop_index=state.get("loop_index") or 1,
-            rec_memory=list(state.get("rec_memory") or []),
-            user_memory=list(state.get("user_memory") or []),
+            usage=total_usage(rounds, "llm_usage"),
+            prior_item=state["prior_item"],
+            loop_index=state["loop_index"],
+            rec_memory=list(state["rec_memory"]),
+            user_memory=list(state["user_memory"]),
         )
 
 
@@ -169,22 +165,6 @@ async def run_loop(
     return await LoopRunner().run(deps, history, candidates, max_rounds, preferences=preferences)
 
 
-async def judge_items(
-    deps: LoopDeps,
-    history: Sequence[int],
-    items: Sequence[int],
-    memory: Sequence[MemoryEntry] = (),
-    preferences: dict[str, Any] | None = None,
-    accepted: Sequence[int] = (),
-) -> list[bool]:
-    """User simulation (AFL Table 5): the user agent's like/dislike for each item, no loop.
-
-    Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
-    :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
-    """
-    return (await assess_items(deps, history, items, memory, preferences, accepted)).likes
-
-
 async def assess_items(
     deps: LoopDeps,
     history: Sequence[int],
@@ -193,7 +173,12 @@ async def assess_items(
     preferences: dict[str, Any] | None = None,
     accepted: Sequence[int] = (),
 ) -> ItemsVerdict:
-    """:func:`judge_items` with what the verdict cost (LLM calls and tokens) and any fallback."""
+    """User simulation (AFL Table 5): the user agent's like/dislike for each item, no loop, with
+    what the verdict cost (LLM calls and tokens) and any fallback.
+
+    Pass what a loop left for FLOW (``LoopResult.user_memory`` and the items it accepted,
+    :meth:`LoopResult.accepted_items`: AFL's user memory keeps every round), nothing for "Agent".
+    """
     scores = deps.reward_scorer.score(list(history), list(items)) if items else []
     log_probs = deps.reward_scorer.log_probs(list(history), list(items)) if items else []
     ctx = JudgeItemsContext(

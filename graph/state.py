@@ -3,23 +3,24 @@
 A thread (one session) runs many loops over time: every invocation with a new
 :class:`LoopInput` starts a new loop (its ``new_loop`` marker says so, see
 ``graph.nodes.is_new_loop``), while ``invoke(None)`` or ``Command(resume=...)``
-continue the open one. Per-loop fields (``rounds``, ``final_*``, ``stop_reason``,
-the cached scores, the pending proposal) are reset by the ``recommend`` node when
-it opens a loop; the agents' memories (``rec_memory``, ``user_memory``)
-accumulate across loops on the thread, which is what lets a later loop remember
-what the user turned down before. Input keys a caller omits keep their value
-from the thread's previous loop (LangGraph channels), so callers should pass
+continue the open one. Opening a loop is one pure step, ``graph.nodes.open_loop``,
+which the ``recommend`` node takes first on new input: it validates the input, fills
+the options the caller left out, scores the candidates once and resets every per-loop
+field (:class:`LoopState` says which). The agents' memories (``rec_memory``,
+``user_memory``) accumulate across loops on the thread, which is what lets a later
+loop remember what the user turned down before. Input keys a caller omits keep their
+value from the thread's previous loop (LangGraph channels), so callers should pass
 every :class:`LoopInput` key (graph.runner.loop_input does).
 
 Everything here is plain data (ids, strings, numbers) so any checkpointer can
-serialise it; models and agents live in :class:`graph.deps.LoopDeps`.
+serialise it; models and agents live in :class:`graph.context.LoopDeps`.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, get_args
+from typing import Annotated, Any, Literal, NotRequired, Required, get_args
 
 from langgraph.channels import EphemeralValue
 
@@ -32,6 +33,7 @@ from llm.usage import LLMAttempt, LLMUsage, empty_usage
 JudgeMode = Literal["agent", "human"]
 """agent: the user agent judges; human: the loop pauses at ``judge`` for an answer."""
 JUDGE_MODES: tuple[JudgeMode, ...] = get_args(JudgeMode)
+DEFAULT_JUDGE_MODE: JudgeMode = "agent"
 Decision = Literal["accept", "reject"]
 StopReason = Literal["accepted", "max_rounds"]
 
@@ -193,67 +195,72 @@ copying the state into a START ``Send`` (which stored the whole state again with
 
 
 class LoopInput(TypedDict):
-    """What a caller passes to start one loop on a thread (the graph's input schema)."""
+    """What a caller passes to start one loop on a thread (the graph's input schema). An option the
+    caller leaves out keeps its value from the thread's previous loop, else its default."""
 
     new_loop: NotRequired[NewLoopMarker]
-    """True: this input opens a new loop (graph.runner.loop_input sets it)."""
+    """True: this input opens a new loop (graph.runner.loop_input sets it). Ephemeral: set for the
+    step after new input, then cleared."""
     history: list[int]
     """The user's items, oldest first."""
     candidates: list[int]
     """Items the loop may recommend; the final item is always one of them."""
     max_rounds: NotRequired[int]
-    """Round limit; default Settings.max_rounds (paper: 4)."""
+    """Round limit (routing stops on it, not on recursion_limit); default LoopConfig.max_rounds
+    (Settings.max_rounds; paper: 4)."""
     judge_mode: NotRequired[JudgeMode]
-    """``agent``: the user agent judges; ``human``: the judge node interrupts for a person's answer."""
+    """``agent`` (the default): the user agent judges; ``human``: the judge node interrupts for a
+    person's answer."""
     preferences: NotRequired[dict[str, Any] | None]
-    """Structured steering preferences (natural-language commands), shown to both agents."""
+    """Structured steering preferences (natural-language commands), shown to both agents; absent or
+    None: the user never steered."""
 
 
-class LoopState(TypedDict):
-    """The full state: the input, the per-loop progress, and the thread's memories."""
+class LoopState(LoopInput):
+    """The full state: the input, the per-loop progress, and the thread's memories.
 
-    new_loop: NotRequired[NewLoopMarker]
-    """The input's marker: set for the step after new input, then cleared (input)."""
-    history: list[int]
-    """The user's items, oldest first (input)."""
-    candidates: list[int]
-    """Candidate items for this loop (input)."""
-    max_rounds: NotRequired[int]
-    """Explicit round limit of this loop (input; routing stops on it, not on recursion_limit)."""
-    judge_mode: NotRequired[JudgeMode]
-    """Who judges: the user agent or a human through an interrupt (input)."""
-    preferences: NotRequired[dict[str, Any] | None]
-    """Steering preferences shown to both agents (input)."""
-    reason_constraints: NotRequired[dict[str, Any] | None]
-    """What a human judge's reject reasons ruled out in this loop (Preferences as a dict): the
-    recommend node offers no candidate that breaks them; reset when a loop opens."""
+    Once a loop has opened (``graph.nodes.open_loop``), every key holds a value but the input's
+    ephemeral ``new_loop`` and its optional ``preferences``. Before a thread's first loop opens,
+    only the input and the fields with a reducer (which start empty) exist.
+    """
 
-    loop_index: NotRequired[int]
+    max_rounds: Required[int]
+    """The input's round limit, filled when the loop opens."""
+    judge_mode: Required[JudgeMode]
+    """The input's judge, filled when the loop opens."""
+
+    # Per loop: set by open_loop, then advanced by the nodes.
+    loop_index: int
     """Number of loops opened on this thread; the current loop's index (1-based)."""
-    prior_item: NotRequired[int | None]
+    reason_constraints: dict[str, Any] | None
+    """What a human judge's reject reasons ruled out in this loop (Preferences as a dict): the
+    recommend node offers no candidate that breaks them; None when the loop opens."""
+    prior_item: int | None
     """Im: the rec model's own top candidate, shown to the recommendation agent as a prior."""
-    rec_scores: NotRequired[list[float]]
+    rec_scores: list[float]
     """Rec-model scores aligned with ``candidates`` (computed once per loop)."""
-    reward_scores: NotRequired[list[float]]
+    reward_scores: list[float]
     """Reward-model scores aligned with ``candidates`` (computed once per loop)."""
-    proposal: NotRequired[Proposal | None]
+    proposal: Proposal | None
     """The current round's proposal; None between rounds."""
-    verdict: NotRequired[Verdict | None]
+    verdict: Verdict | None
     """The reward model's score/rank of the current proposal; None between rounds."""
-    judgement: NotRequired[Judgement | None]
+    judgement: Judgement | None
     """The user's answer to the current proposal; None between rounds."""
-    rounds: NotRequired[Annotated[list[RoundRecord], operator.add]]
-    """Rounds of the current loop (reset with ``Overwrite([])`` when a loop opens)."""
-    rec_memory: NotRequired[Annotated[list[MemoryEntry], remember]]
-    """Mr: the recommendation agent's memory of rejected rounds, across loops of the thread."""
-    user_memory: NotRequired[Annotated[list[MemoryEntry], remember]]
-    """Mu: the user agent's memory of rejected rounds, across loops of the thread."""
-    final_item: NotRequired[int | None]
+    rounds: Annotated[list[RoundRecord], operator.add]
+    """Rounds of the current loop (reset with ``Overwrite([])`` when a loop opens; starts empty)."""
+    final_item: int | None
     """The loop's answer: the accepted item, or the last proposal when the round limit is hit."""
-    final_reason: NotRequired[str | None]
+    final_reason: str | None
     """The recommendation reason of ``final_item``."""
-    stop_reason: NotRequired[StopReason | None]
+    stop_reason: StopReason | None
     """Why the loop ended; None while it runs."""
-    llm_seconds: NotRequired[float]
+    llm_seconds: float
     """Wall time this loop's agents spent waiting for the LLM so far (``Settings.llm_loop_budget_s``
     bounds it; a human judge's thinking time does not count)."""
+
+    # Per thread: accumulate across its loops (start empty).
+    rec_memory: Annotated[list[MemoryEntry], remember]
+    """Mr: the recommendation agent's memory of rejected rounds, across loops of the thread."""
+    user_memory: Annotated[list[MemoryEntry], remember]
+    """Mu: the user agent's memory of rejected rounds, across loops of the thread."""

@@ -70,11 +70,6 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
-def row_len_seq(raw: dict[str, Any]) -> int:
-    """LLaRA's length field: max(1, len(history)) unless the file states it."""
-    return int(raw.get("len_seq", max(1, len(raw["history"]))))
-
-
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -109,11 +104,6 @@ class Dataset:
     @property
     def n_items(self) -> int:
         return int(self.meta["n_items"])
-
-    @property
-    def padding_id(self) -> int:
-        """Models reserve id ``n_items`` for padding (the LLaRA convention)."""
-        return self.n_items
 
     @property
     def fingerprint(self) -> str:

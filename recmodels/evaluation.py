@@ -88,11 +88,6 @@ def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, flo
     }
 
 
-def sampled_hr_at_1(scorer: Scorer, rows: Sequence[Row], seed: int) -> float:
-    """HR@1-of-20 with candidates drawn from one ``random.Random(seed)``, rows in file order."""
-    return metrics.mean(sampled_hits(scorer, rows, seed))
-
-
 def sampled_hits(scorer: Scorer, rows: Sequence[Row], seed: int) -> list[float]:
     """Per row: 1.0 if the target tops its 20 candidates drawn from ``random.Random(seed)`` (rows in
     order), else 0.0. Two models over one catalog get the same candidates: a paired comparison."""

@@ -11,5 +11,3 @@ ModelName = Literal["sasrec", "gru4rec", "caser", "textrec"]
 MODEL_NAMES: tuple[ModelName, ...] = get_args(ModelName)
 ID_MODEL_NAMES: tuple[ModelName, ...] = ("sasrec", "gru4rec", "caser")
 """Items known by their ids only (the paper's three)."""
-TEXT_MODEL_NAMES: tuple[ModelName, ...] = ("textrec",)
-"""Item vectors from text as well: new items are recommendable."""

@@ -9,7 +9,6 @@ from lab.eval.metrics import (
     bootstrap_interval,
     confusion,
     gini,
-    hit_rate,
     macro_prf,
     mean_popularity_percentile,
     mean_std,
@@ -50,8 +49,7 @@ def test_judge_that_predicts_nothing_scores_zero_not_nan() -> None:
     assert macro_prf([]).f1 == 0.0
 
 
-def test_hit_rate_and_spread() -> None:
-    assert hit_rate([1, 2, 3, 4], [1, 0, 3, 0]) == 0.5
+def test_spread() -> None:
     mean, std = mean_std([0.2, 0.4])
     assert mean == pytest.approx(0.3)
     assert std == pytest.approx(0.1)

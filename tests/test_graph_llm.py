@@ -10,7 +10,7 @@ from fake_openai import Reply
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
 from graph.context import LoopDeps
-from graph.runner import LoopRunner, assess_items, judge_items, run_loop
+from graph.runner import LoopRunner, assess_items, run_loop
 from lab.calibration.deps import calibrated_deps
 
 TIMEOUT_S = 0.3
@@ -183,14 +183,14 @@ async def test_user_simulation_judges_a_list(ml_dataset, ml_scorers, fake_openai
     fake_openai.enqueue(
         Reply.json({"thoughts": "t", "decisions": [{"item_id": i, "like": i == items[1]} for i in items]})
     )
-    assert await judge_items(deps, history, items) == [False, True, False, False]
+    assert (await assess_items(deps, history, items)).likes == [False, True, False, False]
     assert all(f"[{i}]" in fake_openai.requests[0].text for i in items)
     # a list that misses an item is invalid twice -> the offline agent judges
     bad = Reply.json({"thoughts": "t", "decisions": [{"item_id": items[0], "like": True}]})
     fake_openai.enqueue(bad, bad)
-    assert await judge_items(deps, history, items) == await judge_items(
-        await offline_twin(deps), history, items
-    )
+    assert (await assess_items(deps, history, items)).likes == (
+        await assess_items(await offline_twin(deps), history, items)
+    ).likes
     assert "every listed item id exactly once" in fake_openai.requests[-1].text
 
 

@@ -13,7 +13,7 @@ from app.settings import Settings
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
 from graph.nodes import HumanFeedbackError, LoopInputError, route_after_memory_update
-from graph.runner import LoopRunner, judge_items, loop_config, recursion_limit_for, run_loop
+from graph.runner import LoopRunner, assess_items, loop_config, recursion_limit_for, run_loop
 from lab.calibration.deps import calibrated_deps
 from recmodels.candidates import sample_candidates
 
@@ -237,7 +237,7 @@ async def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_
     cal = deps.calibration
     assert cal.learned and cal.verdict_threshold is not None
     history, candidates = sample_rows(ml_dataset, n=1)[0]
-    liked = await judge_items(deps, history, candidates)
+    liked = (await assess_items(deps, history, candidates)).likes
     # with an empty memory: evidence (reward log-probability + history similarity) >= the threshold
     from graph.agents.evidence import MemoryView, VerdictFeatures
     from graph.item_vectors import load_vectors
@@ -252,7 +252,7 @@ async def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_
     memory = [{"item": best, "item_title": "", "rec_reason": "", "user_reason": "no", "preferred_items": []}]
     view = MemoryView.of(memory)
     remembered = VerdictFeatures.of(log_probs, candidates, history, view, vectors)
-    after = await judge_items(deps, history, candidates, memory)
+    after = (await assess_items(deps, history, candidates, memory)).likes
     assert after == [e >= cal.verdict_threshold for e in remembered.evidence(*cal.verdict_weights())]
 
 

@@ -277,7 +277,7 @@ async def test_known_skill_items_weight(ml_dataset, ml_scorers, session_data_dir
                 weights.provenance["items"]["val_mean_f1"]
                 > weights.provenance["items"]["val_mean_f1_offline"]
             )
-    # the weighed likes, through the loop's own judge_items entry point (offline threshold + LLM)
+    # the weighed likes, through the loop's own assess_items entry point (offline threshold + LLM)
     skill = KnownSkill(p=0.8, seed=3)
     rows, _ = ml_dataset.eval_rows("test")
     case = cases_from_rows(rows[:5], ml_dataset.n_items, RATIOS, 0, 20, 20)[0]

@@ -130,12 +130,16 @@ async def test_loop_candidates_follow_the_memory(steering_client, service_resour
 
     api = await steering_client("steer-loop")
     sid = await _session(api)
-    assert await service.session_preferences(service_resources, sid) is None
+
+    async def loop_preferences():  # what a loop on the session works under: its memory as read
+        return service.loop_preferences((await api.get(f"/v1/sessions/{sid}/preferences")).json())
+
+    assert await loop_preferences() is None
     assert await service.loop_candidates(service_resources, None, HISTORY) is None
     assert await service.loop_candidates(service_resources, None, HISTORY, [1, 2]) == [1, 2]
 
     await api.post(f"/v1/sessions/{sid}/commands", json={"text": "only comedies"})
-    memory = await service.session_preferences(service_resources, sid)
+    memory = await loop_preferences()
     assert memory == Preferences(positive=Side(genres=["Comedy"]))
     steered = await service.loop_candidates(service_resources, memory, HISTORY)
     assert len(steered) == service_resources.settings.n_candidates

@@ -101,11 +101,6 @@ class PooledPostgresSaver(BasePostgresSaver):
         self.cached_threads = cached_threads
         self._tips: OrderedDict[tuple[str, str], ThreadTip] = OrderedDict()
 
-    def has_pending(self, thread_id: str) -> bool:
-        """Whether the thread has rows that are not committed yet (buffered or in flight)."""
-        thread_id = str(thread_id)
-        return bool(self._pending.get(thread_id)) or thread_id in self._committing
-
     # --- writes -------------------------------------------------------------------------------
 
     async def aput(

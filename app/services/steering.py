@@ -157,14 +157,9 @@ async def command_history(
 # --- what the feedback loop calls (the session is already looked up and locked) ---------------
 
 
-async def session_preferences(res: ServiceResources, session_id: uuid.UUID) -> Preferences | None:
-    """The memory the loop should show both agents, or None when the user never steered."""
-    return steered(await _memory(res, session_id))
-
-
 def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
-    """:func:`session_preferences` from the memory as stored, read with the session
-    (app/services/sessions.py ``locked_session_with_memory``)."""
+    """The memory the loop shows both agents (None when the user never steered), from the memory
+    as stored, read with the session (app/services/sessions.py ``locked_session_with_memory``)."""
     return steered(stored)
 
 

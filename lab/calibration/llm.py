@@ -203,13 +203,19 @@ def estimate(
 
 def _first_round(v: ValRow) -> dict[str, Any]:
     """A validation row as the loop's state at its first round: the candidates scored, nothing
-    rejected yet, no memory."""
+    rejected yet, no memory, no steering."""
     return {
         "history": list(v.row.history),
         "candidates": list(v.candidates),
         "rec_scores": list(v.rec_scores),
         "reward_scores": list(v.reward_scores),
         "prior_item": nodes.rec_prior_item(v.candidates, v.rec_scores),
+        "rounds": [],
+        "rec_memory": [],
+        "user_memory": [],
+        "reason_constraints": None,
+        "preferences": None,
+        "llm_seconds": 0.0,
     }
 
 
@@ -218,7 +224,7 @@ def _first_round(v: ValRow) -> dict[str, Any]:
 
 
 def _rec_context(deps: LoopDeps, v: ValRow) -> RecContext:
-    return replace(nodes.rec_context(deps, _first_round(v), rounds=[]), llm_budget_s=None)
+    return replace(nodes.rec_context(deps, _first_round(v)), llm_budget_s=None)
 
 
 def _user_context(deps: LoopDeps, v: ValRow, item: int, rec_reason: str) -> UserContext:

@@ -30,9 +30,6 @@ from recmodels.artifacts import code_version
 from recmodels.dataset import Dataset, DatasetError, Row
 from recmodels.progress import progress_bar
 
-# The candidate files shipped with the shared data that reproduce AFL's reference run.
-REFERENCE_SEED = 303
-
 
 class EvalError(ValueError):
     """Bad evaluation input or state (resume with other settings, bad candidate file...)."""

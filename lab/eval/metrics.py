@@ -84,13 +84,6 @@ def macro_prf(per_user: Sequence[Confusion]) -> PRF:
     )
 
 
-def hit_rate(picks: Sequence[int], targets: Sequence[int]) -> float:
-    """HR@1 of one pick per row: share of rows whose pick is the target."""
-    if len(picks) != len(targets):
-        raise ValueError(f"{len(picks)} picks but {len(targets)} targets")
-    return _ratio(sum(p == t for p, t in zip(picks, targets, strict=True)), len(picks))
-
-
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """Mean and population standard deviation (spread over candidate seeds, not an estimate)."""
     if not values:
@@ -187,9 +180,6 @@ class Interval:
 
     def to_json(self) -> dict[str, float]:
         return {"mean": self.mean, "low": self.low, "high": self.high}
-
-    def excludes_zero(self) -> bool:
-        return self.low > 0 or self.high < 0
 
     def __str__(self) -> str:
         return f"{self.mean:+.4f} [{self.low:+.4f}, {self.high:+.4f}]"
