@@ -118,8 +118,8 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resumes_a_dead_ones_loop
     resumed = await _resumed_from(resources, session_id)
     assert (resumed["next"], resumed["times"]) == (["recommend"], 1), resumed
     assert isinstance(resumed["step"], int) and isinstance(resumed["checkpoint_id"], str), resumed
-    loop = (await api.get(f"/v1/sessions/{session_id}/loops/1")).json()
-    assert loop["status"] == "completed" and loop["resumed_from"]["times"] == 1
+    loop = (await api.get(f"/v1/sessions/{session_id}/loops")).json()["data"][0]
+    assert loop["loop_index"] == 1 and loop["status"] == "completed" and loop["resumed_from"]["times"] == 1
     assert [r["round"] for r in loop["rounds"]] == list(range(1, len(loop["rounds"]) + 1))
     again = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
     assert again.status_code == 200 and again.json()["loop_index"] == 2

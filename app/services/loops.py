@@ -148,7 +148,7 @@ class LoopRun:
                 await asyncio.shield(self._record_failure(exc, duration_ms))
                 await asyncio.shield(loop_cancel.drop_left_interrupt(self.res, self.session, self.loop_index))
             # Any other cancellation is the worker stopping: the loop stays ``running`` and is
-            # resolved as abandoned (app/services/recovery.py), not as cancelled by a client.
+            # resumed from its last checkpoint (app/services/resume.py), not cancelled.
             raise
         except Exception as exc:
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
@@ -163,7 +163,7 @@ class LoopRun:
                 "history as failed, with the error"
             ) from exc
         finally:
-            # Not run here any more: a loop still ``running`` now is resolved (app/services/recovery.py).
+            # Not run here any more: a loop still ``running`` now is resumed (app/services/recovery.py).
             self.res.inflight.discard((self.session.id, self.loop_index))
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
@@ -332,8 +332,9 @@ class LoopRun:
         if new_rounds is None:
             await checkpoints.discard(self.res.saver, self.session.thread_id)
             raise LoopSuperseded(
-                f"loop {self.loop_index} was resolved as abandoned while this worker could not reach "
-                "the database; its result was discarded: retry (the same Idempotency-Key runs it again)",
+                f"loop {self.loop_index} was taken over by another worker while this one could not reach "
+                "the database; its result was discarded: retry (the same Idempotency-Key answers with "
+                "the loop as recorded, or runs it again if it failed)",
                 field=None,
             )
         metrics.observe_rounds(new_rounds)

@@ -155,7 +155,8 @@ async def watch(res: ServiceResources, *, run: resume.Runner) -> None:
             await asyncio.sleep(res.settings.stale_check_s)
             try:
                 await seen.sweep(res)
-            except DATABASE_DOWN:
+            except DATABASE_DOWN as exc:
+                res.outage.saw(exc)  # requests fail fast from now on (app/db/outage.py)
                 seen.free_since = {}  # nothing can be observed while the database is away
             except Exception:
                 _log.exception("the sweep for loops left running failed")
