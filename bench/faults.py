@@ -412,7 +412,9 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         log_path = Path(tempfile.mkdtemp(prefix="recloop-faults-log-")) / "server.log"
         echo(f"starting {plan.workers} workers ...")
         with reserved_port() as port:
-            server = start_server(env, port, plan.workers, log_path=log_path, ready_s=180)
+            server = start_server(
+                env, port, plan.workers, log_path=log_path, ready_s=600
+            )  # a busy box: minutes
         tally = Tally()
         faults: list[dict] = []
         try:

@@ -49,6 +49,13 @@ def test_a_loop_with_no_checkpoint_of_its_own_starts_again_from_its_input():
         assert (note["step"], note["next"], note["checkpoint_id"]) == (None, ["recommend"], None)
 
 
+def test_a_judgements_run_with_no_checkpoint_of_its_loop_asks_for_the_judgement_again():
+    chosen = plan(
+        _point({}), loop_index=3, graph_id=GRAPH, agents_served=True, agents="offline", paused_before=True
+    )
+    assert chosen == Plan("restart", unanswered_judgement=True)
+
+
 def test_a_checkpoint_from_another_graph_fails_the_loop_naming_both_graphs():
     chosen = _plan(_point({LOOP_MARK: 3, GRAPH_MARK: "g0"}))
     assert chosen.action == "fail" and chosen.resumed_from(_point({})) is None

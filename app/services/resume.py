@@ -75,17 +75,27 @@ class Plan:
         }
 
 
-def plan(point: ResumePoint, *, loop_index: int, graph_id: str, agents_served: bool, agents: str) -> Plan:
+def plan(
+    point: ResumePoint,
+    *,
+    loop_index: int,
+    graph_id: str,
+    agents_served: bool,
+    agents: str,
+    paused_before: bool = False,
+) -> Plan:
     """How loop ``loop_index`` goes on from ``point``, its thread's last committed checkpoint, for a
-    graph whose fingerprint is ``graph_id`` (pure: tested without a database)."""
+    graph whose fingerprint is ``graph_id`` (pure: tested without a database). ``paused_before``:
+    the loop was recorded paused at its human judge before this run (a judgement's run)."""
     if not agents_served:
         return Plan("fail", f"{NOT_RESUMABLE} its agents {agents!r} are not served here any more")
     marked = point.metadata.get(LOOP_MARK)
     if marked is None or marked != loop_index:
         if isinstance(marked, int) and marked > loop_index:
             return Plan("fail", f"{NOT_RESUMABLE} the thread's last checkpoint is of a later loop ({marked})")
-        # Nothing of this loop was committed (its first round never closed): it starts again.
-        return Plan("restart")
+        # Nothing of this loop was committed (its first round never closed): it starts again, and
+        # a judgement its run carried (a thread from before the marks) is asked for again.
+        return Plan("restart", unanswered_judgement=paused_before)
     written_by = point.metadata.get(GRAPH_MARK)
     if written_by != graph_id:
         return Plan(
@@ -173,6 +183,7 @@ async def take_over(res: ServiceResources, loop: LoopKey, *, from_worker: str | 
         graph_id=graph_fingerprint(res.graph),
         agents_served=deps is not None,
         agents=agents,
+        paused_before=stored.duration_ms is not None,
     )
     async with res.sessionmaker.begin() as db:
         taken = await loops_repo.take_over(
