@@ -29,7 +29,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import InterfaceError as PsycopgInterfaceError
 from psycopg import OperationalError as PsycopgOperationalError
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sqlalchemy import event
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -73,7 +73,8 @@ class OutageGate:
 
     def saw(self, exc: BaseException) -> None:
         """A request or the watch failed with ``exc``: down, if it says the server is unreachable."""
-        if isinstance(exc, UNREACHABLE):
+        # psycopg_pool's PoolTimeout is an OperationalError too, and means only that all were busy.
+        if isinstance(exc, UNREACHABLE) and not isinstance(exc, PoolTimeout):
             self.down()
 
     def down(self) -> None:
