@@ -431,7 +431,8 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
                     await asyncio.gather(
                         *(_client(client, tally, i, n_items, plan, stop_at) for i in range(plan.clients))
                     )
-                    injector.cancel()
+                    # Every fault falls within the load; one still looking for its victim strikes.
+                    await injector
                     await asyncio.to_thread(_wait_for_recovery, url, plan.settle_s)
                     tally.diverged = await _replays_diverged(client, tally)
 

@@ -77,7 +77,7 @@ def test_workers_killed_mid_run_and_mid_judgement_are_resumed_and_nothing_is_don
     retries (and a replay of each after the load) get one answer, and no loop is failed that could
     have resumed from its checkpoint."""
     plan = FaultPlan(
-        duration_s=18, restart_every_s=None, kill_agent_run_at_s=(4.0,), kill_judgement_at_s=(10.0,),
+        duration_s=24, restart_every_s=None, kill_agent_run_at_s=(4.0,), kill_judgement_at_s=(10.0,),
         workers=2, clients=4, llm_delay_s=0.4, stale_grace_s=2.0, settle_s=40,
     )  # fmt: skip
     result = run(plan, fault_data_dir)
