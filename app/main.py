@@ -28,7 +28,7 @@ from app.api.idempotency import IdempotencyMiddleware
 from app.api.input_guard import InputGuardMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
-from app.services import recovery, startup
+from app.services import loops, recovery, startup
 from app.services import steering as steering_service
 from app.services.runtime import ServiceResources, open_resources
 from app.settings import Settings, get_settings
@@ -61,8 +61,9 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
             if settings.steering_warmup:
                 warm_up = asyncio.create_task(steering_service.warm_up(opened))
             app.state.steering_warmup = warm_up
-            # Resolves loops left running by this worker or by dead ones (app/services/recovery.py).
-            watch = asyncio.create_task(recovery.watch(opened))
+            # Resumes (or resolves) loops left running by this worker or by dead ones
+            # (app/services/recovery.py, app/services/resume.py).
+            watch = asyncio.create_task(recovery.watch(opened, run=loops.run_takeover))
             try:
                 yield
             finally:

@@ -151,6 +151,12 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         15.0, gt=0, description="Longest wait for a pooled connection under load before answering 503."
     )
+    db_outage_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Longest wait for a pooled connection while the database is known to be down: its "
+        "503 (Retry-After) comes at once instead of after db_pool_timeout_s (app/db/outage.py).",
+    )
     lock_pool_size: int = Field(
         40, ge=1, le=500, description="Connections per worker holding advisory locks (one per running loop)."
     )

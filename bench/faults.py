@@ -15,10 +15,20 @@ compared with what the clients were told:
   retry replayed it);
 - ``stale_running``: loops and sessions still ``running`` once the service had time to recover;
 - ``unhandled_exceptions``: tracebacks in the server log;
-- ``other_5xx``: 5xx answers other than 503 with Retry-After.
+- ``other_5xx``: 5xx answers other than 503 with Retry-After;
+- ``abandoned_resumable``: loops failed because their worker stopped, which could have been
+  resumed from their last committed checkpoint (app/services/resume.py);
+- ``judgements_lost``: acknowledged human judgements (keyed ``/feedback``, every other client judges
+  its loops itself) that are not in the loop's rounds as answered;
+- ``retries_diverged``: acknowledged keyed requests whose replay (sent once more after the load)
+  answers another loop, status, item or rounds than the first answer.
+
+``outage_503_p99_ms`` is the p99 latency of the 503 answers (the database down: they should come
+in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts.
 
     python -m bench.faults                          # 5 min, a restart every 30 s, 2 workers
     python -m bench.faults --duration 60 --kill-worker-at 20 --json
+    python -m bench.faults --duration 40 --restart-every 15 --restart-down-s 6 --json   # outages
 """
 
 from __future__ import annotations
@@ -49,7 +59,17 @@ from bench.ports import reserved_port
 from bench.service import start_server
 from bench.slow_disk import PrivatePostgres, private_postgres
 
-COUNTS = ("lost", "duplicate_loops", "false_errors", "stale_running", "unhandled_exceptions", "other_5xx")
+COUNTS = (
+    "lost",
+    "duplicate_loops",
+    "false_errors",
+    "stale_running",
+    "unhandled_exceptions",
+    "other_5xx",
+    "abandoned_resumable",
+    "judgements_lost",
+    "retries_diverged",
+)
 """The counts a run reports (a contract: every one is 0 when faults never lie)."""
 N_CANDIDATES = 20
 
@@ -61,6 +81,12 @@ class FaultPlan:
     restart_down_s: float = 1.0
     """How long the cluster stays stopped per restart (plus its own stop and start time)."""
     kill_worker_at_s: tuple[float, ...] = ()
+    kill_agent_run_at_s: tuple[float, ...] = ()
+    """SIGKILL the worker of an agent-judged loop running then (any busy worker if none runs)."""
+    kill_judgement_at_s: tuple[float, ...] = ()
+    """SIGKILL the worker applying a human judgement then (a keyed /feedback's run)."""
+    stale_grace_s: float = 3.0
+    """How soon a killed worker's loops are resumed (``RECLOOP_STALE_GRACE_S``)."""
     workers: int = 2
     clients: int = 6
     llm_delay_s: float = 0.3
@@ -78,10 +104,14 @@ class Attempt:
 
 @dataclass
 class KeyedRequest:
-    kind: str  # "session" | "loop"
+    kind: str  # "session" | "loop" | "feedback"
     key: str
     session_id: str | None
     candidates: tuple[int, ...] = ()
+    url: str = ""
+    body: dict[str, Any] = field(default_factory=dict)
+    round: int | None = None
+    """A judgement's round (feedback)."""
     attempts: list[Attempt] = field(default_factory=list)
     answer: dict[str, Any] | None = None
     """The 2xx body, if one came."""
@@ -92,6 +122,8 @@ class Tally:
         self.requests: list[KeyedRequest] = []
         self.http_requests = 0
         self.statuses: Counter[str] = Counter()
+        self.latencies_503_ms: list[float] = []
+        self.diverged = 0
 
 
 async def _send(
@@ -100,8 +132,10 @@ async def _send(
     """Send until a final answer: retry with the same key after 503/409/429 (their Retry-After) and
     after transport errors, until ``give_up_at``."""
     tally.requests.append(request)
+    request.url, request.body = url, body
     while True:
         tally.http_requests += 1
+        sent = time.perf_counter()
         try:
             response = await client.post(url, json=body, headers={"Idempotency-Key": request.key})
         except httpx.TransportError as exc:
@@ -118,6 +152,8 @@ async def _send(
             )
         )
         tally.statuses[str(response.status_code)] += 1
+        if response.status_code == 503:
+            tally.latencies_503_ms.append((time.perf_counter() - sent) * 1000)
         if 200 <= response.status_code < 300:
             request.answer = response.json()
             return
@@ -147,13 +183,52 @@ async def _client(
             await asyncio.sleep(1.0)
             continue
         session_id = created.answer["id"]
+        human = index % 2 == 1  # every other client judges its loops itself
         for _ in range(plan.loops_per_session):
             if time.monotonic() >= stop_at:
                 return
             candidates = tuple(rng.sample(range(n_items), N_CANDIDATES))
             body = {"agents": "llm", "max_rounds": 2, "candidates": list(candidates)}
+            if human:
+                body["judge_mode"] = "human"
             loop = KeyedRequest("loop", str(uuid.uuid4()), session_id, candidates)
             await _send(client, tally, loop, f"/v1/sessions/{session_id}/recommendations", body, give_up_at)
+            answer = loop.answer
+            while answer is not None and answer["status"] == "awaiting_feedback":
+                judged = len(answer["rounds"]) + 1
+                decision = "reject" if judged == 1 else "accept"
+                feedback = KeyedRequest("feedback", str(uuid.uuid4()), session_id, candidates, round=judged)
+                judgement = {"decision": decision, "reason": "not tonight" if decision == "reject" else "yes"}
+                await _send(
+                    client, tally, feedback, f"/v1/sessions/{session_id}/feedback", judgement, give_up_at
+                )
+                answer = feedback.answer
+
+
+def _gist(kind: str, answer: dict[str, Any]) -> Any:
+    """What two answers to one keyed request must agree on (timings aside)."""
+    if kind == "session":
+        return answer["id"]
+    rounds = [(r["round"], r["item"], r["decision"]) for r in answer["rounds"]]
+    return answer["loop_index"], answer["status"], (answer.get("item") or {}).get("id"), rounds
+
+
+async def _replays_diverged(client: httpx.AsyncClient, tally: Tally) -> int:
+    """Send every acknowledged keyed request once more: its replay must give the same answer."""
+    diverged = 0
+    for request in [r for r in tally.requests if r.answer is not None]:
+        response = await client.post(request.url, json=request.body, headers={"Idempotency-Key": request.key})
+        replayed = 200 <= response.status_code < 300 and response.headers.get("idempotent-replayed") == "true"
+        same = replayed and _gist(request.kind, response.json()) == _gist(request.kind, request.answer)
+        diverged += not same
+    return diverged
+
+
+def _p99(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1)
 
 
 def _worker_pids(parent: int) -> list[int]:
@@ -174,6 +249,8 @@ async def _faults(
     pg: PrivatePostgres, url: str, server: subprocess.Popen, plan: FaultPlan, started: float, log: list
 ) -> None:
     events: list[tuple[float, str]] = [(t, "kill") for t in plan.kill_worker_at_s]
+    events += [(t, "kill-agent") for t in plan.kill_agent_run_at_s]
+    events += [(t, "kill-judgement") for t in plan.kill_judgement_at_s]
     if plan.restart_every_s:
         t = plan.restart_every_s
         while t < plan.duration_s:
@@ -185,23 +262,35 @@ async def _faults(
             down = await asyncio.to_thread(pg.restart, down_s=plan.restart_down_s)
             log.append({"at_s": round(at, 1), "fault": "restart", "unreachable_s": round(down, 2)})
         else:
-            victim = await asyncio.to_thread(_busy_worker, url, _worker_pids(server.pid))
+            running = _RUNNING[kind.removeprefix("kill").removeprefix("-") or "any"]
+            victim, found = await asyncio.to_thread(_busy_worker, url, _worker_pids(server.pid), running)
             os.kill(victim, signal.SIGKILL)
-            log.append({"at_s": round(at, 1), "fault": "sigkill", "pid": victim})
+            log.append({"at_s": round(at, 1), "fault": "sigkill", "pid": victim, "mid": found})
 
 
-def _busy_worker(url: str, pids: list[int], wait_s: float = 10.0) -> int:
-    """A worker that runs a loop right now (loops name their worker "pid:..."), so that the kill
-    strikes mid-loop; any worker if none does within ``wait_s``."""
+_RUNNING = {
+    "any": "status = 'running'",
+    "agent": "status = 'running' AND params->>'judge_mode' = 'agent'",
+    # A human-judged loop running again after its first run recorded it paused: a judgement's run.
+    "judgement": "status = 'running' AND params->>'judge_mode' = 'human' AND duration_ms IS NOT NULL",
+}
+"""Which running loops a kill looks for (SQL on ``loops``)."""
+
+
+def _busy_worker(url: str, pids: list[int], running: str = _RUNNING["any"], wait_s: float = 10.0):
+    """A worker that runs such a loop right now (loops name their worker "pid:..."), so that the
+    kill strikes mid-loop, and what it runs (``running``, or None: any worker, none did within
+    ``wait_s``)."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         with psycopg.connect(url, connect_timeout=3) as conn:
-            rows = conn.execute("SELECT worker_id FROM loops WHERE status = 'running'").fetchall()
+            rows = conn.execute(f"SELECT worker_id FROM loops WHERE {running}").fetchall()
         busy = [int(worker.split(":")[0]) for (worker,) in rows if worker and ":" in worker]
         if candidates := [pid for pid in pids if pid in busy]:
-            return random.choice(candidates)
+            time.sleep(random.uniform(0.2, 1.2))  # somewhere in the run, not at its start
+            return random.choice(candidates), True
         time.sleep(0.05)
-    return random.choice(pids)
+    return random.choice(pids), False
 
 
 def _stale(url: str) -> int:
@@ -231,23 +320,40 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
         loops = conn.execute(
             "SELECT session_id::text, loop_index, status, final_item, params, error FROM loops"
         ).fetchall()
+        decisions = {
+            (s, k, r): decision
+            for s, k, r, decision in conn.execute(
+                "SELECT l.session_id::text, l.loop_index, r.round, r.decision FROM rounds r "
+                "JOIN loops l ON l.id = r.loop_id"
+            ).fetchall()
+        }
+        resumed = conn.execute("SELECT count(*) FROM loops WHERE resumed_from IS NOT NULL").fetchone()[0]
         sessions = {row[0] for row in conn.execute("SELECT id::text FROM sessions").fetchall()}
         stale = _stale(url)
     by_index = {(s, k): (status, item) for s, k, status, item, _, _ in loops}
     completed = Counter(
         (s, tuple(params["candidates"])) for s, _, status, _, params, _ in loops if status == "completed"
     )
-    lost = duplicates = false_errors = other_5xx = 0
+    lost = duplicates = false_errors = other_5xx = judgements_lost = 0
     for request in tally.requests:
+        if request.kind == "feedback" and request.answer is not None:
+            judged = (request.session_id, request.answer["loop_index"], request.round)
+            if decisions.get(judged) != request.body["decision"]:
+                judgements_lost += 1
         answered = request.answer is not None
         if request.kind == "session" and answered and request.answer["id"] not in sessions:
             lost += 1
+        if request.kind in ("loop", "feedback") and answered:
+            stored = by_index.get((request.session_id, request.answer["loop_index"]))
+            item = (request.answer.get("item") or {}).get("id")
+            gone = stored is None or stored[0] == "failed"
+            other = (
+                request.answer["status"] == "completed"
+                and stored is not None
+                and tuple(stored) != ("completed", item)
+            )
+            lost += gone or other
         if request.kind == "loop":
-            if answered:
-                stored = by_index.get((request.session_id, request.answer["loop_index"]))
-                item = (request.answer.get("item") or {}).get("id")
-                if stored is None or stored[0] != "completed" or stored[1] != item:
-                    lost += 1
             duplicates += max(0, completed[(request.session_id, request.candidates)] - 1)
         errors = [a for a in request.attempts if a.status is not None and a.status >= 500]
         other_5xx += sum(1 for a in errors if not (a.status == 503 and a.retry_after))
@@ -261,10 +367,17 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
         "false_errors": false_errors,
         "stale_running": stale,
         "other_5xx": other_5xx,
+        # A stopped worker's loop failed instead of resumed (what recovery did before issue 42).
+        "abandoned_resumable": sum(e.startswith("abandoned") for e in failed),
+        "judgements_lost": judgements_lost,
+        "loops_resumed": int(resumed),
+        "loops_failed_not_resumable": sum(e.startswith("not resumable") for e in failed),
         "loops_completed": sum(completed.values()),
         "loops_failed_database_unavailable": sum(e.startswith("database unavailable") for e in failed),
         "loops_failed_abandoned": sum(e.startswith("abandoned") for e in failed),
-        "loops_failed_other": sum(not e.startswith(("database unavailable", "abandoned")) for e in failed),
+        "loops_failed_other": sum(
+            not e.startswith(("database unavailable", "abandoned", "not resumable")) for e in failed
+        ),
     }
 
 
@@ -294,11 +407,14 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
             "RECLOOP_RATE_LIMIT_PER_MINUTE": "0",
             "RECLOOP_STEERING_WARMUP": "false",
             "RECLOOP_TORCH_THREADS": "1",
+            "RECLOOP_STALE_GRACE_S": str(plan.stale_grace_s),
         }
         log_path = Path(tempfile.mkdtemp(prefix="recloop-faults-log-")) / "server.log"
         echo(f"starting {plan.workers} workers ...")
         with reserved_port() as port:
-            server = start_server(env, port, plan.workers, log_path=log_path, ready_s=180)
+            server = start_server(
+                env, port, plan.workers, log_path=log_path, ready_s=600
+            )  # a busy box: minutes
         tally = Tally()
         faults: list[dict] = []
         try:
@@ -315,7 +431,10 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
                     await asyncio.gather(
                         *(_client(client, tally, i, n_items, plan, stop_at) for i in range(plan.clients))
                     )
-                    injector.cancel()
+                    # Every fault falls within the load; one still looking for its victim strikes.
+                    await injector
+                    await asyncio.to_thread(_wait_for_recovery, url, plan.settle_s)
+                    tally.diverged = await _replays_diverged(client, tally)
 
             echo(f"load for {plan.duration_s:.0f} s: {plan.clients} clients, faults {plan}")
             asyncio.run(load())
@@ -323,6 +442,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
             stale, recovery_s = _wait_for_recovery(url, plan.settle_s)
             echo(f"after the load: {stale} running, {recovery_s:.1f} s waited")
             result = judge(url, tally)
+            result["retries_diverged"] = tally.diverged
         finally:
             server.send_signal(signal.SIGINT)
             try:
@@ -339,6 +459,8 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         "unanswered": sum(r.answer is None for r in tally.requests),
         "statuses": dict(sorted(tally.statuses.items())),
         "faults": faults,
+        "outage_503_p99_ms": _p99(tally.latencies_503_ms),
+        "n_503": len(tally.latencies_503_ms),
         "load_s": round(load_s, 1),
         "recovery_s": round(recovery_s, 1),
         **{k: v for k, v in result.items() if k not in COUNTS},
@@ -364,6 +486,20 @@ def main() -> None:
     parser.add_argument(
         "--kill-worker-at", type=float, nargs="*", default=[], help="SIGKILL a worker at these s."
     )
+    parser.add_argument(
+        "--kill-agent-run-at",
+        type=float,
+        nargs="*",
+        default=[],
+        help="SIGKILL the worker of an agent-judged loop at these s.",
+    )
+    parser.add_argument(
+        "--kill-judgement-at",
+        type=float,
+        nargs="*",
+        default=[],
+        help="SIGKILL the worker applying a keyed human judgement at these s.",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument(
@@ -376,6 +512,8 @@ def main() -> None:
         restart_every_s=args.restart_every or None,
         restart_down_s=args.restart_down_s,
         kill_worker_at_s=tuple(args.kill_worker_at),
+        kill_agent_run_at_s=tuple(args.kill_agent_run_at),
+        kill_judgement_at_s=tuple(args.kill_judgement_at),
         workers=args.workers,
         clients=args.clients,
         llm_delay_s=args.llm_delay_s,
@@ -393,7 +531,17 @@ def main() -> None:
         return
     for name in COUNTS:
         print(f"{name:>22}: {result[name]}")
-    for name in ("requests", "keyed_requests", "acknowledged", "unanswered", "load_s", "recovery_s"):
+    for name in (
+        "requests",
+        "keyed_requests",
+        "acknowledged",
+        "unanswered",
+        "outage_503_p99_ms",
+        "n_503",
+        "loops_resumed",
+        "load_s",
+        "recovery_s",
+    ):
         print(f"{name:>22}: {result[name]}")
     print(f"{'statuses':>22}: {result['statuses']}")
     print(f"{'faults':>22}: {result['faults']}")

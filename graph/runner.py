@@ -9,6 +9,7 @@ once around a whole batch of loops.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -82,12 +83,45 @@ def recursion_limit_for(max_rounds: int) -> int:
     return len(NODE_NAMES) * max_rounds + RECURSION_SLACK
 
 
-def loop_config(thread_id: str | None, max_rounds: int) -> RunnableConfig:
-    """The config to invoke the compiled graph with: thread id plus a sufficient recursion limit."""
+def loop_config(
+    thread_id: str | None, max_rounds: int, *, marks: dict[str, str | int] | None = None
+) -> RunnableConfig:
+    """The config to invoke the compiled graph with: thread id plus a sufficient recursion limit.
+
+    ``marks``: stamped on every checkpoint the run writes (LangGraph copies a config's scalar
+    ``metadata`` into each checkpoint's), so that a later reader knows whose run wrote it."""
     config: RunnableConfig = {"recursion_limit": recursion_limit_for(max_rounds)}
     if thread_id is not None:
         config["configurable"] = {"thread_id": thread_id}
+    if marks:
+        config["metadata"] = dict(marks)
     return config
+
+
+LOOP_MARK = "recloop_loop"
+"""Checkpoint metadata: the number (in its session's history) of the loop whose run wrote it."""
+GRAPH_MARK = "recloop_graph"
+"""Checkpoint metadata: the :func:`graph_fingerprint` of the graph that wrote it."""
+
+
+def run_marks(graph: CompiledStateGraph, loop_number: int) -> dict[str, str | int]:
+    """What a run stamps on its checkpoints (:func:`loop_config`): whose loop, and which graph."""
+    return {LOOP_MARK: loop_number, GRAPH_MARK: graph_fingerprint(graph)}
+
+
+def graph_fingerprint(graph: CompiledStateGraph) -> str:
+    """A short hash of the graph's shape (nodes, edges, branches, state channels): two graphs with
+    the same fingerprint can continue each other's checkpoints."""
+    builder = graph.builder
+    shape = {
+        "nodes": sorted(builder.nodes),
+        "edges": sorted(map(list, builder.edges)),
+        "branches": sorted(
+            f"{source}:{name}" for source, names in builder.branches.items() for name in names
+        ),
+        "channels": sorted(builder.channels),
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def default_candidates(deps: LoopDeps, history: Sequence[int], k: int | None = None) -> list[int]:
@@ -198,6 +232,8 @@ async def assess_items(
 # LangGraph's stream chunks, ``__interrupt__``, ``Command`` and ``StateSnapshot`` stay in here.
 
 INTERRUPT = "__interrupt__"
+RESUME_CHANNEL = "__resume__"
+"""The channel of the pending write that holds a ``Command(resume=...)``'s answer (LangGraph's RESUME)."""
 """The node name under which a stream reports an interrupt (LangGraph's own)."""
 RunStatus = Literal["running", "interrupted", "completed", "failed", "cancelled"]
 """A run's lifecycle: it runs, then pauses at a human judge, completes, fails or is cancelled."""
@@ -386,6 +422,41 @@ async def read_thread(
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     return _snapshot(await graph.aget_state({"configurable": configurable}))
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a thread's last committed checkpoint would let a run continue (``invoke(None)``)."""
+
+    values: dict[str, Any]
+    """The graph's state there, as the graph holds it (not converted to plain JSON)."""
+    next: list[str]
+    """The nodes that would run next; empty when the run had ended."""
+    step: int | None
+    """LangGraph's step number of the checkpoint (-1: the input; None: the thread is empty)."""
+    checkpoint_id: str | None
+    metadata: dict[str, Any]
+    waiting: bool
+    """A question is pending there (an interrupt) and no answer to it was committed."""
+
+
+async def resume_point(graph: CompiledStateGraph, thread_id: str) -> ResumePoint:
+    """The thread's last committed checkpoint, read for continuing the run that wrote it."""
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    state = await graph.aget_state(config)
+    metadata = dict(state.metadata or {})
+    step = metadata.get("step")
+    stored = await graph.checkpointer.aget_tuple(config) if graph.checkpointer else None
+    writes = (stored.pending_writes or []) if stored is not None else []
+    answered = any(write[1] == RESUME_CHANNEL for write in writes)
+    return ResumePoint(
+        values=dict(state.values or {}),
+        next=list(state.next),
+        step=step if isinstance(step, int) else None,
+        checkpoint_id=(state.config or {}).get("configurable", {}).get("checkpoint_id"),
+        metadata=metadata,
+        waiting=any(task.interrupts for task in state.tasks) and not answered,
+    )
 
 
 async def thread_history(

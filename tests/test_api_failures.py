@@ -112,7 +112,7 @@ async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_
     assert (await api.get(url)).json()["status"] == "idle"
 
 
-async def test_a_run_whose_worker_stopped_is_marked_failed_by_the_next_run(
+async def test_a_run_whose_worker_stopped_is_resumed_when_the_session_is_next_touched(
     api, service_resources, monkeypatch
 ):
     session_id = await _new_session(api)
@@ -134,11 +134,19 @@ async def test_a_run_whose_worker_stopped_is_marked_failed_by_the_next_run(
     assert session.status == "running" and [(r.loop_index, r.status) for r in rows] == [(1, "running")]
 
     monkeypatch.setattr(OfflineRecAgent, "propose", propose)
-    response = await api.post(f"{url}/recommendations", json=BODY)
+    busy = await api.post(f"{url}/recommendations", json=BODY)  # it resumes loop 1 meanwhile
+    assert busy.status_code == 409 and busy.headers["retry-after"] == "2", busy.text
+    assert busy.json()["detail"].startswith("loop 1 of the session is still running")
+    for _ in range(300):
+        response = await api.post(f"{url}/recommendations", json=BODY)
+        if response.status_code != 409:
+            break
+        await asyncio.sleep(0.1)
     assert response.status_code == 200 and response.json()["loop_index"] == 2
     history = (await api.get(f"{url}/loops")).json()["data"]
-    assert [(loop["loop_index"], loop["status"]) for loop in history] == [(2, "completed"), (1, "failed")]
-    assert history[1]["error"].startswith("abandoned")
+    assert [(loop["loop_index"], loop["status"]) for loop in history] == [(2, "completed"), (1, "completed")]
+    assert history[1]["error"] is None and history[1]["resumed_from"]["times"] == 1
+    assert history[0]["resumed_from"] is None
 
 
 async def test_a_failed_resumption_of_a_human_judged_loop_frees_the_session(api, monkeypatch):

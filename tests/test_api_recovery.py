@@ -1,5 +1,6 @@
-"""Nothing is left running: loops whose run ended unrecorded are resolved with their cause, and the
-session is freed with them (app/services/recovery.py)."""
+"""Nothing is left running: loops whose run ended unrecorded are resumed from their last committed
+checkpoint, or resolved with their cause, and the session is freed with them
+(app/services/recovery.py, app/services/resume.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy import select, update
 from app.db.models import Loop
 from app.db.models import Session as SessionRow
 from app.services import recovery
+from app.services.loops import run_takeover
 from graph.agents.offline import OfflineRecAgent
 
 pytestmark = pytest.mark.integration
@@ -42,6 +44,26 @@ async def _abandoned_loop(api, monkeypatch) -> str:
     return session_id
 
 
+async def _settled(resources, session_id: str, timeout_s: float = 30.0):
+    """The session's state once no loop of it runs (a resumed one has been recorded)."""
+    for _ in range(int(timeout_s / 0.1)):
+        state = await _state(resources, session_id)
+        if state[0] != "running" and not resources.inflight:
+            return state
+        await asyncio.sleep(0.1)
+    return await _state(resources, session_id)
+
+
+async def _resumed_from(resources, session_id: str, loop_index: int = 1) -> dict | None:
+    async with resources.sessionmaker() as db:
+        loop = (
+            await db.execute(
+                select(Loop).where(Loop.session_id == uuid.UUID(session_id), Loop.loop_index == loop_index)
+            )
+        ).scalar_one()
+        return loop.resumed_from
+
+
 async def _state(resources, session_id: str) -> tuple[str, list[tuple[int, str, str | None]]]:
     async with resources.sessionmaker() as db:
         session = await db.get(SessionRow, uuid.UUID(session_id))
@@ -55,7 +77,7 @@ async def test_the_watch_records_a_loop_its_worker_could_not_record_as_database_
     session_id = await _abandoned_loop(api, monkeypatch)
     error = recovery.database_error(OperationalError("server closed the connection unexpectedly"))
     service_resources.unrecorded[(uuid.UUID(session_id), 1)] = error  # its failure could not be written
-    watch = recovery._Watch()
+    watch = recovery._Watch(run_takeover)
     await watch.sweep(service_resources)
     assert (await _state(service_resources, session_id))[0] == "running"  # one look is not enough
     await watch.sweep(service_resources)
@@ -64,7 +86,7 @@ async def test_the_watch_records_a_loop_its_worker_could_not_record_as_database_
     assert (uuid.UUID(session_id), 1) not in service_resources.unrecorded
 
 
-async def test_the_watch_leaves_a_live_worker_alone_and_resolves_a_dead_one(
+async def test_the_watch_leaves_a_live_worker_alone_and_resumes_a_dead_ones_loop(
     api, service_resources, monkeypatch
 ):
     session_id = await _abandoned_loop(api, monkeypatch)
@@ -74,7 +96,7 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resolves_a_dead_one(
     settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
     resources = dataclasses.replace(service_resources, settings=settings)
     alive = asyncio.create_task(resources.locks.keep(recovery.worker_lock(other), retry_s=0.1))
-    watch = recovery._Watch()
+    watch = recovery._Watch(run_takeover)
     try:
         await asyncio.sleep(0.5)  # it holds its lock
         for _ in range(3):
@@ -90,7 +112,15 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resolves_a_dead_one(
     for _ in range(3):
         await watch.sweep(resources)
         await asyncio.sleep(0.2)
-    assert await _state(resources, session_id) == ("idle", [(1, "failed", recovery.ABANDONED)])
+    # Resumed by this worker, to its end, from the checkpoint its cancelled run flushed (its first
+    # step, before the recommendation agent answered).
+    assert await _settled(resources, session_id) == ("idle", [(1, "completed", None)])
+    resumed = await _resumed_from(resources, session_id)
+    assert (resumed["next"], resumed["times"]) == (["recommend"], 1), resumed
+    assert isinstance(resumed["step"], int) and isinstance(resumed["checkpoint_id"], str), resumed
+    loop = (await api.get(f"/v1/sessions/{session_id}/loops")).json()["data"][0]
+    assert loop["loop_index"] == 1 and loop["status"] == "completed" and loop["resumed_from"]["times"] == 1
+    assert [r["round"] for r in loop["rounds"]] == list(range(1, len(loop["rounds"]) + 1))
     again = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
     assert again.status_code == 200 and again.json()["loop_index"] == 2
 
@@ -105,7 +135,7 @@ async def test_a_dead_workers_loop_waits_while_its_session_lock_is_still_held(
         )
     settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
     resources = dataclasses.replace(service_resources, settings=settings)
-    watch = recovery._Watch()
+    watch = recovery._Watch(run_takeover)
     session_lock = asyncio.Event()
     release = asyncio.Event()
 
@@ -127,7 +157,7 @@ async def test_a_dead_workers_loop_waits_while_its_session_lock_is_still_held(
     for _ in range(3):
         await watch.sweep(resources)
         await asyncio.sleep(0.2)
-    assert await _state(resources, session_id) == ("idle", [(1, "failed", recovery.ABANDONED)])
+    assert await _settled(resources, session_id) == ("idle", [(1, "completed", None)])
 
 
 async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_says_so(
@@ -189,7 +219,7 @@ async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unav
     lost = await api.post(url, json=BODY)
     assert lost.status_code == 503 and lost.headers["retry-after"] == "2", lost.text
     assert await _state(service_resources, session_id) == ("running", [(1, "running", None)])
-    watch = recovery._Watch()
+    watch = recovery._Watch(run_takeover)
     for _ in range(2):
         await watch.sweep(service_resources)
     assert await _state(service_resources, session_id) == (

@@ -71,12 +71,17 @@ def test_two_cluster_restarts_mid_load_lose_nothing_and_run_nothing_twice(fault_
 
 
 @needs_binaries
-def test_a_worker_killed_mid_loop_leaves_nothing_running(fault_data_dir: Path):
+def test_workers_killed_mid_run_and_mid_judgement_are_resumed_and_nothing_is_done_twice(fault_data_dir: Path):
+    """SIGKILL the worker of an agent-judged loop, then the worker applying a keyed human judgement
+    (uvicorn starts new ones): every acknowledged loop and judgement is in the database once, keyed
+    retries (and a replay of each after the load) get one answer, and no loop is failed that could
+    have resumed from its checkpoint."""
     plan = FaultPlan(
-        duration_s=14, restart_every_s=None, kill_worker_at_s=(5.0,), workers=2, clients=4, llm_delay_s=0.3,
-        settle_s=40,
+        duration_s=24, restart_every_s=None, kill_agent_run_at_s=(4.0,), kill_judgement_at_s=(10.0,),
+        workers=2, clients=4, llm_delay_s=0.4, stale_grace_s=2.0, settle_s=40,
     )  # fmt: skip
     result = run(plan, fault_data_dir)
-    _assert_faults_never_lied(result)
-    assert [f["fault"] for f in result["faults"]] == ["sigkill"]
-    assert result["loops_failed_abandoned"] >= 1, result  # the killed worker's loop, resolved
+    _assert_faults_never_lied(result)  # abandoned_resumable, judgements_lost, retries_diverged: 0
+    assert [(f["fault"], f["mid"]) for f in result["faults"]] == [("sigkill", True)] * 2, result
+    assert result["loops_resumed"] >= 2, result  # both killed runs went on from their checkpoints
+    assert result["loops_failed_other"] == result["loops_failed_not_resumable"] == 0, result

@@ -8,12 +8,15 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from app.settings import Settings
+from graph import runner
 from graph.builder import build_graph
 from graph.runner import loop_config
 from lab.calibration.deps import calibrated_deps
 from recmodels.candidates import sample_candidates
 
 MAX_ROUNDS = 4
+NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""LangGraph's task id of writes that belong to no task (a Command's resume answer)."""
 
 
 @pytest.fixture
@@ -140,3 +143,53 @@ async def test_a_loop_stores_no_copy_of_the_state_in_its_task_writes(slow_to_ple
     assert [
         w for w in writes if w[1] == "__pregel_tasks"
     ] == []  # new input marks itself; nothing sends the whole state to `recommend`
+
+
+async def test_a_runs_marks_are_on_its_checkpoints_and_its_resume_point_says_where_it_stopped(
+    slow_to_please,
+):
+    deps, loop_input = slow_to_please
+    graph = build_graph().compile(checkpointer=InMemorySaver(), interrupt_after=["memory_update"])
+    config = loop_config("marked-thread", MAX_ROUNDS, marks=runner.run_marks(graph, 7))
+    await graph.ainvoke(loop_input, config, context=deps)  # stops after round 1, like a killed worker
+    point = await runner.resume_point(graph, "marked-thread")
+    assert point.metadata[runner.LOOP_MARK] == 7
+    fingerprint = runner.graph_fingerprint(graph)
+    assert fingerprint == runner.graph_fingerprint(build_graph().compile())  # a fresh compilation
+    assert point.metadata[runner.GRAPH_MARK] == fingerprint
+    assert point.next == ["recommend"] and point.step is not None and point.step > 0 and not point.waiting
+    assert [r["round"] for r in point.values["rounds"]] == [1]
+    history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": "marked-thread"}})]
+    assert {s.metadata[runner.LOOP_MARK] for s in history} == {7}
+
+
+async def test_a_graph_of_another_shape_has_another_fingerprint():
+    from langgraph.graph import END, START, StateGraph
+
+    from graph.state import LoopState
+
+    other = StateGraph(LoopState)
+    other.add_node("recommend", lambda state: {})
+    other.add_edge(START, "recommend")
+    other.add_edge("recommend", END)
+    assert runner.graph_fingerprint(other.compile()) != runner.graph_fingerprint(build_graph().compile())
+
+
+async def test_a_human_judges_question_is_waiting_until_an_answer_is_written(slow_to_please):
+    deps, loop_input = slow_to_please
+    saver = InMemorySaver()
+    graph = build_graph().compile(checkpointer=saver)
+    config = loop_config("judged-thread", MAX_ROUNDS, marks=runner.run_marks(graph, 1))
+    await graph.ainvoke({**loop_input, "judge_mode": "human"}, config, context=deps)
+    asked = await runner.resume_point(graph, "judged-thread")
+    assert asked.waiting and asked.next == ["judge"]
+    # The answer written (what a Command(resume=...) stores first), the run stopped before the judge ran.
+    stored = await saver.aget_tuple({"configurable": {"thread_id": "judged-thread"}})
+    answer = {"decision": "reject", "reason": "no"}
+    await saver.aput_writes(stored.config, [(runner.RESUME_CHANNEL, answer)], NULL_TASK)
+    answered = await runner.resume_point(graph, "judged-thread")
+    assert not answered.waiting and answered.next == ["judge"]
+    # Continuing with no input applies that answer once: round 1 is the reject, round 2 asks again.
+    state = await graph.ainvoke(None, config, context=deps)
+    assert [(r["round"], r["decision"]) for r in state["rounds"]] == [(1, "reject")]
+    assert (await runner.resume_point(graph, "judged-thread")).waiting

@@ -85,6 +85,7 @@ class IdempotencyMiddleware:
             await service_error_response(exc, retry)(scope, receive, send)
             return
         except DATABASE_DOWN as exc:  # authenticating needed the database
+            res.outage.saw(exc)
             await database_down_response(exc, retry)(scope, receive, send)
             return
         streamed = "text/event-stream" in headers.get("accept", "")
@@ -108,6 +109,7 @@ class IdempotencyMiddleware:
                 return
             raise
         except DATABASE_DOWN as exc:
+            res.outage.saw(exc)
             if answer.status is None:
                 await database_down_response(exc, retry)(scope, receive, send)
                 return

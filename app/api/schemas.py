@@ -345,6 +345,19 @@ class RecommendationPublic(BaseModel):
 # --- loop history ----------------------------------------------------------------------
 
 
+class LoopResumedPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    step: int | None = Field(
+        description="LangGraph's step of the checkpoint it went on from (null: no checkpoint of the loop "
+        "was committed, so it started again from its input)."
+    )
+    next: list[str] = Field(description="The nodes that ran first on resuming (e.g. ['recommend']).")
+    checkpoint_id: str | None = Field(description="The checkpoint it went on from.")
+    at: datetime = Field(description="When it was resumed.")
+    times: int = Field(description="How often the loop was resumed (its latest resumption is shown).")
+
+
 class LoopPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -363,6 +376,11 @@ class LoopPublic(BaseModel):
     usage: UsagePublic = Field(description="The loop's LLM usage (the three columns above, and more).")
     error: str | None = Field(description="Why a failed loop failed.")
     rounds: list[RoundPublic]
+    resumed_from: LoopResumedPublic | None = Field(
+        None,
+        description="Set when the loop's worker stopped mid-run and another worker continued it from "
+        "the thread's last committed checkpoint (null: it ran in one go).",
+    )
 
 
 class LoopCancel(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+from collections.abc import Callable
 
 import psycopg
 from psycopg import AsyncConnection
@@ -77,7 +78,7 @@ def _closed_by_server(conn: AsyncConnection) -> bool:
     return bool(readable)
 
 
-def _set_on_connect(parameters: dict[str, str]):
+def _set_on_connect(parameters: dict[str, str], on_connect: Callable[[], None] | None = None):
     """A pool ``configure`` callback setting session parameters on each new connection (one round trip).
 
     Not libpq's ``options`` startup parameter: PgBouncer (1.18, Debian 12) refuses a connection
@@ -90,15 +91,22 @@ def _set_on_connect(parameters: dict[str, str]):
 
     async def configure(conn: AsyncConnection) -> None:
         await conn.execute(query, values)
+        if on_connect is not None:
+            on_connect()
 
     return configure
 
 
 def _autocommit_pool(
-    url: str, settings: Settings, max_size: int, session: dict[str, str], **kwargs: object
+    url: str,
+    settings: Settings,
+    max_size: int,
+    session: dict[str, str],
+    on_connect: Callable[[], None] | None = None,
+    **kwargs: object,
 ) -> AsyncConnectionPool:
     """A psycopg pool of autocommit connections with ``session`` parameters set, opened by the
-    caller, checked before each use."""
+    caller, checked before each use; ``on_connect`` is called after each new connection."""
     return AsyncConnectionPool(
         libpq_url(url),
         min_size=1,
@@ -106,24 +114,29 @@ def _autocommit_pool(
         open=False,
         timeout=settings.db_pool_timeout_s,
         kwargs={"autocommit": True, "connect_timeout": max(1, int(settings.db_connect_timeout_s)), **kwargs},
-        configure=_set_on_connect(session),
+        configure=_set_on_connect(session, on_connect),
         check=check_alive,
     )
 
 
-def lock_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+def lock_pool(
+    url: str, settings: Settings, on_connect: Callable[[], None] | None = None
+) -> AsyncConnectionPool:
     """A pool for advisory locks (one connection per held lock) and request counters
     (app/services/limits.py): nothing whose commit must wait for the disk."""
-    return _autocommit_pool(url, settings, settings.lock_pool_size, {"synchronous_commit": "off"})
+    return _autocommit_pool(url, settings, settings.lock_pool_size, {"synchronous_commit": "off"}, on_connect)
 
 
-def checkpoint_pool(url: str, settings: Settings) -> AsyncConnectionPool:
+def checkpoint_pool(
+    url: str, settings: Settings, on_connect: Callable[[], None] | None = None
+) -> AsyncConnectionPool:
     """A pool for LangGraph's saver, its connections pinned to the checkpoint schema."""
     return _autocommit_pool(
         url,
         settings,
         settings.checkpoint_pool_size,
         {"search_path": settings.checkpoint_schema},
+        on_connect,
         prepare_threshold=0,
         row_factory=dict_row,
     )

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import delete, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -102,3 +102,21 @@ async def delete_expired(db: AsyncSession, *, before: datetime, limit: int) -> i
         delete(IdempotencyKey).where(tuple_(IdempotencyKey.owner_key_id, IdempotencyKey.key).in_(oldest))
     )
     return done.rowcount
+
+
+async def unlink_unanswered(
+    db: AsyncSession, *, owner_key_id: int, session_id: uuid.UUID, loop_index: int
+) -> int:
+    """Keys that stand for the loop but hold no answer stand for nothing any more (the work their
+    request started was not committed): a retry runs it again. How many there were."""
+    done = await db.execute(
+        update(IdempotencyKey)
+        .where(
+            IdempotencyKey.owner_key_id == owner_key_id,  # the primary key's lead: one owner's keys
+            IdempotencyKey.session_id == session_id,
+            IdempotencyKey.loop_index == loop_index,
+            IdempotencyKey.body.is_(None),
+        )
+        .values(session_id=None, loop_index=None, command_id=None)
+    )
+    return int(done.rowcount or 0)

@@ -308,3 +308,37 @@ async def note_discarded_result(
         )
         .values(error=func.left(func.concat(Loop.error, note), 500))
     )
+
+
+async def take_over(
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID,
+    loop_index: int,
+    from_worker: str | None,
+    worker_id: str,
+    resumed_from: dict[str, Any] | None,
+) -> Loop | None:
+    """The loop, now ``worker_id``'s, if it is still ``running`` under ``from_worker`` (a worker that
+    stopped); None when another worker took it or it was recorded meanwhile. The row is locked
+    (skipping one that is locked already: its taker is at work) until the caller's transaction ends,
+    so of several workers that try, one takes it. ``resumed_from``: its resumption, counted in
+    ``times`` (None: the loop is taken to be failed, its resumptions left as they were)."""
+    stmt = (
+        select(Loop)
+        .where(
+            Loop.session_id == session_id,
+            Loop.loop_index == loop_index,
+            Loop.status == "running",
+            Loop.worker_id.is_not_distinct_from(from_worker),
+        )
+        .with_for_update(skip_locked=True)
+    )
+    loop = (await db.execute(stmt)).scalar_one_or_none()
+    if loop is None:
+        return None
+    values: dict[str, Any] = {"worker_id": worker_id}
+    if resumed_from is not None:
+        values["resumed_from"] = {**resumed_from, "times": int((loop.resumed_from or {}).get("times", 0)) + 1}
+    await db.execute(update(Loop).where(Loop.id == loop.id).values(**values))
+    return loop

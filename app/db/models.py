@@ -140,6 +140,9 @@ class Loop(Base):
     """Why a ``failed`` loop failed (exception type and message, shortened)."""
     worker_id: Mapped[str | None] = mapped_column(String(36))
     """The worker process that runs (ran) the loop: who may say a ``running`` loop is dead."""
+    resumed_from: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """Set when another worker continued the loop after its worker stopped mid-run
+    (app/services/resume.py): the checkpoint's step and next nodes, when, and how many times."""
 
     session: Mapped[Session] = relationship(back_populates="loops")
 

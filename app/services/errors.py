@@ -69,8 +69,9 @@ class Unavailable(ServiceError):
 
 
 class LoopSuperseded(Unavailable):
-    """The loop was resolved as abandoned while its worker was cut off from the database; the
-    worker finished it later and its result was discarded (a retry runs it again)."""
+    """The loop was taken over (resumed, or resolved) by another worker while its worker was cut off
+    from the database; the worker finished it later and its result was discarded (a keyed retry
+    answers with the loop as recorded, or runs it again if it failed)."""
 
 
 class LoopFailed(ServiceError):

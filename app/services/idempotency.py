@@ -14,8 +14,8 @@ The guarantee (docs/deploy.md, "Retries"):
   replays as its ``result`` event alone), a command from its row, a session as it is now.
 - A retry while the first still runs gets 409 with ``Retry-After``: while the key's lock is
   held, and while the loop it started is still ``running`` (its worker may have lost the lock
-  in a database restart and still finish the loop; a dead worker's loop is resolved as failed
-  within seconds, app/services/recovery.py).
+  in a database restart and still finish the loop; a dead worker's loop is resumed from its last
+  checkpoint within seconds, app/services/resume.py, and its retry then replays it).
 - A loop that failed produced nothing durable: a retry runs it again (a new loop number). A
   request that answered an error before any work (4xx, 503 before the commit) stored nothing
   and may be retried with the same key.

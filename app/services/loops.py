@@ -24,7 +24,7 @@ from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
-from app.services import idempotency, limits, loop_cancel, metrics, recovery, steering
+from app.services import idempotency, limits, loop_cancel, metrics, recovery, resume, steering
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,
@@ -52,6 +52,7 @@ from graph.runner import (
     loop_config,
     loop_input,
     resume_input,
+    run_marks,
     stream_loop,
 )
 from graph.state import JudgeMode
@@ -84,8 +85,8 @@ class LoopOutcome:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
-def _config(session: Session, max_rounds: int) -> dict[str, Any]:
-    return dict(loop_config(session.thread_id, max_rounds))
+def _config(res: ServiceResources, session: Session, max_rounds: int, loop_index: int) -> dict[str, Any]:
+    return dict(loop_config(session.thread_id, max_rounds, marks=run_marks(res.graph, loop_index)))
 
 
 def _fallbacks(rounds: list[dict[str, Any]]) -> int:
@@ -104,17 +105,22 @@ class LoopRun:
         params: dict,
         *,
         loop_index: int,
+        continued_from: dict[str, Any] | None = None,
     ):
         self.res, self.session, self.deps = res, session, deps
         """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
         self.graph_input, self.params = graph_input, params
-        self.resumed = is_resume(graph_input)
+        self.resumed = is_resume(graph_input) or continued_from is not None
+        """The loop ran before (paused, or its worker stopped): its stored rounds are kept."""
         self.loop_index = loop_index
         """The loop's number in the session's history: the next one, or the paused loop's."""
         self.started = asyncio.Event()
         """Set once the loop is in the history as ``running`` (before the graph starts)."""
         self._streamed = StreamedLoop()
         """The graph's state as far as the run got (a failed loop keeps the rounds it finished)."""
+        if continued_from is not None:
+            # A run continuing a checkpoint starts from its state: one that had ended runs no step.
+            self._streamed.values = continued_from
 
     async def run(
         self, on_event: EventSink | None = None, *, event_modes: frozenset[str] = frozenset()
@@ -142,7 +148,7 @@ class LoopRun:
                 await asyncio.shield(self._record_failure(exc, duration_ms))
                 await asyncio.shield(loop_cancel.drop_left_interrupt(self.res, self.session, self.loop_index))
             # Any other cancellation is the worker stopping: the loop stays ``running`` and is
-            # resolved as abandoned (app/services/recovery.py), not as cancelled by a client.
+            # resumed from its last checkpoint (app/services/resume.py), not cancelled.
             raise
         except Exception as exc:
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
@@ -157,7 +163,7 @@ class LoopRun:
                 "history as failed, with the error"
             ) from exc
         finally:
-            # Not run here any more: a loop still ``running`` now is resolved (app/services/recovery.py).
+            # Not run here any more: a loop still ``running`` now is resumed (app/services/recovery.py).
             self.res.inflight.discard((self.session.id, self.loop_index))
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
@@ -173,7 +179,12 @@ class LoopRun:
             await stream_loop(
                 self.res.graph,
                 self.graph_input,
-                _config(self.session, int(self.params.get("max_rounds") or self.res.settings.max_rounds)),
+                _config(
+                    self.res,
+                    self.session,
+                    int(self.params.get("max_rounds") or self.res.settings.max_rounds),
+                    self.loop_index,
+                ),
                 context=self.deps,
                 durability=self.res.settings.checkpoint_durability,
                 into=self._streamed,
@@ -321,8 +332,9 @@ class LoopRun:
         if new_rounds is None:
             await checkpoints.discard(self.res.saver, self.session.thread_id)
             raise LoopSuperseded(
-                f"loop {self.loop_index} was resolved as abandoned while this worker could not reach "
-                "the database; its result was discarded: retry (the same Idempotency-Key runs it again)",
+                f"loop {self.loop_index} was taken over by another worker while this one could not reach "
+                "the database; its result was discarded: retry (the same Idempotency-Key answers with "
+                "the loop as recorded, or runs it again if it failed)",
                 field=None,
             )
         metrics.observe_rounds(new_rounds)
@@ -444,7 +456,7 @@ async def open_loop(
     if request.candidates is not None:
         check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
     async with locked_session_with_memory(res, caller, session_id) as (session, memory):
-        await recovery.settle(res, session)  # a loop left running on it: resolved, or 409 for now
+        await recovery.settle(res, session, run=run_takeover)  # a loop left running on it: 409 for now
         if session.status == "awaiting_feedback":
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
@@ -478,7 +490,7 @@ async def open_feedback(
 ) -> AsyncIterator[LoopRun]:
     """Resume a loop paused at the judge with a person's decision (the real user judges)."""
     async with locked_session(res, caller, session_id) as session:
-        await recovery.settle(res, session)
+        await recovery.settle(res, session, run=run_takeover)
         if session.status != "awaiting_feedback":
             raise NotAwaitingFeedback(
                 "the session has no loop waiting for feedback: request a recommendation with "
@@ -498,6 +510,24 @@ async def open_feedback(
             answer["reading"] = await steering.read_reason(res, session, reason)
         command = resume_input(answer)
         yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index)
+
+
+async def run_takeover(res: ServiceResources, takeover: resume.Takeover) -> None:
+    """Run a loop taken over from a worker that stopped (app/services/resume.py) to its record; a
+    failure is recorded on the loop, with its cause, by the run."""
+    run = LoopRun(
+        res,
+        takeover.session,
+        takeover.deps,
+        takeover.graph_input,
+        takeover.params,
+        loop_index=takeover.loop_index,
+        continued_from=takeover.continued_from,
+    )
+    try:
+        await run.run()
+    except Exception as exc:
+        _log.warning("the resumed loop %s of session %s failed: %s", run.loop_index, run.session.id, exc)
 
 
 async def loop_history(

@@ -5,11 +5,12 @@ record: its worker lost the database (the failure could not be written either), 
 cancelled (a shutdown), or its worker died (SIGKILL, out of memory). Every worker watches
 (:func:`watch`, every ``Settings.stale_check_s``) and resolves
 
-- its own loops that it no longer runs, once the database answers, with the cause it knows:
-  "database unavailable: ..." (its record, or the commit of its start, failed with the database
-  gone) or :data:`ABANDONED`. Only the worker itself knows that it no
-  longer runs a loop, so while it lives no other worker decides that;
-- the loops of workers that are gone, as :data:`ABANDONED`. Each worker holds an advisory lock
+- its own loops that it no longer runs, once the database answers: failed with the cause it
+  knows, "database unavailable: ..." (its record, or the commit of its start, failed with the
+  database gone), else resumed from their last committed checkpoint (app/services/resume.py).
+  Only the worker itself knows that it no longer runs a loop, so while it lives no other worker
+  decides that;
+- the loops of workers that are gone: resumed (app/services/resume.py). Each worker holds an advisory lock
   named after itself for its whole life, taken again about a second after the database is
   back. A worker whose lock stays free for ``Settings.stale_grace_s`` while the same database
   server stays up (``pg_postmaster_start_time``) is gone: right after a restart every worker's
@@ -23,8 +24,10 @@ nothing (app/services/loops.py ``LoopRun._record``): the loop stays failed, its 
 the result came later and was discarded, the request answers 503 with Retry-After, and a keyed
 retry runs the loop again, once.
 
-A request on a session shown ``running`` (:func:`settle`) resolves this worker's abandoned loop
-at once and answers 409 with Retry-After while another worker's loop is still undecided.
+A request on a session shown ``running`` (:func:`settle`) resumes this worker's stopped loop at
+once, and answers 409 with Retry-After while a loop runs there (resumed, or another worker's
+still undecided). Only a loop of a worker from before revision 0005 (no worker recorded) is
+resolved as :data:`ABANDONED`.
 Resolving a loop frees its session (``running`` -> ``idle``) in the same transaction, so a
 session's status always matches its loops.
 """
@@ -40,6 +43,7 @@ from sqlalchemy import func, select
 
 from app.db import loops as loops_repo
 from app.db.models import Session
+from app.services import resume
 from app.services.errors import DATABASE_DOWN, SessionBusy
 from app.services.runtime import ServiceResources
 
@@ -66,28 +70,37 @@ async def _resolve(res: ServiceResources, loop: LoopKey, error: str) -> None:
     res.unrecorded.pop(loop, None)
 
 
-async def settle(res: ServiceResources, session: Session) -> None:
-    """Under the session's lock, before a run on a session shown ``running``: resolve the loop this
-    worker abandoned on it; 409 (Retry-After) while another worker's loop there is undecided."""
+async def settle(res: ServiceResources, session: Session, *, run: resume.Runner | None = None) -> None:
+    """Under the session's lock, before a run on a session shown ``running``: 409 (Retry-After)
+    while a loop runs there; a loop this worker stopped running goes on with ``run`` once this
+    request lets go (without ``run``, the watch resumes it within two sweeps)."""
     if session.status != "running":
         return
     async with res.sessionmaker() as db:
         running = await loops_repo.running_loops(db, session_id=session.id)
     for session_id, loop_index, worker in running:
         key = (session_id, loop_index)
+        busy = SessionBusy(
+            f"loop {loop_index} of the session is still running (or its worker lost the database "
+            "and is being checked); retry shortly",
+            retry_after_s=res.settings.db_retry_after_s,
+        )
         if key in res.inflight or (worker is not None and worker != res.worker_id):
-            raise SessionBusy(
-                f"loop {loop_index} of the session is still running (or its worker lost the database "
-                "and is being checked); retry shortly",
-                retry_after_s=res.settings.db_retry_after_s,
-            )
-        await _resolve(res, key, res.unrecorded.get(key, ABANDONED))  # a worker before 0005: gone too
+            raise busy
+        if worker is None or key in res.unrecorded:  # a worker before 0005, or a known failure
+            await _resolve(res, key, res.unrecorded.get(key, ABANDONED))
+            continue
+        if run is not None:  # this worker's own loop that it no longer runs: it goes on
+            resume.start(res, key, from_worker=worker, run=run)
+        raise busy
 
 
 class _Watch:
     """What one worker's watch has seen of the others (between its sweeps)."""
 
-    def __init__(self) -> None:
+    def __init__(self, run: resume.Runner) -> None:
+        self.run = run
+        """Runs a loop taken over (app/services/loops.py ``run_takeover``)."""
         self.free_since: dict[str, float] = {}
         self.server_started: object = None
         self.idle_own: set[LoopKey] = set()
@@ -102,7 +115,8 @@ class _Watch:
         # Own loops not run any more, seen so on two sweeps in a row (a run that is just recording
         # its loop leaves the in-flight set a moment before its commit is visible).
         idle_own = {(s, k) for s, k, w in running if w == res.worker_id and (s, k) not in res.inflight}
-        decided = [(key, res.unrecorded.get(key, ABANDONED)) for key in idle_own & self.idle_own]
+        decided = [(key, res.unrecorded[key]) for key in idle_own & self.idle_own if key in res.unrecorded]
+        resumable = [(key, res.worker_id) for key in idle_own & self.idle_own if key not in res.unrecorded]
         self.idle_own = idle_own
         # A failure noted for a loop not running (a start whose commit never landed, a loop another
         # worker resolved), on two sweeps in a row: nothing left to resolve.
@@ -124,21 +138,25 @@ class _Watch:
             # The run holds its session's lock on a connection of its own: while PostgreSQL still
             # sees that one, the worker is alive whatever became of its worker lock.
             if worker in gone and await res.locks.is_free(str(session_id)):
-                decided.append(((session_id, loop_index), ABANDONED))
+                resumable.append(((session_id, loop_index), worker))
         for key, error in decided:
             await _resolve(res, key, error)
+        for key, worker in resumable:
+            resume.start(res, key, from_worker=worker, run=self.run)
 
 
-async def watch(res: ServiceResources) -> None:
-    """For the worker's lifetime: hold its own lock, and resolve what is left ``running``."""
+async def watch(res: ServiceResources, *, run: resume.Runner) -> None:
+    """For the worker's lifetime: hold its own lock, and resume (with ``run``) or resolve what is
+    left ``running``."""
     keeper = asyncio.create_task(res.locks.keep(worker_lock(res.worker_id), retry_s=1.0))
-    seen = _Watch()
+    seen = _Watch(run)
     try:
         while True:
             await asyncio.sleep(res.settings.stale_check_s)
             try:
                 await seen.sweep(res)
-            except DATABASE_DOWN:
+            except DATABASE_DOWN as exc:
+                res.outage.saw(exc)  # requests fail fast from now on (app/db/outage.py)
                 seen.free_since = {}  # nothing can be observed while the database is away
             except Exception:
                 _log.exception("the sweep for loops left running failed")

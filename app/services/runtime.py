@@ -33,6 +33,7 @@ from app.db.engine import (
     resolve_database_url,
 )
 from app.db.locks import AdvisoryLocks
+from app.db.outage import OutageGate
 from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.settings import Settings
@@ -83,6 +84,8 @@ class ServiceResources:
     reads: async_sessionmaker[AsyncSession] | None = None
     """Autocommit sessions for one-statement reads and writes (:meth:`read`, :meth:`one_statement`);
     None: plain ones."""
+    outage: OutageGate = field(default_factory=lambda: OutageGate(normal_s=15.0, outage_s=1.0))
+    """The pools' acquire timeout, short while the database is down (app/db/outage.py)."""
     protocol_runs: dict[str, Any] = field(default_factory=dict)
     """Runs of LangGraph's protocol in this worker while they run, by run id (to join, stream and
     cancel them): app.services.protocol_runs.TrackedRun."""
@@ -178,16 +181,22 @@ async def open_resources(
     caches = LoopCaches()
     loop_deps = loop_deps if loop_deps is not None else await load_loop_deps(settings, catalog, caches)
     async with AsyncExitStack() as stack:
+        outage = OutageGate(normal_s=settings.db_pool_timeout_s, outage_s=settings.db_outage_timeout_s)
+        stack.push_async_callback(outage.close)
         engine = create_engine(url, settings)
+        outage.watch_engine(engine)
         stack.push_async_callback(engine.dispose)
-        locks = AdvisoryLocks(await _open_pool(stack, lock_pool(url, settings)))
+        locks = AdvisoryLocks(await _open_pool(stack, lock_pool(url, settings, outage.on_connect())))
+        outage.watch_pool(locks.pool)
         saver: BaseCheckpointSaver
         if settings.checkpointer == "memory":
             saver = InMemorySaver()
         elif settings.checkpointer == "postgres_stock":
             saver = AsyncPostgresSaver(conn=await _open_pool(stack, checkpoint_pool(url, settings)))
         else:
-            saver = service_saver(await _open_pool(stack, checkpoint_pool(url, settings)), settings)
+            pool = await _open_pool(stack, checkpoint_pool(url, settings, outage.on_connect()))
+            outage.watch_pool(pool)
+            saver = service_saver(pool, settings)
         resources = ServiceResources(
             settings=settings,
             database_url=url,
@@ -201,5 +210,6 @@ async def open_resources(
             verified_keys=VerifiedKeys(settings.api_key_cache_s),
             graph=compile_graph(saver) if loop_deps else None,
             loop_caches=caches,
+            outage=outage,
         )
         yield resources
