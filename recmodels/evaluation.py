@@ -51,7 +51,8 @@ def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> lis
     for start in range(0, len(rows), _BATCH):
         chunk = rows[start : start + _BATCH]
         seqs = pad_histories([r.history for r in chunk], model.max_len, model.pad_id)  # [B, T]
-        stats += ranking_stats_from_scores(model.score_all(seqs), chunk)
+        device = next(model.parameters()).device  # a model training on a GPU is validated there
+        stats += ranking_stats_from_scores(model.score_all(seqs.to(device)).cpu(), chunk)
     model.train(was_training)
     return stats
 
