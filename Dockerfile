@@ -4,6 +4,7 @@ FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml setup.py README.md alembic.ini ./
+COPY cli ./cli
 COPY app ./app
 COPY lab ./lab
 COPY graph ./graph

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from app.eval.metrics import bootstrap_interval
 from app.settings import get_settings
+from lab.eval.metrics import bootstrap_interval
 from recmodels import metrics
 from recmodels.base import pad_histories
 from recmodels.coldstart import cold_rows, held_out_items

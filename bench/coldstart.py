@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from app.cli.models import _parse_overrides
 from app.settings import get_settings
+from cli.models import _parse_overrides
 from recmodels import metrics
 from recmodels.artifacts import load_scorer
 from recmodels.coldstart import cold_rows, held_out_items

@@ -34,12 +34,12 @@ from typing import Any
 import httpx
 import torch
 
-from app.eval.common import sampled_candidate_rows
-from app.eval.llm_calibrate import calibrate_llm
-from app.eval.metrics import bootstrap_interval, paired_interval
 from app.settings import Settings, get_settings
-from graph.deps import make_deps
 from graph.runner import LoopResult, LoopRunner
+from lab.calibration.deps import calibrated_deps
+from lab.eval.common import sampled_candidate_rows
+from lab.eval.llm_calibrate import calibrate_llm
+from lab.eval.metrics import bootstrap_interval, paired_interval
 from llm.client import server_root
 from llm.usage import sum_usage
 from recmodels.artifacts import load_latest_scorer
@@ -109,8 +109,8 @@ def run_loops(
             config, dataset, rec, reward, n_rows=calibrate_rows, budget_calls=budget_calls, progress=False,
             echo=lambda line: print(line, file=sys.stderr), concurrency=concurrency,
         )  # fmt: skip
-        deps = await make_deps(config, dataset, rec, reward, "llm", llm_weights=fit.weights)
-        offline = await make_deps(config, dataset, rec, reward, "offline")
+        deps = await calibrated_deps(config, dataset, rec, reward, "llm", llm_weights=fit.weights)
+        offline = await calibrated_deps(config, dataset, rec, reward, "offline")
         offline_done = [await one(offline, case) for case in cases]
         before = server_counters(settings.llm_base_url or "")
         started = time.perf_counter()

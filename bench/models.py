@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from app.eval.paper import PAPER_MODEL_HR1
 from app.settings import get_settings
+from lab.eval.paper import PAPER_MODEL_HR1
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer
 from recmodels.dataset import Dataset
 from recmodels.evaluation import evaluate_model
@@ -38,7 +38,7 @@ TARGET_FACTOR = 1.1
 
 def train_in_subprocess(dataset: str, model: str, members: int = 1) -> None:
     """`recloop train` in a fresh process: its peak RSS is this training run's alone."""
-    cmd = [sys.executable, "-m", "app.cli", "train", "--dataset", dataset, "--model", model, "--no-progress"]
+    cmd = [sys.executable, "-m", "cli", "train", "--dataset", dataset, "--model", model, "--no-progress"]
     cmd += ["--members", str(members)]
     subprocess.run(cmd, check=True, env=os.environ.copy(), stdout=subprocess.DEVNULL)
 

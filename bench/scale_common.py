@@ -29,7 +29,7 @@ def bench_data_dir(settings: Settings) -> Path:
     """``settings.data_dir`` when it holds the dataset and its models; else a temp data dir with
     MovieLens fetched as `recloop data fetch movielens` does and a tiny SASRec (1 epoch, 3,000 rows:
     latency and storage do not depend on its quality)."""
-    from app.data.fetch import fetch_movielens
+    from lab.data.fetch import fetch_movielens
     from recmodels.artifacts import artifact_path
     from recmodels.dataset import Dataset, DatasetNotFound
     from recmodels.training import train

@@ -20,6 +20,6 @@ class LoopCaches:
     calibrations: dict[str, LoopCalibration] = field(default_factory=dict)
     """By (calibration key, artifact): :func:`graph.calibration.loop_calibration`'s results."""
     text_vectors: dict[str, ItemVectors] = field(default_factory=dict)
-    """MiniLM item vectors by catalog fingerprint (:func:`graph.similarity.load_vectors`)."""
+    """MiniLM item vectors by catalog fingerprint (:func:`graph.item_vectors.load_vectors`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Held while an entry is read or stored (the service's worker threads may share it)."""

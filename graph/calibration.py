@@ -1,73 +1,42 @@
-"""What the offline agents learn on the validation split, and where it is kept.
+"""The offline agents' calibration as a worker reads it: where it is kept, and how it combines scores.
 
 The offline agents weigh evidence (graph/agents/evidence.py); how much each piece counts is
-learned here, on the **validation** split only, for one (dataset, rec model, reward model):
+:class:`graph.agents.evidence.LoopCalibration`, learned on the **validation** split for one
+(dataset, rec model, reward model) by the lab (:mod:`lab.calibration.offline`, which says how):
+`recloop prepare` fits it, and `recloop serve` prepares it once before any worker starts.
 
-- ``rec_temperature`` / ``reward_temperature``: each model's scores become calibrated chances over
-  the candidates, softmax(score / T), T maximising the validation log-likelihood of the true next
-  item among 20 LLaRA candidates.
-- ``rec_similarity`` / ``rec_history_weight``: the recommendation agent's belief is its model's
-  calibrated log-probability plus this weight times an item's similarity to the user's recent
-  history (recency-weighted; item vectors of the chosen backend, or none).
-- ``trust``: how much the recommendation agent trusts the user agent's feedback, the weight of the
-  reward model's calibrated log-probability against its own belief. 0 = the prior always stands,
-  1 = the feedback always wins.
-
-  Backend, weight and trust are chosen together for the best exact expected validation HR@1-of-20
-  of the combination (every candidate draw of the 19 negatives, no sampling noise).
-- User simulation (``judge_items``): one verdict threshold on the user agent's evidence for an
-  item (the reward model's log-probability over the catalog, plus a weight times its similarity to
-  the history), and the weights of its loop memory (similarity to what it liked, and to what it
-  turned down, in the loop), chosen on validation users built by the Table 5 protocol: threshold
-  and history weight for the best mean micro F1 over the ratios 1:1, 1:3, 1:9 with an empty
-  memory, then the memory weights for the best mean F1 with the memory each validation loop left,
-  the threshold fixed, kept only if their gain's 95 % bootstrap interval over validation users lies
-  above zero (otherwise the memory does not count). One threshold for all ratios.
-
-The result is a small JSON file beside the rec model's artifact, ``calibration/<rec>+<reward>.json``,
-keyed by the dataset fingerprint, both artifacts' SHA-256, the similarity backends installed and
-this module's version: the service, ``recloop simulate`` and the evaluation all get it through
-:func:`loop_calibration` (via ``graph.deps.make_deps``); the parameters themselves are
-:class:`graph.agents.evidence.LoopCalibration`, which refits it when any of those change.
+It is a small JSON file beside the rec model's artifact, ``calibration/<rec>+<reward>.json``, keyed
+by the dataset fingerprint, both artifacts' SHA-256, the similarity backends installed and the
+fit's version: a file with another key is stale. A worker only reads it (:func:`loop_calibration`,
+via ``graph.deps.make_deps``); when it is missing or stale the worker stops at once with
+:class:`CalibrationMissing`, which names the command that fits it. Fitting inside a worker's
+start-up took more than 16 minutes on a 100k-item catalog, with no progress shown.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
-import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import torch
 
-from graph.agents.evidence import ItemVectors, LoopCalibration, MemoryView, VerdictFeatures
+from graph.agents.evidence import LoopCalibration
 from graph.caches import LoopCaches
-from recmodels.dataset import Dataset, Row
-from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
+from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
-
-if TYPE_CHECKING:
-    from graph.config import LoopConfig
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CALIBRATION_VERSION = 1
-TEMPERATURES = tuple(round(0.02 * 1.2**i, 5) for i in range(45))  # 0.02 .. ~60, geometric
-TRUST_GRID = tuple(i / 20 for i in range(21))
-REC_HISTORY_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-USER_HISTORY_WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
-MEMORY_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 8.0)
-FIT_DRAWS = 20  # candidate draws per validation row for the temperature fits
-FIT_SEED = 20_241_027  # fixed: the calibration is deterministic
-USERSIM_SEEDS = (0, 1)  # validation user-simulation cases per seed (candidates and negatives)
-N_EVAL = 20
-THRESHOLD_POINTS = 500  # verdict thresholds tried (quantiles of the validation evidence)
-MEMORY_RESAMPLES = 1000  # bootstrap resamples of validation users behind the memory weights
+"""Part of the key: a change to the fit (lab.calibration.offline) makes every saved file stale."""
+
+
+class CalibrationMissing(RuntimeError):
+    """No calibration was fitted for these models (or it is stale); the message names the command."""
 
 
 def combined_scores(
@@ -86,11 +55,8 @@ def combined_scores(
     return {"agent": belief, "weighted": (1.0 - calibration.trust) * belief + calibration.trust * user}
 
 
-# --------------------------------------------------------------------------- where it lives
-
-
 def calibration_key(catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]) -> dict[str, Any]:
-    """Everything the calibration depends on; a cached file with another key is refitted."""
+    """Everything the calibration depends on; a saved file with another key is stale."""
     return {
         "version": CALIBRATION_VERSION,
         "dataset": catalog.name,
@@ -112,38 +78,14 @@ def calibration_path(rec: Scorer, reward: Scorer) -> Path | None:
     return Path(artifact).parent / "calibration" / f"{rec.info.model_name}+{reward.info.model_name}.json"
 
 
-async def loop_calibration(
-    config: LoopConfig,
-    catalog: Dataset,
-    rec: Scorer,
-    reward: Scorer,
-    backends: Sequence[str],
-    caches: LoopCaches | None = None,
-) -> LoopCalibration:
-    """The calibration for these models: from ``caches`` (the caller's, when given), the file beside
-    the rec model's artifact (:func:`calibration_path`), or fitted on validation now (seconds) and
-    saved there."""
-    key = calibration_key(catalog, rec, reward, backends)
-    path = calibration_path(rec, reward)
-    memo_key = json.dumps(key, sort_keys=True) + (f"@{path}" if path else f"/{id(rec)}/{id(reward)}")
-    if caches is not None:
-        with caches.lock:
-            if memo_key in caches.calibrations:
-                return caches.calibrations[memo_key]
-    found = _read(path, key) if path else None
-    if found is None:
-        found = await fit_calibration(config, catalog, rec, reward, backends, caches)
-        if path:
-            _write(path, key, found)
-    if caches is not None:
-        with caches.lock:
-            caches.calibrations[memo_key] = found
-    return found
+def memo_key(key: Mapping[str, Any], path: Path | None, rec: Scorer, reward: Scorer) -> str:
+    """Where :class:`LoopCaches` keeps a calibration: by its key and file (in-memory models: by object)."""
+    return json.dumps(key, sort_keys=True) + (f"@{path}" if path else f"/{id(rec)}/{id(reward)}")
 
 
 def read_keyed(path: Path, key: Mapping[str, Any], entry: str, parse: Callable[[Any], T]) -> T | None:
-    """``parse`` of the ``entry`` a :func:`write_keyed` file holds, if the file was written for ``key``
-    (None when it is missing, stale or unreadable: the caller fits anew)."""
+    """``parse`` of the ``entry`` a keyed file (``{"key": ..., entry: ...}``) holds, if the file was
+    written for ``key`` (None when it is missing, stale or unreadable)."""
     if not path.is_file():
         return None
     try:
@@ -152,316 +94,40 @@ def read_keyed(path: Path, key: Mapping[str, Any], entry: str, parse: Callable[[
             return None
         return parse(raw[entry])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable %s file %s (%s); refitting", entry, path, exc)
+        log.warning("ignoring unreadable %s file %s (%s)", entry, path, exc)
         return None
 
 
-def write_keyed(path: Path, key: Mapping[str, Any], entry: str, payload: Any) -> None:
-    """``{"key": key, entry: payload}`` as JSON, replaced atomically (a concurrent reader never sees
-    half a file); OSError is the caller's to handle."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"key": key, entry: payload}, indent=2, sort_keys=True) + "\n")
-    partial.replace(path)
+def stored_loop_calibration(
+    catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str], caches: LoopCaches | None = None
+) -> LoopCalibration | None:
+    """The calibration fitted for these models: from ``caches`` (the caller's, when given) or the file
+    beside the rec model's artifact (:func:`calibration_path`); None when there is none."""
+    key = calibration_key(catalog, rec, reward, backends)
+    path = calibration_path(rec, reward)
+    memo = memo_key(key, path, rec, reward)
+    if caches is not None:
+        with caches.lock:
+            if memo in caches.calibrations:
+                return caches.calibrations[memo]
+    found = read_keyed(path, key, "calibration", LoopCalibration.from_json) if path else None
+    if found is not None and caches is not None:
+        with caches.lock:
+            caches.calibrations[memo] = found
+    return found
 
 
-def _read(path: Path, key: Mapping[str, Any]) -> LoopCalibration | None:
-    return read_keyed(path, key, "calibration", LoopCalibration.from_json)
-
-
-def _write(path: Path, key: Mapping[str, Any], calibration: LoopCalibration) -> None:
-    try:
-        write_keyed(path, key, "calibration", calibration.to_json())
-    except OSError as exc:  # a read-only models directory: keep it in memory only
-        log.warning("could not save the loop calibration to %s (%s)", path, exc)
-
-
-# --------------------------------------------------------------------------- fitting
-
-
-async def fit_calibration(
-    config: LoopConfig,
-    catalog: Dataset,
-    rec: Scorer,
-    reward: Scorer,
-    backends: Sequence[str],
-    caches: LoopCaches | None = None,
+def loop_calibration(
+    catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str], caches: LoopCaches | None = None
 ) -> LoopCalibration:
-    """Learn every parameter on the validation split (see the module docstring)."""
-    from graph.similarity import load_vectors
-
-    rows, _dropped = catalog.eval_rows("val")
-    if not rows:
-        log.warning("%s has no validation rows: the offline agents run uncalibrated", catalog.name)
-        return LoopCalibration()
-    histories = [r.history for r in rows]
-    rec_lp = rec.catalog_log_probs(histories)  # [B, N]
-    reward_lp = rec_lp if reward is rec else reward.catalog_log_probs(histories)
-    base = replace(LoopCalibration(), **_fit_temperatures(rows, rec_lp, reward_lp, catalog.n_items, config))
-    tried: dict[str, Any] = {}
-    best: tuple[float, LoopCalibration, dict[str, float]] | None = None
-    for name in ("none", *backends):
-        vectors = load_vectors(name, config, catalog, reward, caches)
-        similarity = vectors.history_similarity_all(histories) if vectors is not None else None
-        for weight in REC_HISTORY_WEIGHTS if vectors is not None else (0.0,):
-            candidate = replace(base, rec_similarity=name, rec_history_weight=weight)
-            trust, curve = fit_trust_with(candidate, rec_lp, reward_lp, similarity, rows)
-            score = curve[f"{trust:.2f}"]
-            tried[f"{name}/weight={weight:g}"] = {"trust": trust, "val_expected_hr1": score}
-            if best is None or score > best[0] + 1e-12:  # ties: the simpler choice tried first
-                best = (score, replace(candidate, trust=trust), curve)
-    assert best is not None
-    recommendation = replace(
-        best[1],
-        provenance={
-            "split": "val",
-            "n_rows": len(rows),
-            "temperature_draws": FIT_DRAWS,
-            "val_expected_hr1_by_trust": best[2],
-            "val_expected_hr1_by_history_evidence": tried,
-        },
-    )
-    return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation, caches)
-
-
-def _fit_temperatures(
-    rows: Sequence[Row], rec_lp: torch.Tensor, reward_lp: torch.Tensor, n_items: int, config: LoopConfig
-) -> dict[str, float]:
-    """Both temperatures, on the rows with a full candidate list (a row with fewer items outside
-    its history than negatives, possible in a small catalog, has no such list); 1.0 without any."""
-    from recmodels.candidates import negative_pool_size
-
-    n = min(config.n_candidates, n_items)
-    full = [i for i, r in enumerate(rows) if negative_pool_size(r.history, r.next, n_items) >= n - 1]
-    if not full:
-        return {"rec_temperature": 1.0, "reward_temperature": 1.0}
-    kept = [rows[i] for i in full]
-    draws = _candidate_draws(kept, n_items, n)
-    return {
-        "rec_temperature": fit_temperature(rec_lp[full], kept, draws),
-        "reward_temperature": fit_temperature(reward_lp[full], kept, draws),
-    }
-
-
-def _candidate_draws(rows: Sequence[Row], n_items: int, n_candidates: int) -> torch.Tensor:
-    """[B, D, C] LLaRA candidate lists (target + uniform negatives), D per row, fixed seed."""
-    from recmodels.candidates import sample_candidates
-
-    rng = random.Random(FIT_SEED)
-    n = n_candidates
-    return torch.as_tensor(
-        [[sample_candidates(r.history, r.next, n_items, rng, n=n) for _ in range(FIT_DRAWS)] for r in rows],
-        dtype=torch.long,
-    )
-
-
-def fit_temperature(log_probs: torch.Tensor, rows: Sequence[Row], draws: torch.Tensor) -> float:
-    """T maximising the mean log-likelihood of the target under softmax(score / T) over each draw."""
-    B, D, C = draws.shape  # rows, draws, candidates
-    scores = log_probs.gather(1, draws.reshape(B, D * C)).reshape(B, D, C)  # [B, D, C]
-    is_target = draws == torch.as_tensor([r.next for r in rows]).view(B, 1, 1)  # [B, D, C]
-    best_t, best_ll = 1.0, -math.inf
-    for t in TEMPERATURES:
-        ll = torch.log_softmax(scores / t, dim=2)[is_target].mean().item()
-        if ll > best_ll:
-            best_t, best_ll = t, ll
-    return best_t
-
-
-def fit_trust_with(
-    calibration: LoopCalibration,
-    rec_log_probs: torch.Tensor,
-    reward_log_probs: torch.Tensor,
-    similarity: torch.Tensor | None,
-    rows: Sequence[Row],
-) -> tuple[float, dict[str, float]]:
-    """:func:`fit_trust` for the recommendation agent's belief under ``calibration``."""
-    belief = combined_scores(calibration, rec_log_probs, reward_log_probs, similarity)["agent"]
-    return fit_trust(belief, reward_log_probs / calibration.reward_temperature, rows)
-
-
-def fit_trust(rec: torch.Tensor, reward: torch.Tensor, rows: Sequence[Row]) -> tuple[float, dict[str, float]]:
-    """The trust in the feedback with the best exact expected validation HR@1 of
-    (1 - trust) * rec + trust * reward (calibrated log-probabilities, [B, N] each).
-
-    Among equally good values the one nearest the middle of the best run is kept: the curve is
-    flat at its top on ~100 users, and its middle is the choice least tied to one user's draw."""
-    curve: dict[str, float] = {}
-    for trust in TRUST_GRID:
-        mixed = (1.0 - trust) * rec + trust * reward
-        curve[f"{trust:.2f}"] = sum(expected_hr_at_1_of(ranking_stats_from_scores(mixed, rows))) / len(rows)
-    best = max(curve.values())
-    runs: list[list[float]] = []  # runs of consecutive grid points at the top
-    for trust in TRUST_GRID:
-        if curve[f"{trust:.2f}"] < best - 1e-12:
-            continue
-        if runs and abs(trust - runs[-1][-1] - TRUST_GRID[1]) < 1e-9:
-            runs[-1].append(trust)
-        else:
-            runs.append([trust])
-    run = max(runs, key=len)
-    return run[len(run) // 2], curve
-
-
-# --------------------------------------------------------------------------- user simulation
-
-
-@dataclass(frozen=True)
-class _Pooled:
-    """One ratio's judged items over every validation user: the verdict features and the truth."""
-
-    log_probs: torch.Tensor  # [n]
-    history: torch.Tensor  # [n]
-    liked: torch.Tensor  # [n]
-    turned_down: torch.Tensor  # [n]
-    labels: torch.Tensor  # [n] bool
-    users: torch.Tensor  # [n] long: which validation user judged the item
-
-    def evidence(self, history: float, liked: float = 0.0, turned_down: float = 0.0) -> torch.Tensor:
-        """The same sum as :meth:`VerdictFeatures.evidence`, for every pooled item at once."""
-        return self.log_probs + history * self.history + liked * self.liked - turned_down * self.turned_down
-
-
-async def fit_user_simulation(
-    config: LoopConfig,
-    catalog: Dataset,
-    rec: Scorer,
-    reward: Scorer,
-    backends: Sequence[str],
-    calibration: LoopCalibration,
-    caches: LoopCaches | None = None,
-) -> LoopCalibration:
-    """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
-    from graph.context import build_deps
-    from graph.runner import LoopRunner
-    from graph.similarity import load_vectors
-    from graph.usersim import RATIOS, cases_from_rows
-
-    rows, _dropped = catalog.eval_rows("val")
-    cases = [
-        case
-        for seed in USERSIM_SEEDS
-        for case in cases_from_rows(rows, catalog.n_items, RATIOS, seed, N_EVAL, config.n_candidates)
-    ]
-    if not cases:
-        return calibration
-    deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration, caches=caches)
-    memories, runner = [], LoopRunner()
-    for case in cases:
-        loop = await runner.run(deps, case.rec_history, case.rec_candidates, config.max_rounds)
-        memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
-    log_probs = reward.catalog_log_probs([c.init_history for c in cases])  # [U, N]
-    report: dict[str, Any] = {}
-    best: tuple[tuple[float, float], dict[str, Any]] | None = None
-    for name in ("none", *backends):
-        vectors = load_vectors(name, config, catalog, reward, caches)
-        agent = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=False) for ratio in RATIOS]
-        flow = [_pool(cases, log_probs, vectors, memories, ratio, with_memory=True) for ratio in RATIOS]
-        for h in USER_HISTORY_WEIGHTS if vectors is not None else (0.0,):
-            agent_f1, theta = _best_threshold(agent, h)
-            weights = MEMORY_WEIGHTS if vectors is not None else (0.0,)
-            scored = [(_mean_f1(flow, theta, h, a, d), a, d) for a in weights for d in weights]
-            flow_f1, a, d = max(scored, key=lambda s: (s[0], -s[1] - s[2]))  # ties: the smaller weights
-            gain = _memory_gain(flow, theta, h, (a, d), len(cases))
-            if gain[1] <= 0:  # not beyond validation noise: the memory does not count
-                flow_f1, a, d = _mean_f1(flow, theta, h, 0.0, 0.0), 0.0, 0.0
-            choice = {
-                "user_similarity": name,
-                "user_history_weight": h,
-                "verdict_threshold": theta,
-                "user_liked_weight": a,
-                "user_turned_down_weight": d,
-            }
-            report[f"{name}/h={h:g}"] = {
-                **choice,
-                "agent_f1": agent_f1,
-                "flow_f1": flow_f1,
-                "best_memory_gain_f1": {"mean": gain[0], "low": gain[1], "high": gain[2]},
-            }
-            if best is None or (flow_f1, agent_f1) > best[0]:
-                best = ((flow_f1, agent_f1), choice)
-    assert best is not None
-    provenance = {
-        **calibration.provenance,
-        "usersim_cases": len(cases),
-        "usersim_seeds": list(USERSIM_SEEDS),
-        "usersim_ratios": list(RATIOS),
-        "usersim_val_mean_f1": report,
-    }
-    return replace(calibration, **best[1], provenance=provenance)
-
-
-def _pool(
-    cases: Sequence[Any],
-    log_probs: torch.Tensor,
-    vectors: ItemVectors | None,
-    memories: Sequence[MemoryView],
-    ratio: int,
-    *,
-    with_memory: bool,
-) -> _Pooled:
-    columns: list[list[Any]] = [[] for _ in range(6)]
-    for u, (case, memory) in enumerate(zip(cases, memories, strict=True)):
-        items = list(case.eval_lists[ratio].items)
-        view = memory if with_memory else MemoryView((), ())
-        features = VerdictFeatures.of(log_probs[u, items].tolist(), items, case.init_history, view, vectors)
-        columns[0] += features.log_probs
-        columns[1] += features.history
-        columns[2] += features.liked
-        columns[3] += features.turned_down
-        columns[4] += list(case.eval_lists[ratio].labels)
-        columns[5] += [u] * len(items)
-    floats = [torch.as_tensor(c, dtype=torch.float64) for c in columns[:4]]
-    labels, users = torch.as_tensor(columns[4], dtype=torch.bool), torch.as_tensor(columns[5])
-    return _Pooled(*floats, labels, users)
-
-
-def _f1(pooled: _Pooled, evidence: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
-    """Micro F1 of "like iff evidence >= theta", per theta [K]."""
-    liked = evidence.unsqueeze(0) >= thetas.unsqueeze(1)  # [K, n]
-    tp = (liked & pooled.labels).sum(dim=1).double()
-    fp = (liked & ~pooled.labels).sum(dim=1).double()
-    fn = pooled.labels.sum().double() - tp
-    return torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), torch.zeros_like(tp))
-
-
-def _mean_f1(pooled: Sequence[_Pooled], theta: float, *weights: float) -> float:
-    thetas = torch.tensor([theta], dtype=torch.float64)
-    return float(sum(_f1(p, p.evidence(*weights), thetas) for p in pooled)[0] / len(pooled))
-
-
-def _memory_gain(
-    pooled: Sequence[_Pooled], theta: float, h: float, memory: tuple[float, float], n_users: int
-) -> tuple[float, float, float]:
-    """Mean micro F1 over the ratios with the memory weights minus without, on validation: the
-    difference and its 95 % bootstrap interval over the validation users (fixed seed)."""
-    generator = torch.Generator().manual_seed(FIT_SEED)
-    picks = torch.randint(0, n_users, (MEMORY_RESAMPLES, n_users), generator=generator)  # [R, U]
-
-    def f1s(weights: tuple[float, ...]) -> torch.Tensor:
-        """[1 + R] mean F1 over the ratios: all users first, then each resample."""
-        total = torch.zeros(1 + MEMORY_RESAMPLES, dtype=torch.float64)
-        for p in pooled:
-            liked = p.evidence(h, *weights) >= theta
-            counts = [
-                torch.bincount(p.users, weights=mask.double(), minlength=n_users)  # [U]
-                for mask in (liked & p.labels, liked & ~p.labels, ~liked & p.labels)
-            ]
-            tp, fp, fn = (torch.cat([c.sum().view(1), c[picks].sum(dim=1)]) for c in counts)
-            total += torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), torch.zeros_like(tp))
-        return total / len(pooled)
-
-    diff = f1s(memory) - f1s((0.0, 0.0))
-    low, high = torch.quantile(diff[1:], torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
-    return float(diff[0]), low, high
-
-
-def _best_threshold(pooled: Sequence[_Pooled], h: float) -> tuple[float, float]:
-    """One threshold for every ratio: the best mean micro F1 over the ratios (ties: the lowest)."""
-    evidence = [p.evidence(h) for p in pooled]
-    values = torch.cat(evidence)
-    values = torch.unique(values[torch.isfinite(values)])  # sorted
-    thetas = values[:: max(1, len(values) // THRESHOLD_POINTS)]
-    mean = sum(_f1(p, e, thetas) for p, e in zip(pooled, evidence, strict=True)) / len(pooled)
-    best = int(torch.argmax(mean))
-    return float(mean[best]), float(thetas[best])
+    """:func:`stored_loop_calibration`, or :class:`CalibrationMissing` naming the command that fits it."""
+    found = stored_loop_calibration(catalog, rec, reward, backends, caches)
+    if found is None:
+        pair = f"{rec.info.model_name}+{reward.info.model_name}"
+        where = calibration_path(rec, reward) or "nowhere: the models were built in memory"
+        raise CalibrationMissing(
+            f"the offline agents' calibration for {pair} on {catalog.name} is missing or stale "
+            f"(expected at {where}); a worker never fits it: run `recloop prepare` "
+            f"(or `recloop calibrate --dataset {catalog.name} --agents offline`), then start again"
+        )
+    return found

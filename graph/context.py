@@ -1,6 +1,6 @@
 """Everything the loop needs, built once and shared by every loop of a process: :class:`LoopDeps`
 (the graph's runtime context), and :func:`build_deps`, which wires the agents for given
-calibration parameters (:func:`graph.deps.make_deps` learns those on validation first).
+calibration parameters (:func:`graph.deps.make_deps` reads those; the lab fits them on validation).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineRecAgent, OfflineUserAgent
 from graph.caches import LoopCaches
 from graph.config import AgentMode, LoopConfig
-from graph.similarity import load_vectors
+from graph.item_vectors import load_vectors
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 

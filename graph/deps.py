@@ -1,5 +1,6 @@
-"""The loop's dependencies as the service, the evaluation and the CLI build them: :func:`make_deps`
-(the pieces are in :mod:`graph.context`)."""
+"""The loop's dependencies as a worker builds them from what was fitted: :func:`make_deps` (the pieces
+are in :mod:`graph.context`). It reads the calibrations and never fits them; the lab's
+:func:`lab.calibration.deps.calibrated_deps` fits a missing one first."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from graph.caches import LoopCaches
 from graph.calibration import loop_calibration
 from graph.config import AgentMode, LoopConfig
 from graph.context import LoopDeps, build_deps, check_models
-from graph.similarity import available_backends
+from graph.item_vectors import available_backends
+from graph.llm_calibration import stored_llm_weights
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 
@@ -36,19 +38,16 @@ async def make_deps(
     ``rec_prior`` / ``user_reward`` are the ablation knobs of AFL Table 6: show the
     recommendation agent the rec model's pick, show the user agent the reward model.
     ``calibration`` defaults to the one learned on validation for these two models
-    (:func:`graph.calibration.loop_calibration`: cached next to the models, fitted on first use).
+    (:func:`graph.calibration.loop_calibration`: saved next to the models by `recloop prepare`);
+    when there is none it raises :class:`graph.calibration.CalibrationMissing`, naming the command.
     ``caches``: what the caller's loops share (calibrations, text item vectors); None computes or
     reads them afresh. ``llm_weights`` (LLM agents) default to those ``recloop calibrate --agents
     llm`` fitted for the configured endpoint, else the conservative default (logged as such).
     """
     check_models(catalog, rec_scorer, reward_scorer)
     if calibration is None:
-        calibration = await loop_calibration(
-            config, catalog, rec_scorer, reward_scorer, available_backends(), caches
-        )
+        calibration = loop_calibration(catalog, rec_scorer, reward_scorer, available_backends(), caches)
     if agents == "llm" and llm_weights is None:
-        from graph.llm_calibration import stored_llm_weights
-
         llm_weights, key = stored_llm_weights(config, catalog, rec_scorer, reward_scorer, caches)
         if llm_weights is None:
             llm_weights = LLMWeights()

@@ -9,6 +9,7 @@ changes; its dependencies (models, catalog, agents, configuration) are the run's
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langgraph.graph import END
@@ -18,7 +19,7 @@ from langgraph.types import Overwrite, interrupt
 from graph import describe
 from graph.agents.base import RecContext, UserContext
 from graph.context import LoopDeps
-from graph.state import JUDGE_MODES, Judgement, LoopState, MemoryEntry, RoundRecord, make_judgement
+from graph.state import JUDGE_MODES, Judgement, LoopState, MemoryEntry, RoundRecord, Verdict, make_judgement
 from llm.usage import add_usage, empty_usage
 from recmodels.metrics import rank_of
 from steering.preferences import Preferences, PreferenceUpdate, as_preferences, consolidate
@@ -80,17 +81,27 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
     """Open the loop if this is its start, then ask the recommendation agent for a candidate (Ir, Rr)."""
     deps = runtime.context
     update = _open_loop(deps, state) if is_new_loop(state) else {}
-    view: dict[str, Any] = {**state, **update}
     rounds: list[RoundRecord] = [] if "rounds" in update else list(state.get("rounds") or [])
+    ctx = rec_context(deps, {**state, **update}, rounds)
+    proposal = await deps.rec_agent.propose(ctx)
+    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
+        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
+    return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
+
+
+def rec_context(deps: LoopDeps, view: Mapping[str, Any], rounds: Sequence[RoundRecord]) -> RecContext:
+    """What the recommendation agent sees this round: ``view`` is the loop's state (with the loop's
+    opening applied, when this round opens it), ``rounds`` the loop's rounds so far. The LLM
+    calibration builds its validation questions with it too (lab.calibration.llm)."""
     keep = _allowed_positions(deps, view)
     candidates = [view["candidates"][i] for i in keep]
     prior = view["prior_item"] if deps.rec_agent.use_prior else None
-    ctx = RecContext(
+    return RecContext(
         history=list(view["history"]),
         candidates=candidates,
         rec_scores=[view["rec_scores"][i] for i in keep],
         prior_item=prior if prior is None or prior in candidates else None,
-        memory=list(state.get("rec_memory") or []),
+        memory=list(view.get("rec_memory") or []),
         rejected_this_loop=[r["item"] for r in rounds if r["decision"] == "reject"],
         last_preferred=list(rounds[-1]["preferred_items"]) if rounds else [],
         round=len(rounds) + 1,
@@ -98,13 +109,14 @@ async def recommend(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, A
         llm_budget_s=_budget_left(deps, view),
         reward_scores=[view["reward_scores"][i] for i in keep],
     )
-    proposal = await deps.rec_agent.propose(ctx)
-    if proposal["item"] not in ctx.candidates:  # agents validate too; a bug here must not leak out
-        raise RuntimeError(f"recommendation agent proposed {proposal['item']}, which is not a candidate")
-    return {**update, "proposal": proposal}  # stored as the agent built it (make_proposal)
 
 
-def _allowed_positions(deps: LoopDeps, view: dict[str, Any]) -> list[int]:
+def rec_prior_item(candidates: Sequence[int], rec_scores: Sequence[float]) -> int:
+    """Im, the rec model's pick among the candidates (ties: the earlier candidate)."""
+    return candidates[max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))]
+
+
+def _allowed_positions(deps: LoopDeps, view: Mapping[str, Any]) -> list[int]:
     """Positions of the candidates that a human judge's reasons in this loop allow (all when none
     would be left): what a reason ruled out applies to the very next proposal. (The session's own
     preferences already shaped the candidates; the user agent rejects what breaks them.)"""
@@ -117,7 +129,7 @@ def _allowed_positions(deps: LoopDeps, view: dict[str, Any]) -> list[int]:
     return allowed or everything
 
 
-def _budget_left(deps: LoopDeps, state: dict[str, Any], spent_this_round: float = 0.0) -> float:
+def _budget_left(deps: LoopDeps, state: Mapping[str, Any], spent_this_round: float = 0.0) -> float:
     """Seconds of LLM time the loop has left (its budget minus what its finished rounds and
     this round's earlier steps spent)."""
     spent = float(state.get("llm_seconds") or 0.0) + spent_this_round
@@ -135,12 +147,11 @@ def _open_loop(deps: LoopDeps, state: LoopState) -> dict[str, Any]:
     reward_scores = (
         rec_scores if deps.reward_scorer is deps.rec_scorer else deps.reward_scorer.score(history, candidates)
     )
-    prior = max(range(len(candidates)), key=lambda i: (rec_scores[i], -i))
     return {
         "loop_index": (state.get("loop_index") or 0) + 1,
         "max_rounds": max_rounds,
         "judge_mode": judge_mode,
-        "prior_item": candidates[prior],
+        "prior_item": rec_prior_item(candidates, rec_scores),
         "rec_scores": rec_scores,
         "reward_scores": reward_scores,
         "rounds": Overwrite([]),
@@ -161,9 +172,13 @@ def _open_loop(deps: LoopDeps, state: LoopState) -> dict[str, Any]:
 async def score(state: LoopState) -> dict[str, Any]:
     """The reward model's score S and rank of the proposal (scored when the loop opened)."""
     proposal = _required(state, "proposal")
-    index = state["candidates"].index(proposal["item"])
-    scores = state["reward_scores"]
-    return {"verdict": {"score": float(scores[index]), "rank": rank_of(scores, index)}}
+    return {"verdict": reward_verdict(state["candidates"], state["reward_scores"], proposal["item"])}
+
+
+def reward_verdict(candidates: Sequence[int], reward_scores: Sequence[float], item: int) -> Verdict:
+    """The reward model's score S of ``item`` and its 1-based rank among the candidates."""
+    index = candidates.index(item)
+    return {"score": float(reward_scores[index]), "rank": rank_of(reward_scores, index)}
 
 
 # --- judge -----------------------------------------------------------------------------------
@@ -178,7 +193,7 @@ async def judge(state: LoopState, runtime: Runtime[LoopDeps]) -> dict[str, Any]:
     ruled_out = _constraint_rejection(deps, state)
     if ruled_out is not None:
         return {"judgement": ruled_out}
-    judgement = await deps.user_agent.judge(_user_context(deps, state))
+    judgement = await deps.user_agent.judge(user_context(deps, state))
     return {"judgement": judgement}  # stored as the agent built it (make_judgement)
 
 
@@ -196,7 +211,9 @@ def _constraint_rejection(deps: LoopDeps, state: LoopState) -> Judgement | None:
     return make_judgement("reject", f"{name} breaks what I asked for: {'; '.join(violations)}.")
 
 
-def _user_context(deps: LoopDeps, state: LoopState) -> UserContext:
+def user_context(deps: LoopDeps, state: Mapping[str, Any]) -> UserContext:
+    """What the user agent sees when it judges this round's proposal (scored: ``verdict``); the LLM
+    calibration builds its validation questions with it too (lab.calibration.llm)."""
     proposal, verdict = _required(state, "proposal"), _required(state, "verdict")
     candidates = state["candidates"]
     show_picks = deps.config.reward_display == "top_picks"
@@ -353,7 +370,7 @@ def parse_human_answer(answer: Any) -> tuple[Literal["accept", "reject"], str]:
     return decision, reason.strip()
 
 
-def _required(state: LoopState, key: str) -> Any:
+def _required(state: Mapping[str, Any], key: str) -> Any:
     value = state.get(key)
     if value is None:
         raise RuntimeError(f"state has no {key!r}: the graph reached this node out of order")

@@ -11,6 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from recmodels.candidates import sample_candidates
 from recmodels.dataset import Row
 
 RATIOS = (1, 3, 9)
@@ -64,8 +65,6 @@ def cases_from_rows(
     ``min(10, len - 3)`` items are the true future, the rest initialise the user agent; the loop
     recommends the last initial item from the ones before it.
     """
-    from recmodels.candidates import sample_candidates
-
     rng = random.Random(seed)
     cases: list[UserSimCase] = []
     for index, row in enumerate(rows):

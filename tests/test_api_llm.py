@@ -10,7 +10,7 @@ from app.main import create_app
 from app.services.keys import create_key
 from app.services.runtime import open_resources
 from graph.agents.llm_evidence import LLMWeights
-from graph.deps import make_deps
+from lab.calibration.deps import calibrated_deps
 from tests.api_client import authed_client
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0, "llm_max_retries": 1}
         )
         deps = {
-            mode: await make_deps(
+            mode: await calibrated_deps(
                 settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
             )
             for mode in ("offline", "llm")
@@ -104,7 +104,7 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
             update={"llm_base_url": server.base_url, "llm_timeout_s": 0.5, "llm_max_retries": 1}
         )
         deps = {
-            mode: await make_deps(
+            mode: await calibrated_deps(
                 settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
             )
             for mode in ("offline", "llm")
@@ -157,7 +157,7 @@ async def test_usage_of_a_key_survives_deleting_its_sessions_and_a_reversed_rang
             update={"llm_base_url": server.base_url, "llm_timeout_s": 20.0}
         )
         deps = {
-            mode: await make_deps(
+            mode: await calibrated_deps(
                 settings.loop_config(), ml_dataset, scorer, scorer, mode, llm_weights=obeyed(mode)
             )
             for mode in ("offline", "llm")

@@ -6,7 +6,7 @@ from importlib.metadata import version
 
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 
 
 def test_version_prints_the_package_version():
@@ -16,7 +16,7 @@ def test_version_prints_the_package_version():
 
 
 def test_a_later_serve_says_how_to_make_a_key_and_the_first_shows_its_key():
-    from app.cli.service import serve_banner
+    from cli.service import serve_banner
 
     first = serve_banner("movielens", "http://127.0.0.1:8000", "rl_secret")
     assert any("rl_secret" in line for line in first)
@@ -30,7 +30,7 @@ def test_ctrl_c_exits_0_after_saying_the_server_stopped(capsys):
 
     import pytest
 
-    from app.cli.service import _exit_on_signal
+    from cli.service import _exit_on_signal
 
     with pytest.raises(SystemExit) as stopped:
         _exit_on_signal(signal.SIGINT, None)
@@ -45,7 +45,7 @@ def test_json_router_sends_json_objects_to_stdout_and_every_other_line_to_stderr
     import io
     import json
 
-    from app.cli.output import JsonRouter
+    from cli.output import JsonRouter
 
     machine, human = io.StringIO(), io.StringIO()
     router = JsonRouter(machine, human)
@@ -71,7 +71,7 @@ def test_json_flag_keeps_stdout_pure_json_through_the_real_entry_point(cli_env):
     import subprocess
     import sys
 
-    command = "from app.cli import main; main()"
+    command = "from cli import main; main()"
     env = {**os.environ, "RECLOOP_DATA_DIR": str(cli_env)}
     shown = subprocess.run(
         [sys.executable, "-c", command, "data", "show", "movielens", "--json"],

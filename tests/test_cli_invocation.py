@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from app.cli.invocation import command_line
+from cli.invocation import command_line
 
 
 def _app(seen: list[str]) -> typer.Typer:

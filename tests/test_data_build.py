@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import app.data.introsort as introsort
-from app.data.builders import build_from_csv, build_movielens_raw
-from app.data.introsort import numpy_argsort
-from app.data.movielens import VERIFIED_SPLIT_SHA256
-from app.data.sequences import Event, RowLayout, UserSequence, split_rows
+import lab.data.introsort as introsort
+from lab.data.builders import build_from_csv, build_movielens_raw
+from lab.data.introsort import numpy_argsort
+from lab.data.movielens import VERIFIED_SPLIT_SHA256
+from lab.data.sequences import Event, RowLayout, UserSequence, split_rows
 from recmodels.dataset import DatasetError, sha256_file
 
 # --- NumPy's classic introsort --------------------------------------------------------------
@@ -69,7 +69,7 @@ def test_movielens_raw_build_is_byte_identical_to_the_llara_splits(ml_raw_build,
     assert ml_raw_build.meta["split_rows"] == {"train": 68_388, "val": 94, "test": 95}
     assert ml_raw_build.meta["eval_rows"] == {"train": 66_126, "val": 94, "test": 95}
     for split in ("train", "val", "test"):
-        # The digests of LLaRA's published splits (app/data/movielens.py).
+        # The digests of LLaRA's published splits (lab/data/movielens.py).
         assert sha256_file(ml_raw_build.root / f"{split}.jsonl") == VERIFIED_SPLIT_SHA256[split], split
     assert ml_raw_build.meta["verified"] is True
     users = ml_raw_build.meta["users"]

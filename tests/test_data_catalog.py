@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.data.catalog import MatchRank, match_rank, search_items
+from app.services.title_search import MatchRank, match_rank, search_items
 
 
 def test_exact_title_comes_first_then_prefixes_then_substrings(ml_dataset):

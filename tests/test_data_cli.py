@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 
 
 def _run(*args: str):

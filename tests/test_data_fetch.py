@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import app.data.fetch as fetch
-from app.data.fetch import FetchError, fetch_movielens, recbole_inter_to_u_data, recbole_item_to_u_item
-from app.data.movielens import read_u_item
+import lab.data.fetch as fetch
+from lab.data.fetch import FetchError, fetch_movielens, recbole_inter_to_u_data, recbole_item_to_u_item
+from lab.data.movielens import read_u_item
 from recmodels.dataset import Dataset
 
 

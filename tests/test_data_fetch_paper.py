@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.data.paper_files import PAPER_DATASETS, mismatches
+from cli import cli
+from lab.data.paper_files import PAPER_DATASETS, mismatches
 from recmodels.dataset import Dataset
 
 

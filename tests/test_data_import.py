@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.data.importer import import_llara
-from app.data.store import DatasetExistsError
+from lab.data.importer import import_llara
+from lab.data.store import DatasetExistsError
 from recmodels.dataset import Dataset, DatasetError, compute_fingerprint, sha256_file
 
 

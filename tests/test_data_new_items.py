@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 from recmodels.dataset import Dataset
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.data.movielens import GENRES
-from app.data.synthetic import SYNTHETIC_GENRES, SyntheticSpec, build_synthetic
-from app.data.validation import validate_split_file
+from cli import cli
+from lab.data.movielens import GENRES
+from lab.data.synthetic import SYNTHETIC_GENRES, SyntheticSpec, build_synthetic
+from lab.data.validation import validate_split_file
 from recmodels.dataset import SPLITS, Dataset
 
 SPEC = SyntheticSpec(items=2000, users=1500, interactions=40_000, seed=11)

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from app.cli import cli
 from app.services.retention import RetentionStore, prune
+from cli import cli
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """Round trips to PostgreSQL per offline loop over HTTP, counted on the wire (issue 26, item 1).
 
 Each statement costs the worker 0.3-0.6 ms of CPU (psycopg, SQLAlchemy, the event loop), a loop's
-largest overhead after the models (bench/README.md, "CPU per loop"). The bound keeps a new
+largest overhead after the models (bench/HISTORY.md, "CPU per loop"). The bound keeps a new
 statement on the hot path from slipping in unnoticed; the table printed shows what is sent.
 """
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from app.cli import cli
 from app.settings import Settings
+from cli import cli
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes"
 # The oldest Kubernetes release still widely run, and the newest the package ships schemas for.

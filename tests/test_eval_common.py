@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.common import (
+from lab.eval.common import (
     EvalError,
     RowStore,
     RunDir,

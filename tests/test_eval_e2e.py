@@ -11,7 +11,7 @@ import pytest
 from plot_data import check_plot
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 
 
 def invoke_json(*args: str) -> dict:

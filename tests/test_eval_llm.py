@@ -10,8 +10,8 @@ from pathlib import Path
 from fake_openai import FakeOpenAI, loop_autoresponder
 from typer.testing import CliRunner
 
-from app.cli import cli
 from app.settings import get_settings
+from cli import cli
 
 
 def test_llm_table4_with_concurrent_rows_records_calls_and_tokens(

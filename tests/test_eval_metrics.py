@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.eval.metrics import (
+from lab.eval.metrics import (
     Confusion,
     bootstrap_interval,
     confusion,

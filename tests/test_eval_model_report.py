@@ -6,8 +6,8 @@ from pathlib import Path
 
 from plot_data import check_plot
 
-from app.eval.model_report import model_report
-from app.eval.paper import PAPER_MODEL_HR1
+from lab.eval.model_report import model_report
+from lab.eval.paper import PAPER_MODEL_HR1
 
 
 def _result(hr1: float, low: float, high: float, members: int = 1) -> dict:

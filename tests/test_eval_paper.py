@@ -1,4 +1,4 @@
-"""app/eval/paper.py quotes the paper exactly: checked against the shared transcription of Tables 4-6."""
+"""lab/eval/paper.py quotes the paper exactly: checked against the shared transcription of Tables 4-6."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, TABLE4, TABLE5, TABLE6, paper_prf
+from lab.eval.paper import PAPER_AGENT_HR1, PAPER_FLOW_HR1, PAPER_MODEL_HR1, TABLE4, TABLE5, TABLE6, paper_prf
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The one plotting style (app/eval/plots.py): what a plot's data file promises, checked without pixels."""
+"""The one plotting style (lab/eval/plots.py): what a plot's data file promises, checked without pixels."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from plot_data import check_plot, png_size
 
-from app.eval.plots import (
+from lab.eval.plots import (
     Chart,
     Estimate,
     Reference,

@@ -1,4 +1,4 @@
-"""docs/eval-report: every plot made by app/eval/plots.py carries intervals and the paper's values,
+"""docs/eval-report: every plot made by lab/eval/plots.py carries intervals and the paper's values,
 read from its plot data (not its pixels); the folders made before it are listed, and the README
 says so, until they are regenerated."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from plot_data import check_plot
 
-from app.eval.paper import TABLE4
+from lab.eval.paper import TABLE4
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "eval-report"
 NOT_REGENERATED: set[str] = set()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.eval.common import CandidateRow
-from app.eval.loops import arrange, hr
-from app.eval.table4 import summarise
+from lab.eval.common import CandidateRow
+from lab.eval.loops import arrange, hr
+from lab.eval.table4 import summarise
 
 
 def record(source: str, target: int, model: int, agent: int, flow: int, rounds: int = 1) -> dict:
@@ -51,7 +51,7 @@ def test_table4_sampled_figure_uses_only_the_sampled_seeds() -> None:
 
 
 def test_paired_interval_is_deterministic_and_brackets_the_mean() -> None:
-    from app.eval.metrics import paired_interval
+    from lab.eval.metrics import paired_interval
 
     diffs = [0.0, 1.0, 0.0, 0.5, 0.0, -0.5, 1.0, 0.0]
     a, b = paired_interval(diffs), paired_interval(diffs)

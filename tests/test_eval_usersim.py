@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.table5 import (
+from lab.eval.table5 import (
     build_eval_list,
     cases_from_reference,
     cases_from_rows,

@@ -1,8 +1,9 @@
 """What the offline agents learn: fitted on the validation split only, deterministic, cached next to
-the models and refitted when they change."""
+the models and refitted when they change; a worker only reads it, and refuses to start without it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -10,17 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from app.services.runtime import load_loop_deps
 from app.settings import Settings
-from graph import calibration as cal_module
 from graph.caches import LoopCaches
-from graph.calibration import (
-    TRUST_GRID,
-    LoopCalibration,
-    calibration_path,
-    fit_calibration,
-    fit_trust,
-    loop_calibration,
-)
+from graph.calibration import CalibrationMissing, LoopCalibration, calibration_path
+from lab import prepare
+from lab.calibration import offline as cal_module
+from lab.calibration.offline import TRUST_GRID, ensure_loop_calibration, fit_calibration, fit_trust
 from recmodels.artifacts import load_scorer, read_artifact
 from recmodels.dataset import Dataset
 
@@ -91,12 +88,12 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
 
     monkeypatch.setattr(cal_module, "fit_calibration", counted)
     caches = LoopCaches()
-    first = await loop_calibration(
+    first = await ensure_loop_calibration(
         fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
     )
     assert list(caches.calibrations.values()) == [first]
     assert (  # the caller's caches answer again without a fit or a read
-        await loop_calibration(
+        await ensure_loop_calibration(
             fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",), caches
         )
         is first
@@ -110,7 +107,7 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
 
     # without those caches (a new process): read from the file, no refit
     assert (
-        await loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
+        await ensure_loop_calibration(fit_settings.loop_config(), ml_dataset, rec, reward, ("collaborative",))
         == first
     )
     assert fits == ["gru4rec"]
@@ -120,7 +117,9 @@ async def test_calibration_is_cached_beside_the_artifact_and_refitted_when_model
     torch.save({**payload, "created_at": "retrained"}, models / "gru4rec.pt")
     retrained = load_scorer(models / "gru4rec.pt", ml_dataset)
     assert retrained.info.artifact_sha256 != rec.info.artifact_sha256
-    await loop_calibration(fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",))
+    await ensure_loop_calibration(
+        fit_settings.loop_config(), ml_dataset, retrained, reward, ("collaborative",)
+    )
     assert fits == ["gru4rec", "gru4rec"]
     assert json.loads(path.read_text())["key"]["rec_sha256"] == retrained.info.artifact_sha256
 
@@ -146,7 +145,7 @@ async def test_no_validation_split_means_uncalibrated_defaults(
 
 
 def test_memory_weights_count_only_beyond_validation_noise() -> None:
-    from graph.calibration import _memory_gain, _Pooled
+    from lab.calibration.offline import _memory_gain, _Pooled
 
     generator = torch.Generator().manual_seed(1)
     n_users, per_user = 60, 10
@@ -164,3 +163,38 @@ def test_memory_weights_count_only_beyond_validation_noise() -> None:
     noise = pooled(torch.randn(n_users * per_user, generator=generator, dtype=torch.float64))
     _mean, low, high = _memory_gain([noise], 0.0, 0.0, (1.0, 0.0), n_users)
     assert low < 0 < high
+
+
+def test_a_worker_without_a_calibration_refuses_to_start_and_never_fits(
+    ml_dataset, ml_models_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
+    settings = Settings(
+        _env_file=None, data_dir=tmp_path / "data", rec_model="gru4rec", reward_model="sasrec"
+    )
+    models = settings.models_dir / "movielens"
+    models.mkdir(parents=True)
+    for name in ("gru4rec", "sasrec"):
+        shutil.copy(ml_models_dir / "movielens" / f"{name}.pt", models / f"{name}.pt")
+
+    async def no_fit(*args, **kwargs):
+        raise AssertionError("a worker fitted the calibration")
+
+    monkeypatch.setattr(cal_module, "fit_calibration", no_fit)
+    with pytest.raises(CalibrationMissing) as missing:
+        asyncio.run(load_loop_deps(settings, ml_dataset))
+    message = str(missing.value)
+    assert "gru4rec+sasrec on movielens is missing" in message
+    assert "run `recloop prepare`" in message
+    assert "`recloop calibrate --dataset movielens --agents offline`" in message
+    assert not (models / "calibration").exists()  # nothing written
+
+    # What `recloop prepare` (and `recloop serve`, before any worker starts) does: fit it once.
+    monkeypatch.undo()
+    echoed: list[str] = []
+    prepare.ensure_calibration(settings, ml_dataset, echoed.append)
+    assert echoed == ["calibration of the offline agents for gru4rec+sasrec ..."]
+    saved = models / "calibration" / "gru4rec+sasrec.json"
+    stored = LoopCalibration.from_json(json.loads(saved.read_text())["calibration"])
+    monkeypatch.setattr(cal_module, "fit_calibration", no_fit)
+    deps = asyncio.run(load_loop_deps(settings, ml_dataset))
+    assert deps["offline"].calibration == stored and stored.learned

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 
 
 def test_simulate_prints_a_transcript_and_json(cli_data_dir, ml_dataset):

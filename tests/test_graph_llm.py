@@ -10,8 +10,8 @@ from fake_openai import Reply
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
 from graph.context import LoopDeps
-from graph.deps import make_deps
 from graph.runner import LoopRunner, assess_items, judge_items, run_loop
+from lab.calibration.deps import calibrated_deps
 
 TIMEOUT_S = 0.3
 
@@ -27,7 +27,7 @@ DATA_DIR: list[Path] = [Path("unset")]
 
 async def offline_twin(deps: LoopDeps) -> LoopDeps:
     """The same models and settings with the offline agents (what the LLM agents fall back to)."""
-    return await make_deps(deps.config, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
+    return await calibrated_deps(deps.config, deps.catalog, deps.rec_scorer, deps.reward_scorer, "offline")
 
 
 async def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
@@ -42,7 +42,7 @@ async def llm_deps(ml_dataset, ml_scorers, server, **fields) -> LoopDeps:
         llm_max_retries=fields.pop("llm_max_retries", 1),
         **fields,
     )
-    return await make_deps(
+    return await calibrated_deps(
         settings.loop_config(),
         ml_dataset,
         ml_scorers["gru4rec"],

@@ -12,9 +12,9 @@ from langgraph.types import Command
 from app.settings import Settings
 from graph.builder import NODE_NAMES, build_graph
 from graph.context import LoopDeps
-from graph.deps import make_deps
 from graph.nodes import HumanFeedbackError, LoopInputError, route_after_memory_update
 from graph.runner import LoopRunner, judge_items, loop_config, recursion_limit_for, run_loop
+from lab.calibration.deps import calibrated_deps
 from recmodels.candidates import sample_candidates
 
 
@@ -29,7 +29,7 @@ DATA_DIR: list[Path] = [Path("unset")]
 
 async def offline_deps(ml_dataset, ml_scorers, **settings_fields) -> LoopDeps:
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0], **settings_fields)
-    return await make_deps(
+    return await calibrated_deps(
         settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline"
     )
 
@@ -217,8 +217,12 @@ async def test_long_round_limits_fit_the_recursion_limit(ml_dataset, ml_scorers)
 async def test_ablation_knobs_change_what_the_agents_use(ml_dataset, ml_scorers):
     settings = Settings(_env_file=None, data_dir=DATA_DIR[0])
     rec, reward = ml_scorers["gru4rec"], ml_scorers["sasrec"]
-    no_prior = await make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", rec_prior=False)
-    no_reward = await make_deps(settings.loop_config(), ml_dataset, rec, reward, "offline", user_reward=False)
+    no_prior = await calibrated_deps(
+        settings.loop_config(), ml_dataset, rec, reward, "offline", rec_prior=False
+    )
+    no_reward = await calibrated_deps(
+        settings.loop_config(), ml_dataset, rec, reward, "offline", user_reward=False
+    )
     firsts_differ = False
     for history, candidates in sample_rows(ml_dataset, n=10):
         a = await run_loop(no_prior, history, candidates, max_rounds=1)
@@ -236,7 +240,7 @@ async def test_judge_items_uses_the_learned_threshold_and_memory(ml_dataset, ml_
     liked = await judge_items(deps, history, candidates)
     # with an empty memory: evidence (reward log-probability + history similarity) >= the threshold
     from graph.agents.evidence import MemoryView, VerdictFeatures
-    from graph.similarity import load_vectors
+    from graph.item_vectors import load_vectors
 
     vectors = load_vectors(cal.user_similarity, deps.config, ml_dataset, deps.reward_scorer)
     log_probs = deps.reward_scorer.log_probs(history, candidates)

@@ -9,8 +9,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.settings import Settings
 from graph.builder import build_graph
-from graph.deps import make_deps
 from graph.runner import loop_config
+from lab.calibration.deps import calibrated_deps
 from recmodels.candidates import sample_candidates
 
 MAX_ROUNDS = 4
@@ -21,7 +21,7 @@ async def slow_to_please(ml_dataset, ml_scorers, session_data_dir):
     """Deps and a row on which the offline loop needs all four rounds (the rec model never finds
     the reward model's favourite early; score display, so no items are named)."""
     settings = Settings(_env_file=None, data_dir=session_data_dir, accept_top_k=1, reward_display="score")
-    deps = await make_deps(
+    deps = await calibrated_deps(
         settings.loop_config(), ml_dataset, ml_scorers["gru4rec"], ml_scorers["sasrec"], "offline"
     )
     rng = random.Random(1)

@@ -15,9 +15,9 @@ from app.settings import Settings
 from graph.agents.base import RecContext
 from graph.agents.llm_evidence import LLMWeights, combine, verdict_margin
 from graph.context import LoopDeps
-from graph.deps import make_deps
-from graph.llm_calibration import AnswerLog, fit_llm_weights, val_rows
 from graph.runner import LoopRunner, assess_items
+from lab.calibration.deps import calibrated_deps
+from lab.calibration.llm import AnswerLog, fit_llm_weights, val_rows
 from recmodels.candidates import sample_candidates
 
 N_VAL = 36
@@ -39,7 +39,7 @@ def settings_for(data_dir: Path, base_url: str, **fields) -> Settings:
 async def deps_for(
     ml_dataset, ml_scorers, settings: Settings, agents: str, weights: LLMWeights | None
 ) -> LoopDeps:
-    return await make_deps(
+    return await calibrated_deps(
         settings.loop_config(),
         ml_dataset,
         ml_scorers["gru4rec"],

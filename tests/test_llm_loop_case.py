@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from graph.llm_calibration import LoopCase, Verdict, _fit_user
+from lab.calibration.llm import CombinedVerdict, LoopCase, _fit_user
 
 
-def case(target: int, first: int, offline: str, llm: str | None, second: int, on_target: Verdict | None):
+def case(
+    target: int, first: int, offline: str, llm: str | None, second: int, on_target: CombinedVerdict | None
+):
     verdicts = {named: on_target for named in (True, False) if on_target is not None}
-    return LoopCase(target, first, Verdict(offline, 0.5, llm), {True: second, False: second}, verdicts)
+    return LoopCase(
+        target, first, CombinedVerdict(offline, 0.5, llm), {True: second, False: second}, verdicts
+    )
 
 
 def test_a_rejected_target_is_a_lost_hit_and_a_rejected_miss_gains_only_if_round_two_finds_it():
@@ -19,7 +23,7 @@ def test_a_rejected_target_is_a_lost_hit_and_a_rejected_miss_gains_only_if_round
         offline="accept",
         llm="reject",
         second=3,
-        on_target=Verdict("accept", 2.0, "accept"),
+        on_target=CombinedVerdict("accept", 2.0, "accept"),
     )
     assert not found.hit(0.0) and found.hit(1.0)
     missed_again = case(target=3, first=2, offline="accept", llm="reject", second=4, on_target=None)
@@ -35,7 +39,7 @@ def test_more_right_verdicts_do_not_earn_a_weight_that_loses_hits():
     cases += [case(1, 1, "accept", "reject", 2, None)] + [case(5, 5, "accept", "accept", 6, None)] * 3
     verdicts = [(r, "accept", 0.5, c.first_verdict.llm, c.first == c.target) for r, c in enumerate(cases)]
     right = [
-        sum((Verdict(off, m, llm).at(w) == "accept") == truth for _, off, m, llm, truth in verdicts)
+        sum((CombinedVerdict(off, m, llm).at(w) == "accept") == truth for _, off, m, llm, truth in verdicts)
         for w in (0.0, 1.0)
     ]
     assert right[1] > right[0]  # the LLM's word makes more verdicts right...

@@ -17,8 +17,8 @@ import pytest
 
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
-from graph.deps import make_deps
 from graph.runner import assess_items, run_loop
+from lab.calibration.deps import calibrated_deps
 from llm.client import server_root
 from steering.llm_parser import LLMParser
 from steering.preferences import Preferences
@@ -119,7 +119,7 @@ def _capped(attempts: list[dict], cap_by_agent: dict[str, int]) -> None:
 
 async def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = await make_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
+    deps = await calibrated_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
         settings.loop_config(),
         ml_dataset,
         ml_scorers["gru4rec"],
@@ -151,7 +151,7 @@ async def test_loops_with_both_agents_are_bounded_and_fully_counted(tmp_path, ml
 
 async def test_user_simulation_judges_every_item(tmp_path, ml_dataset, ml_scorers, method):
     settings = _settings(tmp_path, method)
-    deps = await make_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
+    deps = await calibrated_deps(  # every step asks the LLM (weight 0 would skip the calls under test)
         settings.loop_config(),
         ml_dataset,
         ml_scorers["sasrec"],

@@ -15,8 +15,8 @@ COUNT_ONE_LOOP = (
 
 
 def test_a_scrape_sums_every_workers_counts(tmp_path, monkeypatch):
-    monkeypatch.setenv(metrics.MULTIPROC_ENV, "")  # restored (unset) after the test
-    metrics.share_between_workers(tmp_path / "metrics")
+    for name, value in metrics.share_between_workers(tmp_path / "metrics").items():
+        monkeypatch.setenv(name, value)  # restored (unset) after the test
     env = dict(os.environ)
     for _ in range(2):  # two "workers", each its own process
         subprocess.run([sys.executable, "-c", COUNT_ONE_LOOP], env=env, check=True)
@@ -32,7 +32,8 @@ def test_starting_again_counts_from_zero(tmp_path, monkeypatch):
     stale = tmp_path / "metrics"
     stale.mkdir()
     (stale / "counter_1234.db").write_bytes(b"left by a previous run")
-    monkeypatch.setenv(metrics.MULTIPROC_ENV, "")
-    metrics.share_between_workers(stale)
+    monkeypatch.delenv(metrics.MULTIPROC_ENV, raising=False)
+    environment = metrics.share_between_workers(stale)
     assert list(stale.iterdir()) == []
-    assert os.environ[metrics.MULTIPROC_ENV] == str(stale)
+    assert environment == {metrics.MULTIPROC_ENV: str(stale)}
+    assert metrics.MULTIPROC_ENV not in os.environ  # the caller hands it to the workers

@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer, read_artifact
 from recmodels.dataset import Dataset
 from recmodels.names import ID_MODEL_NAMES

@@ -10,7 +10,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from app.cli import cli
+from cli import cli
 from recmodels.artifacts import ArtifactError, artifact_path, load_scorer, read_artifact
 from recmodels.dataset import Dataset
 from recmodels.ensemble import SeedEnsemble

@@ -13,9 +13,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.data.new_items import add_items
 from app.settings import Settings, get_settings
+from cli import cli
+from lab.data.new_items import add_items
 from recmodels import text as text_module
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer
 from recmodels.base import pad_histories

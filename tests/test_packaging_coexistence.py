@@ -147,11 +147,11 @@ def test_recloop_and_another_project_with_top_level_graph_and_app_both_work(venv
         "import json, sys, recloop\nrecloop.Client, recloop.AsyncClient\nprint(json.dumps([*sys.modules]))"
     )
     imported = set(json.loads(_run([venv, "-c", client], **run).stdout))
-    server_packages = {"app", "lab", "graph", "steering", "llm", "recmodels", "migrations"}
+    server_packages = {"cli", "app", "lab", "graph", "steering", "llm", "recmodels", "migrations"}
     assert not server_packages & imported  # the client imports no server
     log.unlink(missing_ok=True)
 
-    # The `recloop` command imports its own server (app.cli imports graph.*, recmodels.*, torch).
+    # The `recloop` command imports its own server (cli imports graph.*, recmodels.*, torch).
     version = _run([venv.parent / "recloop", "--version"], **run)
     assert version.stdout.strip() == "recloop 0.1.0"
     assert not log.exists(), log.read_text()
@@ -191,4 +191,5 @@ def test_the_wheel_carries_the_ui_and_the_migrations_under_the_private_directory
     }
     assert ui and ui <= names, sorted(ui - names)
     assert "recloop/_server/migrations/env.py" in names
-    assert not {n for n in names if n.split("/")[0] in {"app", "graph", "recmodels", "migrations"}}
+    top_level = {"cli", "app", "lab", "graph", "recmodels", "migrations"}
+    assert not {n for n in names if n.split("/")[0] in top_level}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
 from app.services.bootstrap import Announcement, port_in_use
 from app.settings import get_settings
+from cli import cli
 
 
 def _free_port() -> int:

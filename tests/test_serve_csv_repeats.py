@@ -59,7 +59,7 @@ def _free_port() -> int:
 
 def _recloop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "cli", *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
@@ -115,7 +115,7 @@ def test_a_csv_log_with_repeats_and_a_small_catalog_is_served_and_steered(tmp_pa
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,

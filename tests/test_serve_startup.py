@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.data.synthetic import SyntheticSpec, build_synthetic
 from app.services import startup
+from lab.data.synthetic import SyntheticSpec, build_synthetic
 from recmodels.training import train
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def _serve(data_dir: Path, database_url: str, *args: str) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
-        "app.cli",
+        "cli",
         "serve",
         "--host",
         "127.0.0.1",
@@ -128,3 +128,42 @@ def test_sigterm_during_training_at_start_up_stops_at_once_and_says_nothing_was_
     assert server.returncode == 128 + signal.SIGTERM
     assert _lines(rest)[-1] == "recloop stopped during start-up (SIGTERM): nothing was served"
     assert not list((data_dir / "models").rglob("*.pt"))  # stopped before a model was saved
+
+
+@pytest.mark.integration
+def test_a_worker_without_its_calibration_stops_naming_prepare_and_serve_prepares_it_first(
+    tmp_path: Path, make_database
+):
+    data_dir = tmp_path / "data"
+    spec = SyntheticSpec(items=60, users=40, interactions=600, seed=1)
+    dataset = build_synthetic(data_dir / "datasets", "synthetic", spec)
+    train(dataset, "sasrec", models_dir=data_dir / "models", epochs=1, progress=False)
+    calibration = data_dir / "models" / "synthetic" / "calibration" / "sasrec+sasrec.json"
+    database_url = make_database()
+
+    # --no-prepare: data and model are there, the calibration is not; the worker never fits it.
+    server = _serve(data_dir, database_url, "--no-prepare")
+    err, _ = server.communicate(timeout=300)
+    assert server.returncode == 1, err
+    lines = _lines(err)
+    assert not any("serving" in line for line in lines), lines
+    assert lines[-1].startswith("recloop did not start: CalibrationMissing: "), lines
+    assert "sasrec+sasrec on synthetic is missing" in lines[-1] and "run `recloop prepare`" in lines[-1]
+    assert not calibration.exists()
+
+    # serve (preparing): fits it before any worker starts, then the worker reads it and serves.
+    server = _serve(data_dir, database_url, "--no-migrate")
+    assert server.stdout is not None
+    said: list[str] = []
+    try:
+        for line in server.stdout:
+            said.append(line.rstrip())
+            if line.startswith("recloop serving"):
+                break
+        assert said and said[-1].startswith("recloop serving synthetic"), said
+        calibrated = said.index("calibration of the offline agents for sasrec+sasrec ...")
+        assert calibrated < said.index(next(s for s in said if s.startswith("starting the server")))
+        assert calibration.is_file()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)

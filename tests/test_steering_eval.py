@@ -11,8 +11,8 @@ import typer
 from plot_data import check_plot
 from typer.testing import CliRunner
 
-from app.cli import steering as cli_steering
-from app.eval.common import sampled_candidate_rows
+from cli import steering as cli_steering
+from lab.eval.common import sampled_candidate_rows
 from lab.steering.command_eval import CommandEvalError, evaluation_rows, simulate_commands
 
 JSON_KEYS = {
@@ -22,7 +22,7 @@ JSON_KEYS = {
 
 
 def _cli() -> typer.Typer:
-    """A `recloop`-shaped CLI with only this area registered, exactly as app/cli/__init__.py wires areas."""
+    """A `recloop`-shaped CLI with only this area registered, exactly as cli/__init__.py wires areas."""
     cli, eval_cli = typer.Typer(), typer.Typer()
     cli.add_typer(eval_cli, name="eval")
     cli_steering.register(cli, eval_cli)

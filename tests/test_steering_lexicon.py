@@ -112,7 +112,7 @@ MEANINGS = {
 NOT_RESTATED = {
     "phrasings.py": "the command simulator's phrasing bank: what it writes, not what words mean",
     "movielens.py:GENRES": "MovieLens's own genre names in u.item's column order: the data format",
-    "synthetic.py:_ADJECTIVES": "the synthetic catalog's title words: what titles are made of, not what words mean",
+    "synthetic.py:_ADJECTIVES": "the synthetic catalog's title words: what titles are made of",
 }
 
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from app.settings import Settings
-from graph.deps import make_deps
 from graph.runner import default_candidates, run_loop
+from lab.calibration.deps import calibrated_deps
 from steering.planner import hard_violations, steer_candidates
 from steering.preferences import Preferences, consolidate
 from steering.rule_parser import OfflineParser
@@ -19,7 +19,9 @@ from steering.rule_parser import OfflineParser
 def deps(ml_dataset, ml_scorers, session_data_dir):
     settings = Settings(_env_file=None, data_dir=session_data_dir, max_rounds=4)
     return asyncio.run(
-        make_deps(settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline")
+        calibrated_deps(
+            settings.loop_config(), ml_dataset, ml_scorers["sasrec"], ml_scorers["gru4rec"], "offline"
+        )
     )
 
 

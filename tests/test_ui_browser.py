@@ -34,7 +34,7 @@ from app.services.runtime import open_resources
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineUserAgent
-from graph.deps import make_deps
+from lab.calibration.deps import calibrated_deps
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,7 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
     loop_deps = {
         **service_loop_deps,
         "llm": asyncio.run(
-            make_deps(
+            calibrated_deps(
                 with_llm.loop_config(), ml_dataset, scorer, scorer, "llm", llm_weights=LLMWeights.obey()
             )
         ),

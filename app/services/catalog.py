@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from app.services.errors import InvalidInput, NotFound
 from app.services.runtime import ServiceResources
+from app.services.title_search import search_items
 from recmodels.dataset import Item
 
 
 def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
-    from app.data.catalog import search_items
-
     if not query.strip():
         raise InvalidInput("query must not be blank", field="q")
     return list(search_items(res.catalog, query, limit))

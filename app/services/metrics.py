@@ -77,11 +77,13 @@ def observe_llm(agent: str, usage: dict, fallback: bool, cause: str | None) -> N
         FALLBACKS.labels(agent=agent, cause=(cause or "unknown").split(":", 1)[0]).inc()
 
 
-def share_between_workers(directory: Path) -> None:
-    """Before workers start (in the parent): make their metrics add up, from zero."""
+def share_between_workers(directory: Path) -> dict[str, str]:
+    """Before workers start (in the parent): an empty ``directory`` where their metrics add up, from
+    zero, and the environment the workers need to write there (the caller hands it to them: the
+    parent's environment is what spawned workers inherit)."""
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
-    os.environ[MULTIPROC_ENV] = str(directory)
+    return {MULTIPROC_ENV: str(directory)}
 
 
 def exposition() -> bytes:

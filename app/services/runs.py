@@ -1,6 +1,6 @@
 """Evaluation runs on disk (``settings.runs_dir``): list them, read one run, hand out its files.
 
-A run directory is what `recloop eval` writes (app/eval/common.py): config.json, results.json,
+A run directory is what `recloop eval` writes (lab/eval/common.py): config.json, results.json,
 report.md and plots (PNG and SVG). Run and file names arrive in URLs, so a name is accepted only if it
 is one plain path segment (letters, digits, '.', '_', '-'; no leading dot, so never '..'),
 and the resolved path must stay a direct child of its parent: a symlink that leads out of the

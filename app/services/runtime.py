@@ -14,8 +14,9 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import torch
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -35,12 +36,14 @@ from app.db.locks import AdvisoryLocks
 from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.settings import Settings
+from graph.builder import build_graph
 from graph.caches import LoopCaches
 from graph.config import AgentMode
+from graph.context import LoopDeps
+from graph.deps import make_deps
+from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset
-
-if TYPE_CHECKING:
-    from graph.context import LoopDeps
+from recmodels.scorer import Scorer
 
 _log = logging.getLogger(__name__)
 
@@ -110,15 +113,8 @@ class ServiceResources:
         return sorted(self.loop_deps) if self.graph is not None else []
 
 
-async def load_loop_deps(
-    settings: Settings, catalog: Dataset, caches: LoopCaches | None = None
-) -> dict[AgentMode, LoopDeps]:
-    """The trained rec and reward models (loaded once) and the agents built on them."""
-    import torch
-
-    from graph.deps import make_deps
-    from recmodels.artifacts import load_latest_scorer
-
+def load_scorers(settings: Settings, catalog: Dataset) -> tuple[Scorer, Scorer]:
+    """The trained rec and reward models (one object when they are the same model)."""
     # Intra-op threads spin at barriers: beside other busy processes (workers, PostgreSQL) two
     # threads on two cores turned 5 ms scorings into 200-300 ms stalls.
     torch.set_num_threads(settings.torch_threads)
@@ -128,6 +124,16 @@ async def load_loop_deps(
         if settings.reward_model == settings.rec_model
         else load_latest_scorer(settings.models_dir, catalog, settings.reward_model)
     )
+    return rec, reward
+
+
+async def load_loop_deps(
+    settings: Settings, catalog: Dataset, caches: LoopCaches | None = None
+) -> dict[AgentMode, LoopDeps]:
+    """The trained rec and reward models (loaded once) and the agents built on them, on the
+    calibration `recloop prepare` fitted (:class:`graph.calibration.CalibrationMissing` without it:
+    a worker never fits)."""
+    rec, reward = load_scorers(settings, catalog)
     deps: dict[AgentMode, LoopDeps] = {
         "offline": await make_deps(settings.loop_config(), catalog, rec, reward, "offline", caches=caches)
     }
@@ -138,8 +144,6 @@ async def load_loop_deps(
 
 def compile_graph(saver: BaseCheckpointSaver) -> Any:
     """The one loop graph on the service's saver; each run passes its agent mode's deps as context."""
-    from graph.builder import build_graph
-
     return build_graph().compile(checkpointer=saver)
 
 

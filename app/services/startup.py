@@ -1,6 +1,6 @@
 """Start-up that a person can read and stop: what failed and how to fix it, and SIGTERM at any point.
 
-A worker loads models, reads or fits calibrations and encodes a catalog's titles inside its
+A worker loads models, reads calibrations and encodes a catalog's titles inside its
 lifespan, on the event loop's thread, before it answers anything. uvicorn's own signal handlers
 only set a flag that it reads once start-up is over, so a SIGTERM sent meanwhile went unanswered
 for minutes (a supervisor then had to SIGKILL). :func:`interruptible` makes a stop signal end the

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
-from app.eval.plots import Chart, Series, mean_estimate
+from lab.eval.common import CandidateRow, markdown_table, sampled_candidate_rows
+from lab.eval.plots import Chart, Series, mean_estimate
 from recmodels.dataset import Dataset, Item
 from recmodels.scorer import Scorer
 from steering.parsing import CommandParser

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.eval.common import markdown_table
+from lab.eval.common import markdown_table
 from lab.steering.scoring import NaturalCommand, SetScore, percentile, score_command
 from steering.facts import FIELDS
 from steering.parsing import CommandParser

@@ -1,6 +1,6 @@
 """The server's packages as a wheel installs them, and the `recloop` command that runs them.
 
-A wheel puts the checkout's top-level folders `app/`, `lab/`, `graph/`, `steering/`, `llm/`,
+A wheel puts the checkout's top-level folders `cli/`, `app/`, `lab/`, `graph/`, `steering/`, `llm/`,
 `recmodels/` and `migrations/` in this directory (see setup.py), not at the top of site-packages,
 where they would overwrite, or be overwritten by, any other project's `app` or `graph`. ``main``
 (the `recloop` command) puts this directory first on sys.path, so the server imports them under
@@ -22,8 +22,8 @@ SERVER_DIR = Path(__file__).resolve().parent
 
 
 def use_server_packages() -> None:
-    """Make `import app`, `lab`, `graph`, `steering`, `llm`, `recmodels`, `migrations` find recloop's own
-    (wheel installs only)."""
+    """Make `import cli`, `app`, `lab`, `graph`, `steering`, `llm`, `recmodels`, `migrations` find
+    recloop's own (wheel installs only)."""
     if not (SERVER_DIR / "app").is_dir():  # a checkout: they are top-level packages already
         return
     entry = str(SERVER_DIR)
@@ -33,8 +33,8 @@ def use_server_packages() -> None:
 
 
 def main() -> None:
-    """The `recloop` command line (app/cli)."""
+    """The `recloop` command line (cli/)."""
     use_server_packages()
-    from app.cli import main as cli_main
+    from cli import main as cli_main
 
     cli_main()

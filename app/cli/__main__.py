@@ -1,5 +1,0 @@
-"""`python -m app.cli ...` is `recloop ...`."""
-
-from app.cli import main
-
-main()

@@ -1,0 +1,5 @@
+"""`python -m cli ...` is `recloop ...`."""
+
+from cli import main
+
+main()
