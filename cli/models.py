@@ -22,7 +22,7 @@ from recmodels.evaluation import DEFAULT_SEEDS, evaluate_model
 from recmodels.registry import MODEL_NAMES, UnknownModelError, config_class, make_train_config
 from recmodels.scorer import Scorer
 from recmodels.text import TextEncoderUnavailable, embedding_cache_path
-from recmodels.train_config import TrainConfig
+from recmodels.train_config import TrainConfig, resolve_device
 from recmodels.training import train
 
 _MODEL_HELP = f"One of: {', '.join(MODEL_NAMES)}."
@@ -57,6 +57,9 @@ def train_command(
     as_json: bool = typer.Option(  # unused: the JSON line is printed either way
         False, "--json", help="Accepted for uniformity: the last line is always one JSON object of metrics."
     ),
+    device: str = typer.Option(
+        "auto", "--device", help="auto (a CUDA GPU when torch sees one), cpu or cuda."
+    ),
 ) -> None:
     """Train a model (selected on validation) and save it; the last line is a JSON object of metrics.
 
@@ -66,6 +69,10 @@ def train_command(
     torch.set_num_threads(settings.torch_threads)
     data = _open_dataset(dataset)
     config_overrides = _parse_overrides(model, overrides)
+    try:
+        resolve_device(device)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
     try:
         result = train(
             data,
@@ -79,6 +86,7 @@ def train_command(
             use_preset=use_preset,
             progress=progress,
             text_cache=embedding_cache_path(settings.data_dir, data.name, data.fingerprint),
+            device=device,
         )
     except TextEncoderUnavailable as exc:
         _fail(str(exc))

@@ -73,6 +73,10 @@ def cases_from_rows(
         if n_future < 1:
             continue
         init, future = sequence[:-n_future], sequence[-n_future:]
+        # A small catalog may leave too few items outside a user's items for the lists: no case.
+        n_negatives = max(split_positives(n_eval, m, n_future)[1] for m in ratios)
+        if n_items - len(set(sequence)) < n_candidates - 1 + n_negatives:
+            continue
         rec_candidates = sample_candidates(init[:-1], init[-1], n_items, rng, n=n_candidates)
         excluded = set(sequence) | set(rec_candidates)
         pool = [item for item in range(n_items) if item not in excluded]

@@ -7,10 +7,14 @@ from collections.abc import Sequence
 
 
 def sample_candidates(
-    history: Sequence[int], target: int, n_items: int, rng: random.Random, n: int = 20
+    history: Sequence[int], target: int, n_items: int, rng: random.Random, n: int = 20, *, fewer: bool = False
 ) -> list[int]:
     """The target plus ``n - 1`` items drawn uniformly (``random.sample``) from the items that are
     neither in the history nor the target, shuffled.
+
+    The target may itself be in the history (repeat consumption): it is still the target, and the
+    negatives still come from outside the history. When fewer than ``n - 1`` items are outside it (a
+    small catalog, a long history), ``fewer`` takes them all (a shorter list); otherwise it raises.
 
     The pool is built in id order and the draws come from ``rng`` only, so the same seed and rows
     in the same order give the same lists (LLaRA draws from one seeded generator, row by row).
@@ -19,8 +23,13 @@ def sample_candidates(
         raise ValueError(f"target {target} outside the catalog 0..{n_items - 1}")
     excluded = set(history) | {target}
     pool = [item for item in range(n_items) if item not in excluded]
-    if len(pool) < n - 1:
+    if len(pool) < n - 1 and not fewer:
         raise ValueError(f"need {n - 1} negatives but only {len(pool)} items are outside the history")
-    candidates = [*rng.sample(pool, n - 1), target]
+    candidates = [*rng.sample(pool, min(n - 1, len(pool))), target]
     rng.shuffle(candidates)
     return candidates
+
+
+def negative_pool_size(history: Sequence[int], target: int, n_items: int) -> int:
+    """How many items :func:`sample_candidates` may draw negatives from (outside history and target)."""
+    return n_items - len(set(history) | {target})

@@ -4,6 +4,14 @@
   history), the model's top candidate must be the target; averaged over candidate seeds.
 - Hit@10 / NDCG@10: full ranking over the whole catalog with history items masked.
 - Rows with ``len_seq < 3`` are dropped first, as the upstream loaders do.
+
+Logs with repeat consumption (a row's next item is already in its history) and small catalogs
+need a rule the paper's datasets never did: such a row is kept and the target stays the target.
+Candidates never include a history item, so its 19 negatives come from outside the history, and
+the target itself is scored as any candidate (HR@1-of-20 counts it when it tops them). In the full
+ranking history items are masked, the target among them, so such a row is a miss at Hit@10 and
+NDCG@10. A row with fewer than 19 items outside its history gets all of them as negatives (a
+shorter list; the expected HR@1 likewise draws all of them).
 """
 
 from __future__ import annotations
@@ -43,7 +51,8 @@ def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> lis
     for start in range(0, len(rows), _BATCH):
         chunk = rows[start : start + _BATCH]
         seqs = pad_histories([r.history for r in chunk], model.max_len, model.pad_id)  # [B, T]
-        stats += ranking_stats_from_scores(model.score_all(seqs), chunk)
+        device = next(model.parameters()).device  # a model training on a GPU is validated there
+        stats += ranking_stats_from_scores(model.score_all(seqs.to(device)).cpu(), chunk)
     model.train(was_training)
     return stats
 
@@ -75,8 +84,12 @@ def ranking_stats_from_scores(scores: torch.Tensor, rows: Sequence[Row]) -> list
 
 
 def expected_hr_at_1_of(stats: Sequence[RankingStats]) -> list[float]:
-    """Per row: the exact HR@1-of-20 averaged over every draw of the 19 negatives."""
-    return [metrics.expected_hr_at_1(s.n_outranking, s.pool_size, N_CANDIDATES - 1) for s in stats]
+    """Per row: the exact HR@1-of-20 averaged over every draw of the 19 negatives (all of the pool
+    when it holds fewer: see the module docstring)."""
+    return [
+        metrics.expected_hr_at_1(s.n_outranking, s.pool_size, min(N_CANDIDATES - 1, s.pool_size))
+        for s in stats
+    ]
 
 
 def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, float]:
@@ -90,15 +103,23 @@ def ranking_summary(stats: Sequence[RankingStats], k: int = 10) -> dict[str, flo
 
 def sampled_hits(scorer: Scorer, rows: Sequence[Row], seed: int) -> list[float]:
     """Per row: 1.0 if the target tops its 20 candidates drawn from ``random.Random(seed)`` (rows in
-    order), else 0.0. Two models over one catalog get the same candidates: a paired comparison."""
+    order), else 0.0. Two models over one catalog get the same candidates: a paired comparison.
+    A row with fewer than 19 items outside its history is scored against all of them."""
     rng = random.Random(seed)
-    candidate_lists = [sample_candidates(r.history, r.next, scorer.n_items, rng, N_CANDIDATES) for r in rows]
-    hits: list[float] = []
-    for start in range(0, len(rows), _BATCH):
-        chunk = rows[start : start + _BATCH]
-        cands = candidate_lists[start : start + _BATCH]
-        scores = scorer.score_batch([r.history for r in chunk], cands)
-        hits += [metrics.hr_at_1(s, c, r.next) for s, c, r in zip(scores, cands, chunk, strict=True)]
+    candidate_lists = [
+        sample_candidates(r.history, r.next, scorer.n_items, rng, N_CANDIDATES, fewer=True) for r in rows
+    ]
+    hits = [0.0] * len(rows)
+    by_length: dict[int, list[int]] = {}  # candidate lists are scored in batches of one length
+    for index, cands in enumerate(candidate_lists):
+        by_length.setdefault(len(cands), []).append(index)
+    for indices in by_length.values():
+        for start in range(0, len(indices), _BATCH):
+            chunk = indices[start : start + _BATCH]
+            cands = [candidate_lists[i] for i in chunk]
+            scores = scorer.score_batch([rows[i].history for i in chunk], cands)
+            for i, s, c in zip(chunk, scores, cands, strict=True):
+                hits[i] = metrics.hr_at_1(s, c, rows[i].next)
     return hits
 
 

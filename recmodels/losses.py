@@ -89,3 +89,51 @@ def all_positions_ce(
         seen[torch.arange(len(kept_targets)), kept_targets] = False
         logits = logits.masked_fill(seen, float("-inf"))
     return _smoothed_ce(logits, kept_targets, label_smoothing)
+
+
+def gbce(
+    model: SequentialRecommender,
+    seqs: torch.Tensor,
+    targets: torch.Tensor,
+    n_negatives: int,
+    t: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """gBCE (gSASRec: Petrov & Macdonald, RecSys 2023): binary cross-entropy of the positive against
+    ``n_negatives`` items drawn uniformly from the catalog, the positive's probability raised to
+    ``beta`` to undo the overconfidence that sampling teaches. seqs [B, T], targets [B] (newest
+    position) or [B, T] (every position; padding targets carry no loss) -> scalar.
+
+    alpha = k / (N - 1) is the sampling rate and beta = alpha * (t * (1 - 1/alpha) + 1/alpha): t = 0
+    gives beta = 1, plain BCE; t = 1 gives beta = alpha, the fully calibrated limit (the paper uses
+    t = 0.75). gSASRec feeds its BCE the logit of sigma(s)^beta; the same loss is written here as
+    beta * softplus(-s), finite for any s. As in gSASRec a drawn negative may be the positive itself
+    (rare with k << N), and the loss is the mean over each position's 1 + k logits. Cost O(P k H),
+    not O(P N H): what lets training scale with the catalog.
+    """
+    weight, bias = model.output_embeddings()  # [N, H], [N] | None
+    N = weight.shape[0]  # items
+    if targets.dim() == 2:  # every position
+        encode_positions = getattr(model, "encode_positions", None)
+        if encode_positions is None:
+            raise TypeError(f"{type(model).__name__} has no encode_positions; all-position training needs it")
+        keep = targets != model.pad_id  # [B, T]
+        states, positives = encode_positions(seqs)[keep], targets[keep]  # [P, H], [P]
+    else:
+        states, positives = model.encode(seqs), targets  # [B, H], [B]
+    P, _H = states.shape  # positions with a target, hidden
+    k = max(1, min(n_negatives, N - 1))
+    negatives = torch.randint(0, N, (P, k), generator=generator).to(states.device)  # [P, k]
+    pos = (states * weight[positives]).sum(-1)  # [P]
+    neg = torch.einsum("ph,pkh->pk", states, weight[negatives])  # [P, k]
+    if bias is not None:
+        pos, neg = pos + bias[positives], neg + bias[negatives]
+    beta = gbce_beta(k, N, t)
+    per_position = beta * F.softplus(-pos) + F.softplus(neg).sum(1)  # [P]
+    return per_position.mean() / (k + 1)
+
+
+def gbce_beta(n_negatives: int, n_items: int, t: float) -> float:
+    """gSASRec's beta for k negatives of N items and calibration t in [0, 1]."""
+    alpha = n_negatives / max(1, n_items - 1)
+    return alpha * (t * (1.0 - 1.0 / alpha) + 1.0 / alpha)

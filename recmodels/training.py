@@ -1,6 +1,7 @@
 """Train one sequential recommender (or a seed ensemble of them) on a dataset's training windows.
 
-Full-softmax cross-entropy on the next item, AdamW, and checkpoint selection on
+Full-softmax cross-entropy on the next item (gSASRec's gBCE over sampled negatives above a catalog
+size: ``TrainConfig.loss``), AdamW, and checkpoint selection on
 the *validation* split only: the exact expected HR@1-of-20 (see
 :func:`recmodels.metrics.expected_hr_at_1`), which is what the sampled test
 protocol estimates, without its candidate noise. Early stopping with patience.
@@ -24,7 +25,7 @@ from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.dataset import Dataset, Row
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
-from recmodels.losses import all_positions_ce, full_softmax_ce
+from recmodels.losses import all_positions_ce, full_softmax_ce, gbce
 from recmodels.presets import preset_overrides
 from recmodels.progress import progress_bar
 from recmodels.registry import build_model, model_class, model_config, split_overrides
@@ -35,7 +36,7 @@ from recmodels.text import (
     item_texts,
     text_available,
 )
-from recmodels.train_config import TrainConfig
+from recmodels.train_config import TrainConfig, resolve_device
 
 SELECTION_METRIC = "val_hr1_expected"
 
@@ -101,6 +102,7 @@ def train(
     output_path: Path | None = None,
     text_cache: Path | None = None,
     drop_targets: frozenset[int] = frozenset(),
+    device: str = "auto",
 ) -> TrainResult:
     """Train, keep the best validation epoch, save the artifact (default: ``artifact_path``).
 
@@ -112,7 +114,8 @@ def train(
     ``drop_targets`` leaves out every training and validation row whose target is one of them (the
     cold-start protocol, :mod:`recmodels.coldstart`: those items have no interactions to learn
     from). A text-aware model reads the items' text vectors from ``text_cache`` (computed there on
-    a miss; see :mod:`recmodels.text`).
+    a miss; see :mod:`recmodels.text`). ``device`` (auto, cpu, cuda) is where the model trains; the
+    artifact is saved from the CPU either way.
     """
     if members < 1:
         raise ValueError(f"members must be >= 1, got {members}")
@@ -133,6 +136,7 @@ def train(
         model, train_config, result, seconds = _fit_one(
             model_name, dataset.n_items, train_rows, val_rows, overrides,
             seed=seed + i, epochs=epochs, progress=progress, label=label, item_text=item_text,
+            device=resolve_device(device),
         )  # fmt: skip
         fitted.append((model, result))
         epoch_seconds += seconds
@@ -209,6 +213,7 @@ def _fit_one(
     progress: bool,
     label: str,
     item_text: torch.Tensor | None = None,
+    device: torch.device = torch.device("cpu"),
 ) -> tuple[SequentialRecommender, TrainConfig, MemberResult, list[float]]:
     """Train one model with ``seed``; returns it with its best validation weights loaded, the
     training config, its result and the seconds of each epoch. A text-aware model gets
@@ -228,6 +233,7 @@ def _fit_one(
     if config.patience < 1:
         raise ValueError(f"patience must be >= 1, got {config.patience}")
     seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, config.all_positions)
+    model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     generator = torch.Generator().manual_seed(seed)
 
@@ -237,7 +243,7 @@ def _fit_one(
     epoch_seconds: list[float] = []
     for epoch in range(1, n_epochs + 1):
         started = time.perf_counter()
-        desc = f"{label}epoch {epoch}/{n_epochs}"
+        desc = f"{label}epoch {epoch}/{n_epochs} ({config.loss_for(n_items)})"
         loss = _train_epoch(model, optimizer, seqs, targets, config, generator, progress, desc)
         epoch_seconds.append(time.perf_counter() - started)
         epoch_losses.append(loss)
@@ -252,7 +258,7 @@ def _fit_one(
         elif epoch - best_epoch >= config.patience:
             break
     model.load_state_dict(best_state)
-    model.eval()
+    model.to("cpu").eval()
     return (
         model,
         config,
@@ -276,14 +282,19 @@ def _train_epoch(
     order = torch.randperm(len(targets), generator=generator)
     batches = order.split(config.batch_size)
     total, count = 0.0, 0
+    sampled = config.loss_for(model.n_items) == "gbce"
+    device = next(model.parameters()).device
     for idx in progress_bar(batches, desc=desc, disable=not progress, leave=False):
-        if config.all_positions:
+        batch_seqs, batch_targets = seqs[idx].to(device), targets[idx].to(device)
+        if sampled:
+            loss = gbce(model, batch_seqs, batch_targets, config.negatives, config.gbce_t, generator)
+        elif config.all_positions:
             loss = all_positions_ce(
-                model, seqs[idx], targets[idx], model.pad_id, config.label_smoothing, config.mask_history
+                model, batch_seqs, batch_targets, model.pad_id, config.label_smoothing, config.mask_history
             )
         else:
             loss = full_softmax_ce(
-                model, seqs[idx], targets[idx], config.label_smoothing, mask_history=config.mask_history
+                model, batch_seqs, batch_targets, config.label_smoothing, mask_history=config.mask_history
             )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -108,3 +108,13 @@ def test_summary_gives_micro_at_top_level_and_macro_nested() -> None:
     # reward model: user 1 P=1 R=0.5 F1=2/3; user 2 P=0 R=0 -> macro F1 = 1/3; micro tp=1 fp=1 fn=2
     assert rows["reward_model"]["macro"]["f1"] == pytest.approx(1 / 3)
     assert rows["reward_model"]["f1"] == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+
+
+def test_a_user_whose_items_leave_too_few_others_for_the_lists_gets_no_case() -> None:
+    from recmodels.dataset import Row
+
+    rows = [Row(history=tuple(range(12)), next=12, len_seq=12), Row(history=(0, 1, 2, 0), next=1, len_seq=4)]
+    # 20 candidates and up to 15 negatives: neither user fits a catalog of 25, both fit one of 200.
+    assert cases_from_rows(rows, 25, (1, 3), seed=0, n_eval=20, n_candidates=20) == []
+    cases = cases_from_rows(rows, 200, (1, 3), seed=0, n_eval=20, n_candidates=20)
+    assert len(cases) == 2 and all(not set(c.rec_candidates) & set(c.rec_history) for c in cases)

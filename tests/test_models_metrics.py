@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from recmodels import metrics
-from recmodels.candidates import sample_candidates
+from recmodels.candidates import negative_pool_size, sample_candidates
 
 
 def test_hr_at_1_is_the_top_candidate_with_ties_to_the_earlier_one() -> None:
@@ -81,6 +81,23 @@ def test_candidates_are_reproducible_per_seed() -> None:
 def test_candidates_reject_a_catalog_too_small() -> None:
     with pytest.raises(ValueError, match="negatives"):
         sample_candidates(list(range(10)), 10, 20, random.Random(0), n=20)
+
+
+def test_a_target_in_its_own_history_stays_the_target_and_a_small_pool_is_drawn_whole() -> None:
+    history = [3, 5, 3, 7]  # 3 consumed twice, and again next
+    cands = sample_candidates(history, 3, 30, random.Random(0), n=20)
+    assert cands.count(3) == 1 and len(cands) == 20 and not set(cands) & {5, 7}
+    short = sample_candidates(list(range(10)), 10, 20, random.Random(0), n=20, fewer=True)
+    assert sorted(short) == list(range(10, 20))  # the 9 items outside the history, and the target
+    assert negative_pool_size(list(range(10)), 10, 20) == 9
+    assert negative_pool_size(history, 3, 30) == 27
+
+
+def test_expected_hr1_of_a_pool_smaller_than_19_draws_all_of_it() -> None:
+    from recmodels.evaluation import RankingStats, expected_hr_at_1_of
+
+    stats = [RankingStats(0, 0, 5), RankingStats(2, 2, 5), RankingStats(30, 1, 27)]
+    assert expected_hr_at_1_of(stats) == [1.0, 0.0, pytest.approx(metrics.expected_hr_at_1(1, 27, 19))]
 
 
 def test_candidates_reproduce_afl_lastfm_seed_303_lists(shared_data: Path) -> None:

@@ -58,7 +58,7 @@ from graph.context import build_deps
 from graph.item_vectors import load_vectors
 from graph.runner import LoopRunner
 from graph.usersim import RATIOS, cases_from_rows
-from recmodels.candidates import sample_candidates
+from recmodels.candidates import negative_pool_size, sample_candidates
 from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
 from recmodels.scorer import Scorer
@@ -136,10 +136,7 @@ async def fit_calibration(
     histories = [r.history for r in rows]
     rec_lp = rec.catalog_log_probs(histories)  # [B, N]
     reward_lp = rec_lp if reward is rec else reward.catalog_log_probs(histories)
-    draws = _candidate_draws(rows, catalog.n_items, config.n_candidates)
-    temperatures = {"rec_temperature": fit_temperature(rec_lp, rows, draws)}
-    temperatures["reward_temperature"] = fit_temperature(reward_lp, rows, draws)
-    base = replace(LoopCalibration(), **temperatures)
+    base = replace(LoopCalibration(), **_fit_temperatures(rows, rec_lp, reward_lp, catalog.n_items, config))
     tried: dict[str, Any] = {}
     best: tuple[float, LoopCalibration, dict[str, float]] | None = None
     for name in ("none", *backends):
@@ -166,10 +163,26 @@ async def fit_calibration(
     return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation, caches)
 
 
-def _candidate_draws(rows: Sequence[Row], n_items: int, n_candidates: int) -> torch.Tensor:
-    """[B, D, C] LLaRA candidate lists (target + uniform negatives), D per row, fixed seed."""
+def _fit_temperatures(
+    rows: Sequence[Row], rec_lp: torch.Tensor, reward_lp: torch.Tensor, n_items: int, config: LoopConfig
+) -> dict[str, float]:
+    """Both temperatures, on the rows with a full candidate list (a row with fewer items outside
+    its history than negatives, possible in a small catalog, has no such list); 1.0 without any."""
+    n = min(config.n_candidates, n_items)
+    full = [i for i, r in enumerate(rows) if negative_pool_size(r.history, r.next, n_items) >= n - 1]
+    if not full:
+        return {"rec_temperature": 1.0, "reward_temperature": 1.0}
+    kept = [rows[i] for i in full]
+    draws = _candidate_draws(kept, n_items, n)
+    return {
+        "rec_temperature": fit_temperature(rec_lp[full], kept, draws),
+        "reward_temperature": fit_temperature(reward_lp[full], kept, draws),
+    }
+
+
+def _candidate_draws(rows: Sequence[Row], n_items: int, n: int) -> torch.Tensor:
+    """[B, D, n] LLaRA candidate lists (target + uniform negatives), D per row, fixed seed."""
     rng = random.Random(FIT_SEED)
-    n = min(n_candidates, n_items)
     return torch.as_tensor(
         [[sample_candidates(r.history, r.next, n_items, rng, n=n) for _ in range(FIT_DRAWS)] for r in rows],
         dtype=torch.long,
