@@ -184,6 +184,13 @@ def train_parser_command(
         "A set whose README does not mark it retired is refused.",
     ),
     natural_repeat: int = typer.Option(ParserTrainConfig.natural_repeat, "--natural-repeat", min=1),
+    refit_epochs: int | None = typer.Option(
+        ParserTrainConfig.refit_epochs,
+        "--refit-epochs",
+        min=1,
+        help="Refit warm: the selected student goes on for this many epochs over every command, at a "
+        "lower rate (default: a new student trained again for --epochs).",
+    ),
     encoder_layers: int = typer.Option(
         StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
     ),
@@ -226,7 +233,7 @@ def train_parser_command(
         raise typer.Exit(2) from exc
     config = ParserTrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
-        natural_repeat=natural_repeat, encoder_lr=encoder_lr,
+        natural_repeat=natural_repeat, encoder_lr=encoder_lr, refit_epochs=refit_epochs,
     )  # fmt: skip
     if tune_layers > encoder_layers:
         raise typer.BadParameter(f"--tune-layers ({tune_layers}) exceeds --encoder-layers ({encoder_layers})")
