@@ -238,6 +238,11 @@ class Settings(BaseSettings):
     steering_parser_artifact: Path | None = Field(
         None, description="The learned parser's artifact; default models_dir/<dataset>/command-parser.pt."
     )
+    steering_parser_train_on_serve: bool = Field(
+        True,
+        description="A `recloop serve` that prepares (not --no-prepare) starts `recloop prepare-parser` in "
+        "the background when auto would use a learned parser not trained yet; workers switch when it is.",
+    )
     steering_warmup: bool = Field(
         True,
         description="Load the soft-preference similarity (the text model takes seconds) in the background "

@@ -109,6 +109,8 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
             for line in startup.failure_lines(exc):
                 _echo(line)
             raise typer.Exit(1) from exc
+        if prepare:  # a fresh machine: the learned parser trains beside the server, which switches to it
+            _train_parser_in_background(settings, dataset.name)
         key = bootstrap.first_key(url, settings)
         served = settings.model_copy(update={"database_url": url})  # the (possibly embedded) database
         base = f"http://{settings.host}:{settings.port}"
@@ -138,6 +140,11 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     @cli.command("prepare")
     def prepare(
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object (what is in place) last."),
+        parser: bool = typer.Option(
+            True,
+            help="Train the learned steering parser too, if absent (`recloop prepare-parser`); "
+            "--no-parser when a parser job of its own does it beside the server (compose, Kubernetes).",
+        ),
     ) -> None:
         """Fetch the dataset, train the rec and reward models and fit the agents' calibration, if absent.
 
@@ -146,11 +153,14 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         import json
         import time
 
+        from cli.steering import prepare_parser
         from lab import prepare as lab_prepare
 
         settings = _settings()
         started = time.perf_counter()
         dataset = lab_prepare.prepare_artifacts(settings, _echo)
+        if parser:
+            prepare_parser(settings, dataset, _echo)
         summary = {
             "dataset": dataset.name,
             "rec_model": settings.rec_model,
@@ -245,6 +255,38 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
         )
         if as_json:
             typer.echo(json.dumps(report.to_json()))
+
+
+def _train_parser_in_background(settings, dataset: str) -> None:
+    """Start `recloop prepare-parser` beside the server when ``auto`` would use a learned parser that
+    is not trained yet: the first recommendation does not wait for it, and every worker switches at
+    its next command once the artifact is written. Its output goes to data_dir/run/."""
+    import subprocess
+    import sys
+
+    from app.services.parser_status import training_elsewhere, write_status
+    from recmodels.text import text_available
+    from steering.choice import learned_artifact
+
+    config = settings.parser_config()
+    if not settings.steering_parser_train_on_serve or config.choice != "auto":
+        return
+    if learned_artifact(config, dataset).is_file() or not text_available():
+        return
+    if training_elsewhere(settings, dataset):
+        return  # another start of this data directory is training it already
+    log = settings.data_dir / "run" / f"parser-{dataset}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    entry = "import recloop._server as server; server.main()"
+    with log.open("ab") as out:
+        trainer = subprocess.Popen(  # noqa: S603 -- our own command line, no user input
+            [sys.executable, "-c", entry, "prepare-parser"], stdout=out, stderr=out, start_new_session=True
+        )
+    write_status(settings, dataset, "training", pid=trainer.pid)
+    _echo(
+        f"training the learned steering parser in the background (log: {log}); "
+        "the rules read commands until it is ready"
+    )
 
 
 def _not_served(announcement) -> None:

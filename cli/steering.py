@@ -59,6 +59,7 @@ def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     eval_cli.command("commands")(commands)
     eval_cli.command("parser")(eval_parser)
     cli.command("train-parser")(train_parser_command)
+    cli.command("prepare-parser")(prepare_parser_command)
 
 
 def commands(
@@ -183,6 +184,13 @@ def train_parser_command(
         "A set whose README does not mark it retired is refused.",
     ),
     natural_repeat: int = typer.Option(ParserTrainConfig.natural_repeat, "--natural-repeat", min=1),
+    refit_epochs: int | None = typer.Option(
+        ParserTrainConfig.refit_epochs,
+        "--refit-epochs",
+        min=1,
+        help="Refit warm: the selected student goes on for this many epochs over every command, at a "
+        "lower rate (default: a new student trained again for --epochs).",
+    ),
     encoder_layers: int = typer.Option(
         StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
     ),
@@ -225,7 +233,7 @@ def train_parser_command(
         raise typer.Exit(2) from exc
     config = ParserTrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
-        natural_repeat=natural_repeat, encoder_lr=encoder_lr,
+        natural_repeat=natural_repeat, encoder_lr=encoder_lr, refit_epochs=refit_epochs,
     )  # fmt: skip
     if tune_layers > encoder_layers:
         raise typer.BadParameter(f"--tune-layers ({tune_layers}) exceeds --encoder-layers ({encoder_layers})")
@@ -281,6 +289,74 @@ def train_parser_command(
             "natural_dropped": trained.natural_dropped, "taught": len(taught),
         }  # fmt: skip
         typer.echo(json.dumps(summary, sort_keys=True))
+
+
+RETIRED_SETS = Path(__file__).resolve().parents[2] / "tests" / "data"
+"""Where a checkout keeps the natural-command sets (a wheel has none: it trains on simulated ones)."""
+
+
+def retired_sets(dataset: str) -> list[Path]:
+    """The retired natural sets of ``dataset`` in this checkout (the frozen one is never among them)."""
+    found = []
+    for path in sorted(RETIRED_SETS.glob(f"steering_natural*/{dataset}.jsonl")):
+        try:
+            read_training_set(path)
+        except (FrozenSetError, NaturalSetError):
+            continue
+        found.append(path)
+    return found
+
+
+def prepare_parser(
+    settings: Settings, dataset: Dataset, echo, config: ParserTrainConfig | None = None
+) -> Path | None:
+    """The learned parser for the served catalog, trained if absent (the default recipe: simulated
+    commands from the catalog's own titles, genres and years, plus the retired natural sets of the
+    checkout for MovieLens and LastFM). None when it cannot be trained here (no embeddings extra)."""
+    from app.services.parser_status import write_status
+
+    path = learned_artifact(settings.parser_config(), dataset.name)
+    if path.is_file():
+        return path
+    torch.set_num_threads(settings.torch_threads)
+    try:
+        encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
+    except TextEncoderUnavailable as exc:
+        echo(f"no learned parser for {dataset.name}: {exc}; commands are read by the rules")
+        write_status(settings, dataset.name, "failed", error=str(exc))
+        return None
+    write_status(settings, dataset.name, "training")
+    natural = retired_sets(dataset.name)
+    echo(f"training the learned steering parser for {dataset.name} ({len(natural)} retired natural sets)")
+    config = config or ParserTrainConfig(natural=tuple(natural))
+    try:
+        parser, trained = train_parser(CatalogIndex(dataset), encoder, config)
+        parser.save(path)
+    except Exception as exc:
+        write_status(settings, dataset.name, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    echo(f"learned parser for {dataset.name} in {trained.seconds:.0f} s: {path}")
+    return path
+
+
+def prepare_parser_command(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (what is in place) last."),
+) -> None:
+    """Train the learned steering parser for the served dataset if absent (idempotent): the compose and
+    Kubernetes parser jobs, and what a first `recloop serve` starts in the background."""
+    settings = get_settings()
+    started = time.perf_counter()
+    try:
+        dataset = Dataset.open(settings.datasets_dir, settings.dataset)
+        dataset.meta  # noqa: B018 -- fails now, not minutes later, when the dataset is not prepared
+    except (DatasetNotFound, OSError) as exc:
+        typer.echo(f"error: {exc}; run `recloop prepare` first", err=True)
+        raise typer.Exit(2) from exc
+    path = prepare_parser(settings, dataset, lambda line: typer.echo(line, err=True))
+    seconds = round(time.perf_counter() - started, 2)
+    if as_json:
+        artifact = str(path) if path else None
+        typer.echo(json.dumps({"dataset": dataset.name, "artifact": artifact, "seconds": seconds}))
 
 
 def _teach(

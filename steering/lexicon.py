@@ -253,6 +253,48 @@ RULE_MOOD_WORDS = frozenset((
 RULE_OLD_WORDS = frozenset(("classic",))
 """Words of the old era (``OLD_WORDS``) the rule parser reads."""
 
+RULE_TURNING_WORDS = frozenset((
+    # negation and refusal
+    "no", "not", "never", "nothing", "none", "nor", "neither", "without", "nope", "nah", "cannot",
+    "don't", "dont", "can't", "cant", "won't", "wont", "didn't", "didnt", "isn't", "isnt", "aren't", "arent",
+    "wouldn't", "wouldnt", "doesn't", "doesnt", "shouldn't", "hardly", "barely",
+    # exceptions and substitutions
+    "but", "except", "excluding", "besides", "unless", "other", "than", "instead", "rather", "apart",
+    "aside", "minus", "save", "outside", "alternative", "alternatives", "beyond",
+    # weariness, dislike, removal
+    "enough", "sick", "tired", "bored", "done", "over", "hate", "hated", "dislike", "fan", "avoid", "skip",
+    "stop", "spare", "ban", "block", "filter", "rid", "drop", "cut", "pass", "ditch", "lose", "quit", "less",
+    "fewer", "too", "last", "least", "worst", "ugh", "meh", "ew", "yuck", "out", "off", "away", "against",
+    "remove", "exclude", "hide", "forget", "overdone", "overplayed", "annoying", "had", "fill", "seen",
+    # a wish undone or brought back
+    "again", "anymore", "longer", "back", "fine", "ok", "okay", "allowed", "mind", "changed", "after",
+))  # fmt: skip
+"""Words that may turn a wish around (negate it, make it an exception, undo or lift it) wherever they
+stand. The rule parser reads a wish's side from its clause's leading prefix only (``NEGATIVE_PREFIXES``,
+``POSITIVE_PREFIXES``, ``LIFT_*``), so a clause that still holds one of these past that prefix is
+withheld into ``unparsed``, never read on a side it may not mean ("not a fan of westerns", "enough of
+horror", "nothing too scary", "horror is the last thing I want"). A year pattern's own words
+("after 1995", "older than 1980") are read before this check."""
+RULE_EXCEPTION_LEADS = frozenset(("anything", "everything", "all", "whatever", "any", "nothing", "something"))
+"""Before a "but" break these make the next clause an exception ("anything but comedies", "nothing but
+westerns"): the rules withhold it rather than read it as a wish."""
+RULE_NEUTRAL_WORDS = frozenset((
+    "a", "an", "the", "some", "any", "of", "for", "me", "us", "please", "pls", "plz", "movies", "movie",
+    "films", "film", "flicks", "flick", "stuff", "ones", "tonight", "today", "now", "thanks", "thx", "thank",
+    "you", "kind", "type", "sort", "night", "evening", "weekend", "lol", "to", "watch", "see", "genre",
+))  # fmt: skip
+"""Words that carry no wish of their own: a clause of the rule parser may hold them beside what it reads
+("no scary movies tonight please")."""
+RULE_WISH_WORDS = frozenset((
+    "i", "i'm", "im", "i'd", "id", "we", "we're", "let's", "lets", "can", "could", "would", "will", "want",
+    "wanna", "like", "love", "need", "feel", "feeling", "in", "mood", "surprise", "with", "give", "show",
+    "put", "on", "find", "recommend", "maybe", "perhaps", "how", "about", "what", "something", "up",
+    "craving", "fancy", "try", "do", "go", "one", "my", "our",
+))  # fmt: skip
+"""Words that ask for what they stand beside ("surprise me with a thriller", "in the mood for a
+whodunit"): a wanted clause may hold them too, an unwanted one not ("no, I want horror" is no
+exclusion)."""
+
 RULE_RESET = re.compile(
     r"^(reset|start over|start again|clear( all)?( my)?( preferences| filters)?|"
     r"forget (everything|it all|all that|my preferences|what i said)|no preferences)( please)?$"
@@ -261,9 +303,9 @@ RULE_RESET = re.compile(
 # Longest first: "no more" must win over "no".
 NEGATIVE_PREFIXES = (
     "i do not want", "i don't want", "i dont want", "do not show", "don't show", "dont show",
-    "stop recommending", "stop showing", "do not want", "don't want", "dont want", "anything but",
-    "i dislike", "i hate", "no more", "nothing", "without", "exclude", "remove", "avoid", "fewer",
-    "less", "skip", "hide", "not", "no",
+    "stop recommending", "stop showing", "do not want", "don't want", "dont want", "i dislike",
+    "i hate", "no more", "nothing", "without", "exclude", "remove", "avoid", "fewer", "less", "skip", "hide",
+    "not", "no",
 )  # fmt: skip
 POSITIVE_PREFIXES = (
     "i would like", "i'd like", "i want", "i like", "i love", "show me", "give me", "how about",
@@ -311,6 +353,16 @@ CLAUSE_BREAK_TOKENS = (",", ";", ".", "!", "?", ":", "but", "though", "however",
 def split_clauses(text: str) -> list[str]:
     """The clauses of a command, stripped (empty ones where breaks meet)."""
     return [clause.strip() for clause in CLAUSE_BREAK.split(text)]
+
+
+def split_clauses_with_breaks(text: str) -> list[tuple[str, str]]:
+    """The same clauses, each with the break before it ("" for the first): (break, clause)."""
+    pieces, start, before = [], 0, ""
+    for found in CLAUSE_BREAK.finditer(text):
+        pieces.append((before, text[start : found.start()].strip()))
+        start, before = found.end(), found.group().strip()
+    pieces.append((before, text[start:].strip()))
+    return pieces
 
 
 TERM_SPLIT = re.compile(r"\s*(?:\band\b|\bor\b|\bnor\b|&|/)\s*")

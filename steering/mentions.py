@@ -136,6 +136,24 @@ class MentionFinder:
             chosen += self._listed_names(words, text, folded, chosen)
         return sorted(chosen, key=lambda m: m.start)
 
+    def word_mentions(self, text: str) -> list[Mention]:
+        """The mentions of the word tables alone (genres, moods, years, a child's age), no titles:
+        non-overlapping, in text order, the longest span winning an overlap as in :meth:`find`."""
+        folded = fold(text)
+        words = [(m.start(), m.end(), m.group()) for m in WORD.finditer(folded)]
+        candidates = [*self._years(folded), *self._ages(folded, text), *self._lexicon(words, text)]
+        ages = [found.span() for found in AGE.finditer(folded)]  # "my 5 year old": no era
+        candidates = [
+            m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
+        ]
+        priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
+        candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
+        chosen: list[Mention] = []
+        for mention in candidates:
+            if not any(overlaps(mention, c) for c in chosen):
+                chosen.append(mention)
+        return sorted(chosen, key=lambda m: m.start)
+
     def _listed_names(self, words: Words, text: str, folded: str, chosen: list[Mention]) -> list[Mention]:
         """Names said in lower case that count only capitalised ("blur", "whitney"), taken when they
         stand in a list beside a title found on its own ("oasis or blur", "mariah, whitney, celine"):

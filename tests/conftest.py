@@ -25,6 +25,9 @@ import pytest
 from app.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# A preparing `recloop serve` trains the learned steering parser in a background process (minutes
+# of both cores, outliving the server); no test's server may start one unless the test asks for it.
+os.environ.setdefault("RECLOOP_STEERING_PARSER_TRAIN_ON_SERVE", "false")
 _SHARED = os.environ.get("RECLOOP_SHARED_DATA")
 SHARED_DATA = Path(_SHARED) if _SHARED else None
 TEST_CACHE = Path(os.environ.get("RECLOOP_TEST_CACHE", REPO_ROOT / ".cache" / "tests"))

@@ -30,15 +30,20 @@ def compose() -> dict:
 
 def test_compose_runs_db_then_one_shot_migration_and_preparation_then_the_api(compose):
     services = compose["services"]
-    assert set(services) == {"db", "migrate", "prepare", "api"}
+    assert set(services) == {"db", "migrate", "prepare", "parser", "api"}
     assert services["migrate"]["depends_on"] == {"db": {"condition": "service_healthy"}}
     for job in ("migrate", "prepare"):
         assert services[job]["restart"] == "no"
         assert services["api"]["depends_on"][job] == {"condition": "service_completed_successfully"}
     assert services["api"]["command"] == ["recloop", "serve", "--no-migrate", "--no-prepare"]
     assert services["migrate"]["command"] == ["recloop", "db", "migrate"]
-    assert services["prepare"]["command"] == ["recloop", "prepare"]
+    assert services["prepare"]["command"] == ["recloop", "prepare", "--no-parser"]
     assert services["prepare"]["volumes"] == services["api"]["volumes"]  # prepares what the API loads
+    # the learned parser trains beside the API, which switches to it when written (never waits for it)
+    assert services["parser"]["command"] == ["recloop", "prepare-parser"]
+    assert services["parser"]["volumes"] == services["api"]["volumes"]
+    assert services["parser"]["depends_on"] == {"prepare": {"condition": "service_completed_successfully"}}
+    assert "parser" not in services["api"]["depends_on"]
     for name in ("db", "api"):
         assert services[name]["healthcheck"]["test"], name
     assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
@@ -54,6 +59,7 @@ def test_the_compose_commands_exist_in_the_cli():
         ["db", "migrate", "--help"],
         ["keys", "create", "--help"],
         ["prepare", "--help"],
+        ["prepare-parser", "--help"],
     ):
         result = runner.invoke(cli, command)
         assert result.exit_code == 0, (command, result.output)
@@ -110,7 +116,7 @@ def test_in_memory_checkpoints_refuse_several_workers():
 
 def test_prepare_fits_the_calibration_once_and_is_idempotent(cli_data_dir, ml_models_dir):
     runner = CliRunner()
-    first = runner.invoke(cli, ["prepare", "--json"])
+    first = runner.invoke(cli, ["prepare", "--no-parser", "--json"])
     assert first.exit_code == 0, first.output
     summary = json.loads(first.stdout.strip().splitlines()[-1])
     assert summary["dataset"] == "movielens" and summary["rec_model"] == summary["reward_model"] == "sasrec"
@@ -118,7 +124,7 @@ def test_prepare_fits_the_calibration_once_and_is_idempotent(cli_data_dir, ml_mo
     assert calibration.is_file() and json.loads(calibration.read_text())["calibration"]
     written = calibration.stat().st_mtime_ns
 
-    again = runner.invoke(cli, ["prepare", "--json"])
+    again = runner.invoke(cli, ["prepare", "--no-parser", "--json"])
     assert again.exit_code == 0, again.output
     assert calibration.stat().st_mtime_ns == written  # found and kept, not refitted
     assert "training" not in again.output  # the models were there: nothing trained

@@ -17,7 +17,12 @@ async def test_healthz_and_readyz_report_up_and_ready(api):
     assert (await api.get("/healthz")).json() == {"status": "ok"}
     ready = await api.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "models": "ok"}}
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "models": "ok"},
+        # which parser reads commands, and that no learned one is trained for this data directory
+        "details": {"steering": {"parser": "offline", "learned": "absent"}},
+    }
 
 
 async def test_metrics_count_requests_loops_and_rounds(api):

@@ -287,3 +287,24 @@ def test_csv_min_rating_without_a_rating_column_is_refused(tmp_path):
     interactions, items = _write(tmp_path, interactions="user,item,timestamp\nu1,i10,1\n")
     with pytest.raises(DatasetError, match="--min-rating needs a rating column"):
         build_from_csv(interactions, items, tmp_path / "datasets", "tiny", min_rating=3)
+
+
+def test_csv_genres_and_year_columns_are_what_steering_reads(tmp_path):
+    """A custom catalog's own metadata: "genres" (joined by |) is a list and "year" an integer, so the
+    parsers read its genre names and eras; without them those words are moods (never a guess)."""
+    from steering.rule_parser import OfflineParser
+
+    items = (
+        "item,title,genres,year\ni10,Alpha,Thriller|Drama,1975\ni20,Beta,Comedy,\ni30,Gamma,,1999\n"
+        "i40,Delta,Drama,1980\n"
+    )
+    interactions, items_csv = _write(tmp_path, items=items)
+    dataset = build_from_csv(interactions, items_csv, tmp_path / "datasets", "own")
+    assert dataset.items[0].genres == ["Thriller", "Drama"] and dataset.items[0].year == 1975
+    assert dataset.items[1].year is None and dataset.items[2].genres == []
+    read = OfflineParser(dataset).read("surprise me with a 70s thriller").update
+    assert read.positive.genres == ["Thriller"]
+    assert (read.positive.year_range.start, read.positive.year_range.end) == (1970, 1979)
+    bad = items.replace("1975", "mid-70s")
+    with pytest.raises(DatasetError, match="year must be an integer"):
+        build_from_csv(interactions, _write(tmp_path, items=bad)[1], tmp_path / "datasets", "bad")

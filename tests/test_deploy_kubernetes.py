@@ -43,7 +43,9 @@ def test_the_set_is_complete(resources):
     assert prune["command"] == ["recloop", "db", "prune", "--json"]
     jobs = [doc for _, doc in _documents() if doc["kind"] == "Job"]
     commands = {tuple(job["spec"]["template"]["spec"]["containers"][0]["command"]) for job in jobs}
-    assert commands == {("recloop", "db", "migrate"), ("recloop", "prepare")}
+    assert commands == {
+        ("recloop", "db", "migrate"), ("recloop", "prepare", "--no-parser"), ("recloop", "prepare-parser"),
+    }  # fmt: skip
     for job in jobs:
         assert job["spec"]["template"]["spec"]["restartPolicy"] in ("OnFailure", "Never")
 
@@ -54,7 +56,8 @@ def test_the_commands_exist_in_the_cli(resources):
     commands = (
         container["command"],
         ["recloop", "db", "migrate"],
-        ["recloop", "prepare"],
+        ["recloop", "prepare", "--no-parser"],
+        ["recloop", "prepare-parser"],
         ["recloop", "db", "prune"],
     )
     for command in commands:

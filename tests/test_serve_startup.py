@@ -35,6 +35,7 @@ def _serve(data_dir: Path, database_url: str, *args: str) -> subprocess.Popen:
         "RECLOOP_DATABASE_URL": database_url,
         "RECLOOP_DATASET": "synthetic",
         "RECLOOP_STEERING_WARMUP": "false",
+        "RECLOOP_STEERING_PARSER_TRAIN_ON_SERVE": "false",  # no minutes-long trainer outliving a test
     }
     env.pop("RECLOOP_LLM_BASE_URL", None)
     command = [

@@ -42,9 +42,11 @@ def tiny_parser(ml_dataset, tmp_path_factory) -> tuple[LearnedParser, Path]:
 
 
 def test_the_rules_veto_is_a_setting_for_forms_they_invert(tiny_parser):
-    """The rules read "anything but horror or war" as wanting both; with their veto on, a sure
-    student reading is withheld; with it off, it needs only the confidence of any other reading."""
-    text = "anything but horror or war"
+    """The rules read "horror or war movies" as wanting both; a sure student reading of both as unwanted
+    is withheld with their veto on; with it off, it needs only the confidence of any other reading.
+    (The rules no longer read "anything but horror or war" at all: they withhold it, issue 43.)"""
+    assert tiny_parser[0].rules.read("anything but horror or war").update.is_neutral()
+    text = "horror or war movies"
     parser = copy.copy(tiny_parser[0])
     found = parser.finder.find(text)
     assert [m.genres for m in found] == [("Horror",), ("War",)]
@@ -202,3 +204,53 @@ async def test_the_rule_parser_reads_judges_reasons_too(
     # An accept's reason is not read: the loop ends anyway.
     accepted = (await api.post(f"{url}/feedback", json={"decision": "accept", "reason": "fine"})).json()
     assert accepted["rounds"][-1]["reason_reading"] is None
+
+
+async def test_a_prepared_data_directory_serves_the_learned_parser(
+    service_resources, make_api_client, monkeypatch, tiny_parser, ml_dataset, tmp_path
+):
+    """`recloop prepare` / `prepare-parser` put the learned parser where ``auto`` finds it; until then
+    the rules answer and say when it is due; then the next command is read by it, without a restart
+    (the tiny parser stands in for the full recipe's training, to keep CI fast)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    import cli.steering as cli_steering
+    from app.services.parser_status import status_path, write_status
+
+    settings = service_resources.settings
+    monkeypatch.setattr(settings, "steering_similarity", "collaborative")
+    monkeypatch.setattr(settings, "llm_base_url", None)
+    monkeypatch.setattr(settings, "steering_parser", "auto")
+    monkeypatch.setattr(settings, "steering_parser_artifact", tmp_path / "models" / "command-parser.pt")
+    api = await make_api_client("prepared-owner")
+    sid = await _session(api)
+    write_status(settings, settings.dataset, "training")
+    try:
+        before = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "no horror"})
+        assert before.status_code == 200, before.text
+        assert before.json()["parser"] == "offline"
+        status = before.json()["parser_status"]
+        assert status["parser"] == "offline" and status["learned"] == "training"
+        assert datetime.fromisoformat(status["expected_ready_at"]) > datetime.now(UTC)
+        ready = (await api.get("/readyz")).json()["details"]["steering"]
+        assert ready["learned"] == "training" and ready["expected_ready_at"] == status["expected_ready_at"]
+
+        trained = SimpleNamespace(seconds=1.0)
+        monkeypatch.setattr(cli_steering, "train_parser", lambda *args, **kwargs: (tiny_parser[0], trained))
+        path = cli_steering.prepare_parser(settings, ml_dataset, lambda line: None)
+        assert path == settings.steering_parser_artifact and path.is_file()
+
+        after = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "No horror, from the 90s"})
+        assert after.status_code == 200, after.text
+        body = after.json()
+        assert body["parser"] == "learned"
+        assert body["parser_status"] == {"parser": "learned", "learned": "ready"}
+        assert "Horror" in body["preferences"]["negative"]["genres"]
+        ready = (await api.get("/readyz")).json()["details"]["steering"]
+        assert ready == {"parser": "learned", "learned": "ready"}
+        # idempotent: a second prepare finds the artifact and trains nothing
+        monkeypatch.setattr(cli_steering, "train_parser", None)
+        assert cli_steering.prepare_parser(settings, ml_dataset, lambda line: None) == path
+    finally:
+        status_path(settings, settings.dataset).unlink(missing_ok=True)

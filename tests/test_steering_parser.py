@@ -151,3 +151,96 @@ def test_every_movielens_title_can_be_named(parser, ml_dataset):
         if item.id not in banned.items and not banned.genres:  # "not Heat"-like titles that are genres
             failures.append(f"not {item.title}")
     assert failures == []
+
+
+# Phrasings that say a genre is NOT wanted: the known ones of issue 43 and others no rule was written for.
+UNWANTED = [
+    ("anything but comedies", "Comedy"),
+    ("Anything but horror or war", "Horror"),
+    ("give me anything but westerns please", "Western"),
+    ("everything except westerns", "Western"),
+    ("I'd watch anything except horror", "Horror"),
+    ("not a fan of westerns", "Western"),
+    ("I've had enough of thrillers", "Thriller"),
+    ("enough with the westerns already", "Western"),
+    ("nothing too scary tonight please", "Horror"),
+    ("horror? no", "Horror"),
+    ("westerns - not tonight", "Western"),
+    ("thrillers... meh", "Thriller"),
+    ("I'm so over musicals", "Musical"),
+    ("sick of dramas", "Drama"),
+    ("spare me the romcoms", "Romance"),
+    ("comedies are the last thing I want", "Comedy"),
+    ("horror is a hard pass for me", "Horror"),
+    ("i could do without sci-fi", "Sci-Fi"),
+    ("keep the cartoons away", "Animation"),
+    ("let's not do horror", "Horror"),
+    ("anything other than drama", "Drama"),
+    ("I'd rather avoid war movies", "War"),
+    ("cannot stand musicals", "Musical"),
+    ("i don't want no thrillers", "Thriller"),
+    ("horror, but not tonight", "Horror"),
+    ("a thriller? nah", "Thriller"),
+    ("i'll take any genre but horror", "Horror"),
+]
+# ... and phrasings that say it IS wanted, with a negation word around it.
+WANTED = [
+    ("i don't want anything except comedies", "Comedy"),
+    ("nothing but westerns", "Western"),
+    ("no more horror, just comedies", "Comedy"),
+    ("I wouldn't say no to a thriller", "Thriller"),
+    ("not only dramas", "Drama"),
+]
+
+
+def _hard_genres(side: Side) -> set[str]:
+    return set(side.genres)
+
+
+@pytest.mark.parametrize(("text", "genre"), UNWANTED)
+def test_an_unwanted_genre_is_never_read_as_wanted(parser, text, genre):
+    result = _parse(parser, text)
+    update = result.update
+    assert genre not in _hard_genres(update.positive) | _hard_genres(update.lift), (text, update)
+    assert genre in update.negative.genres or result.unparsed, "an abstention says why"
+
+
+@pytest.mark.parametrize(("text", "genre"), WANTED)
+def test_a_wanted_genre_is_never_read_as_unwanted(parser, text, genre):
+    result = _parse(parser, text)
+    assert genre not in _hard_genres(result.update.negative), (text, result.update)
+    assert genre in result.update.positive.genres or result.unparsed
+
+
+def test_known_negations_are_read_or_withheld_with_the_reason(parser):
+    assert _parse(parser, "no more horror, just comedies").update == PreferenceUpdate(
+        positive=Side(genres=["Comedy"]), negative=Side(genres=["Horror"])
+    )
+    but = _parse(parser, "anything but comedies")
+    assert but.update.is_neutral()
+    assert any("an exception" in why for why in but.unparsed), but.unparsed
+    fan = _parse(parser, "not a fan of westerns")
+    assert fan.update.is_neutral() and "'fan' may turn the wish around" in fan.unparsed[0]
+    alone = _parse(parser, "more comedies, horror? no")
+    assert alone.update.is_neutral(), "a lone 'no' may be about any clause: nothing applied"
+    assert "'no' may turn around another part of the command" in alone.unparsed[-1]
+    scary = _parse(parser, "more comedies but nothing too scary")
+    assert scary.update == _pos(genres=["Comedy"]), "a negation with its own object withholds only itself"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("surprise me with a 70s thriller", _pos(genres=["Thriller"], year_range=_years(1970, 1979))),
+        ("in the mood for a whodunit tonight", _pos(genres=["Mystery"])),
+        ("put on a cowboy flick for me", _pos(genres=["Western"])),
+        ("maybe some family friendly stuff", _pos(genres=["Children's"])),
+    ],
+)
+def test_genres_in_any_phrasing_the_lookup_reads(parser, text, expected):
+    assert _parse(parser, text).update == expected
+
+
+def test_a_genre_followed_by_a_judgement_is_not_read(parser):
+    result = _parse(parser, "a thriller would be the worst idea")
+    assert result.update.is_neutral() and result.unparsed

@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from app.api.deps import ResourcesDep
 from app.services.metrics import exposition
+from app.services.steering import steering_parser_details
 
 router = APIRouter(tags=["operations"])
 
@@ -31,12 +32,11 @@ async def readyz(res: ResourcesDep) -> JSONResponse:
     ready = all(v == "ok" for v in checks.values())
     headers = None if ready else {"Retry-After": str(res.settings.db_retry_after_s)}
     body: dict[str, object] = {"status": "ready" if ready else "not ready", "checks": checks}
+    details: dict[str, object] = {"steering": steering_parser_details(res)}
     llm = res.loop_deps.get("llm")
     if llm is not None and llm.llm_weights is not None:  # fitted for this endpoint, or the default
-        body["details"] = {
-            "llm_weights": llm.llm_weights.status,
-            "llm_weights_fitted": llm.llm_weights.learned,
-        }
+        details |= {"llm_weights": llm.llm_weights.status, "llm_weights_fitted": llm.llm_weights.learned}
+    body["details"] = details
     return JSONResponse(body, status_code=200 if ready else 503, headers=headers)
 
 

@@ -199,6 +199,12 @@ class CommandResultPublic(BaseModel):
     fallback: bool = Field(description="The LLM parser failed and the offline parser answered.")
     fallback_cause: str | None = Field(None, description="Why the LLM parser's answer was not used.")
     usage: UsagePublic = Field(description="LLM calls and tokens of this parse (zeros offline).")
+    parser_status: dict[str, Any] | None = Field(
+        None,
+        description="The parser reading commands now and the learned parser's state: ready, training "
+        "(with expected_ready_at, UTC), failed (with error) or absent; as /readyz shows it.",
+        examples=[{"parser": "offline", "learned": "training", "expected_ready_at": "2026-12-06T05:10:00Z"}],
+    )
 
     @classmethod
     def from_row(cls, row: SteeringCommand, catalog: Dataset) -> CommandResultPublic:

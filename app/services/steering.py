@@ -23,6 +23,7 @@ from app.db.models import Session, SteeringCommand, usage_columns
 from app.services import idempotency, limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
+from app.services.parser_status import parser_details
 from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
 from app.settings import Settings
@@ -244,6 +245,12 @@ def _rec_scorer(res: ServiceResources) -> Scorer:
     if deps is None:
         raise Unavailable("models are not loaded yet")
     return deps.rec_scorer
+
+
+def steering_parser_details(res: ServiceResources) -> dict[str, Any]:
+    """The parser reading commands now and the learned parser's state ("training", with when it is
+    due): ``/readyz`` shows it and a command's answer repeats it."""
+    return parser_details(res.settings, res.settings.dataset)
 
 
 def session_parser(res: ServiceResources) -> CommandParser:

@@ -154,6 +154,9 @@ def build_from_csv(
 ) -> Dataset:
     """Build a dataset from ``user,item,timestamp[,rating]`` and ``item,title[,...]`` CSV files.
 
+    Of the items file's other columns, ``genres`` (names joined by ``|``) becomes a list and ``year``
+    an integer: steering reads both (a genre word, an era); any other column is kept as text.
+
     External item ids become contiguous 0-based ids in items-file order (the original id is kept
     as attribute ``external_id``); each user's interactions are sorted by timestamp (stable, so
     ties keep file order) and users are split 8:1:1 by their first timestamp.
@@ -202,6 +205,13 @@ def _read_item_csv(path: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
                 path, line_no, f"duplicate item id {external!r} (first on line {line_of[external]})"
             )
         id_of[external], line_of[external] = len(records), line_no
+        # the two columns steering reads as more than text: genres ("Comedy|Drama") and a release year
+        if "genres" in record:
+            record["genres"] = [g.strip() for g in record["genres"].split("|") if g.strip()]
+        if "year" in record:
+            year = record.pop("year").strip()
+            if year:
+                record["year"] = parse_int(year, path, line_no, "year")
         records.append({"id": len(records), "title": record.pop("title"), "external_id": external, **record})
     return records, id_of
 
