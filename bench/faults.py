@@ -331,10 +331,13 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
         sessions = {row[0] for row in conn.execute("SELECT id::text FROM sessions").fetchall()}
         stale = _stale(url)
     by_index = {(s, k): (status, item) for s, k, status, item, _, _ in loops}
+    errors_of = {(s, k): error for s, k, _, _, _, error in loops}
     completed = Counter(
         (s, tuple(params["candidates"])) for s, _, status, _, params, _ in loops if status == "completed"
     )
     lost = duplicates = false_errors = other_5xx = judgements_lost = 0
+    lost_examples: list[dict[str, Any]] = []  # what was lost, to tell why (the first few)
+    false_error_examples: list[dict[str, Any]] = []
     for request in tally.requests:
         if request.kind == "feedback" and request.answer is not None:
             judged = (request.session_id, request.answer["loop_index"], request.round)
@@ -353,6 +356,13 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
                 and tuple(stored) != ("completed", item)
             )
             lost += gone or other
+            if (gone or other) and len(lost_examples) < 5:
+                lost_examples.append({
+                    "kind": request.kind,
+                    "answer_status": request.answer.get("status"),
+                    "stored": list(stored) if stored else None,
+                    "error": errors_of.get((request.session_id, request.answer["loop_index"])),
+                })  # fmt: skip
         if request.kind == "loop":
             duplicates += max(0, completed[(request.session_id, request.candidates)] - 1)
         errors = [a for a in request.attempts if a.status is not None and a.status >= 500]
@@ -360,6 +370,13 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
         ran_twice = request.kind == "loop" and completed[(request.session_id, request.candidates)] > 1
         if errors and ((answered and request.attempts[-1].replayed) or ran_twice):
             false_errors += 1  # its work was committed (replayed, or redone), yet an answer said error
+            if len(false_error_examples) < 5:
+                false_error_examples.append({
+                    "kind": request.kind,
+                    "statuses": [a.status for a in request.attempts],
+                    "replayed": request.attempts[-1].replayed,
+                    "ran_twice": ran_twice,
+                })  # fmt: skip
     failed = [error or "" for _, _, status, _, _, error in loops if status == "failed"]
     return {
         "lost": lost,
@@ -370,6 +387,8 @@ def judge(url: str, tally: Tally) -> dict[str, Any]:
         # A stopped worker's loop failed instead of resumed (what recovery did before issue 42).
         "abandoned_resumable": sum(e.startswith("abandoned") for e in failed),
         "judgements_lost": judgements_lost,
+        "lost_examples": lost_examples,
+        "false_error_examples": false_error_examples,
         "loops_resumed": int(resumed),
         "loops_failed_not_resumable": sum(e.startswith("not resumable") for e in failed),
         "loops_completed": sum(completed.values()),

@@ -111,6 +111,8 @@ def start_server(
     env = {**os.environ, **env}
     if code_dir is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code_dir), env.get("PYTHONPATH")]))
+    else:
+        prepare_calibration(env)
     if log_path is None:
         server = subprocess.Popen(command, env=env, cwd=code_dir)
     else:
@@ -119,6 +121,17 @@ def start_server(
     ready = http_ready(f"http://127.0.0.1:{port}/readyz")
     wait_ready(server, ready, what="the server", timeout_s=ready_s, log_path=log_path)
     return server
+
+
+def prepare_calibration(env: dict[str, str]) -> None:
+    """What `recloop serve` does before its workers start: `recloop prepare` on the server's data
+    directory, which fits the offline agents' calibration if it is missing (a worker only reads it,
+    and refuses to start without it). Seconds when it is there already."""
+    command = [sys.executable, "-m", "cli", "prepare", "--no-parser"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)  # noqa: S603
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise RuntimeError(f"`recloop prepare` failed before the server could start:\n{tail}")
 
 
 @dataclass

@@ -4,11 +4,13 @@ command included (issues 45 and 46)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from app.settings import Settings
+from lab import prepare
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +40,9 @@ async def synthetic_api(synthetic_dataset, synthetic_models_dir: Path, service_d
         steering_similarity="collaborative",
         llm_base_url=None,
     )
-    deps = await load_loop_deps(settings, synthetic_dataset)  # reads or fits the calibration, repeats and all
+    # `recloop prepare`'s calibration fit, repeats and all (a worker only reads it)
+    await asyncio.to_thread(prepare.ensure_calibration, settings, synthetic_dataset, lambda _line: None)
+    deps = await load_loop_deps(settings, synthetic_dataset)
     async with open_resources(
         settings, database_url=service_db_url, catalog=synthetic_dataset, loop_deps=deps
     ) as resources:

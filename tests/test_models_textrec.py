@@ -3,6 +3,7 @@ without the embeddings extra, a catalog grown after training, and a CI-sized tra
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from app.settings import Settings, get_settings
 from cli import cli
+from lab import prepare
 from lab.data.new_items import add_items
 from recmodels import text as text_module
 from recmodels.artifacts import ArtifactError, artifact_path, load_latest_scorer, load_scorer
@@ -219,6 +221,9 @@ async def test_a_model_trained_before_new_items_recommends_them_without_retraini
     new_id = ml_dataset.n_items
     assert grown.n_items == new_id + 1 and grown.meta["base_fingerprint"] == data.fingerprint
 
+    await asyncio.to_thread(
+        prepare.ensure_calibration, settings, grown, lambda _line: None
+    )  # as `recloop prepare`
     deps = (await load_loop_deps(settings, grown))["offline"]
     rec = deps.rec_scorer
     assert rec.n_items == grown.n_items and rec.info.extra["new_items"] == 1

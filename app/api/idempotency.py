@@ -136,7 +136,8 @@ async def _rebuild(
         return await _rebuild_protocol(res, caller, produced, path)
     if produced.command_id is not None:
         row = await steering_service.recorded_command(res, produced.command_id)
-        body = CommandResultPublic.from_row(row, res.catalog).model_dump_json().encode()
+        status = steering_service.steering_parser_details(res)
+        body = CommandResultPublic.from_row(row, res.catalog, status).model_dump_json().encode()
         return service.StoredAnswer(200, "application/json", body)
     if produced.loop_index is not None:
         outcome = await loops_service.recorded_outcome(res, produced.session_id, produced.loop_index)

@@ -207,8 +207,11 @@ class CommandResultPublic(BaseModel):
     )
 
     @classmethod
-    def from_row(cls, row: SteeringCommand, catalog: Dataset) -> CommandResultPublic:
-        """The answer from the stored command (a keyed retry whose first answer was lost)."""
+    def from_row(
+        cls, row: SteeringCommand, catalog: Dataset, parser_status: dict[str, Any] | None = None
+    ) -> CommandResultPublic:
+        """The answer from the stored command (the first answer, and a keyed retry's whose first
+        answer was lost); ``parser_status`` is the parsers' state when it is answered."""
         return cls(
             preferences=Preferences.model_validate(row.preferences),
             parsed=PreferenceUpdate.model_validate(row.parsed),
@@ -219,6 +222,7 @@ class CommandResultPublic(BaseModel):
             fallback=row.fallback,
             fallback_cause=row.fallback_cause,
             usage=UsagePublic(**row.usage),
+            parser_status=parser_status,
         )
 
 

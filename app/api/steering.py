@@ -66,9 +66,8 @@ async def send_command(
 ) -> CommandResultPublic:
     """Parse a command into the session's preferences; returns them and the new recommendations."""
     command = await service.send_command(res, caller, session_id, text=body.text)
-    answer = CommandResultPublic.from_row(command, res.catalog)  # as a keyed retry rebuilds it
-    answer.parser_status = service.steering_parser_details(res)
-    return answer
+    # as a keyed retry rebuilds it
+    return CommandResultPublic.from_row(command, res.catalog, service.steering_parser_details(res))
 
 
 @router.get("/{session_id}/commands", response_model=CommandsPublic)

@@ -151,6 +151,12 @@ class LoopRun:
             # resumed from its last checkpoint (app/services/resume.py), not cancelled.
             raise
         except Exception as exc:
+            if self.resumed and isinstance(exc, DATABASE_DOWN):
+                # A loop that ran before (acknowledged paused, or taken over) is not failed for an
+                # outage: it stays ``running`` and goes on from its last committed checkpoint once
+                # the database is back (app/services/resume.py). A judgement that never committed
+                # waits again for its request's retry, which this 503 asks for.
+                raise
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
             if recorded and outcome is not None:
                 # The record committed and only its answer was lost (the connection died during
