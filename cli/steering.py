@@ -291,7 +291,7 @@ def train_parser_command(
         typer.echo(json.dumps(summary, sort_keys=True))
 
 
-RETIRED_SETS = Path(__file__).resolve().parents[2] / "tests" / "data"
+RETIRED_SETS = Path(__file__).resolve().parents[1] / "tests" / "data"
 """Where a checkout keeps the natural-command sets (a wheel has none: it trains on simulated ones)."""
 
 

@@ -168,3 +168,14 @@ def test_misspelt_titles_and_titles_after_their_article(ml_dataset, text, title)
 def test_an_everyday_word_is_neither_a_misspelt_nor_a_lower_case_title(ml_dataset):
     finder = MentionFinder(CatalogIndex(ml_dataset), common_words=frozenset({"godfather", "something"}))
     assert not [m for m in finder.find("something about a godfather") if m.kind == "item"]
+
+
+def test_prepare_parser_finds_the_checkouts_retired_sets_and_never_the_frozen_one():
+    """`recloop prepare-parser` trains on the retired sets of this checkout (tests/data), v1-v6; the
+    frozen v7 is not among them."""
+    from cli.steering import retired_sets
+
+    for dataset in ("movielens", "lastfm"):
+        found = {path.parent.name for path in retired_sets(dataset)}
+        assert "steering_natural" in found and "steering_natural_v6" in found, found
+        assert "steering_natural_v7" not in found
