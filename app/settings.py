@@ -157,6 +157,13 @@ class Settings(BaseSettings):
         description="Longest wait for a pooled connection while the database is known to be down: its "
         "503 (Retry-After) comes at once instead of after db_pool_timeout_s (app/db/outage.py).",
     )
+    run_outage_wait_s: float = Field(
+        10.0,
+        ge=0,
+        description="How long a loop's run that lost the database waits for it to come back, then goes "
+        "on from its last checkpoint in the same request (app/services/loops.py); past it the request "
+        "answers 503 and the loop is resumed later. 0: never wait.",
+    )
     lock_pool_size: int = Field(
         40, ge=1, le=500, description="Connections per worker holding advisory locks (one per running loop)."
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import checkpoints
@@ -48,10 +49,12 @@ from graph.runner import (
     EventSink,
     StreamedLoop,
     default_candidates,
+    graph_fingerprint,
     is_resume,
     loop_config,
     loop_input,
     resume_input,
+    resume_point,
     run_marks,
     stream_loop,
 )
@@ -89,6 +92,22 @@ def _config(res: ServiceResources, session: Session, max_rounds: int, loop_index
     return dict(loop_config(session.thread_id, max_rounds, marks=run_marks(res.graph, loop_index)))
 
 
+_NextStep = Literal["stream", "record", "recorded"]
+"""What a run does after a lost database: run (on) the graph, record its loop, or nothing more."""
+
+
+async def _database_back(res: ServiceResources, wait_until: float) -> bool:
+    """Whether the database answers before ``wait_until`` (asked every half second)."""
+    while time.monotonic() < wait_until:
+        try:
+            async with res.one_statement() as db:
+                await db.execute(text("SELECT 1"))
+            return True
+        except DATABASE_DOWN:
+            await asyncio.sleep(0.5)
+    return False
+
+
 def _fallbacks(rounds: list[dict[str, Any]]) -> int:
     return sum(bool(r.get("rec_fallback")) + bool(r.get("user_fallback")) for r in rounds)
 
@@ -110,6 +129,8 @@ class LoopRun:
         self.res, self.session, self.deps = res, session, deps
         """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
         self.graph_input, self.params = graph_input, params
+        self._input = graph_input
+        """What the run was started with (``graph_input`` becomes None once it goes on from a checkpoint)."""
         self.resumed = is_resume(graph_input) or continued_from is not None
         """The loop ran before (paused, or its worker stopped): its stored rounds are kept."""
         self.loop_index = loop_index
@@ -118,6 +139,8 @@ class LoopRun:
         """Set once the loop is in the history as ``running`` (before the graph starts)."""
         self._streamed = StreamedLoop()
         """The graph's state as far as the run got (a failed loop keeps the rounds it finished)."""
+        self._ended: LoopOutcome | None = None
+        """The run's outcome once its graph ended (recorded or not yet)."""
         if continued_from is not None:
             # A run continuing a checkpoint starts from its state: one that had ended runs no step.
             self._streamed.values = continued_from
@@ -133,13 +156,10 @@ class LoopRun:
         with that message before the cancellation goes on.
         """
         started = time.perf_counter()
-        outcome: LoopOutcome | None = None
         await self._start()
         try:
-            pending = await self._stream(on_event, event_modes)
-            duration_ms = (time.perf_counter() - started) * 1000
-            outcome = self._outcome(self._streamed.values, pending, duration_ms)
-            await self._record(outcome)
+            outcome = await self._run_to_record(on_event, event_modes, started)
+            duration_ms = outcome.duration_ms
         except LoopSuperseded:
             raise  # recorded as failed by another worker already, the late result's fate noted there
         except asyncio.CancelledError as exc:
@@ -158,10 +178,10 @@ class LoopRun:
                 # waits again for its request's retry, which this 503 asks for.
                 raise
             recorded = await self._record_failure(exc, (time.perf_counter() - started) * 1000)
-            if recorded and outcome is not None:
+            if recorded and self._ended is not None:
                 # The record committed and only its answer was lost (the connection died during
                 # COMMIT): the loop is done, and answering an error would make the client redo it.
-                return outcome
+                return self._ended
             if isinstance(exc, (ServiceError, *DATABASE_DOWN)):
                 raise
             raise LoopFailed(
@@ -173,6 +193,98 @@ class LoopRun:
             self.res.inflight.discard((self.session.id, self.loop_index))
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
+
+    async def _run_to_record(
+        self, on_event: EventSink | None, event_modes: frozenset[str], started: float
+    ) -> LoopOutcome:
+        """Run the graph and record the loop, waiting out a short loss of the database.
+
+        A database restart or failover cuts the run's connections. Rather than answer 503 for a
+        loop that a resume finishes moments later (or whose record did land), the run waits for
+        the database (``Settings.run_outage_wait_s``) and goes on in this request: from its
+        thread's last checkpoint, where the saver's rows that could not be committed are committed
+        first, so no step runs twice; or, if the graph had ended, by recording the loop again.
+        Past the wait, the error goes on (503): the loop is resumed later (app/services/resume.py).
+        """
+        wait_until = time.monotonic() + self.res.settings.run_outage_wait_s
+        step: _NextStep = "stream"
+        while True:
+            try:
+                if step == "stream":
+                    pending = await self._stream(on_event, event_modes)
+                    duration_ms = (time.perf_counter() - started) * 1000
+                    self._ended = self._outcome(self._streamed.values, pending, duration_ms)
+                if step != "recorded":
+                    assert self._ended is not None
+                    await self._record(self._ended)
+                return self._ended  # type: ignore[return-value]
+            except DATABASE_DOWN as exc:
+                step = await self._after_outage(exc, wait_until)
+
+    async def _after_outage(self, cut: BaseException, wait_until: float) -> _NextStep:
+        """How the run goes on once the database answers again; raises ``cut`` if it does not
+        within the wait, or if the run cannot go on here."""
+        self.res.outage.saw(cut)
+        while await _database_back(self.res, wait_until):
+            try:
+                step = await self._next_step()
+            except DATABASE_DOWN:
+                continue  # gone again: wait once more
+            if step is None:
+                break
+            _log.warning(
+                "loop %s of session %s lost the database (%s); it goes on: %s",
+                self.loop_index,
+                self.session.id,
+                type(cut).__name__,
+                step,
+            )
+            return step
+        raise cut
+
+    async def _next_step(self) -> _NextStep | None:
+        """What is left to do, from what the database holds (None: nothing this run can do)."""
+        if self._ended is not None:
+            async with self.res.sessionmaker() as db:
+                loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
+            status = loop.status if loop is not None else None
+            if status == "running":
+                return "record"
+            # Recorded: the COMMIT landed, only its answer was lost. Failed: resolved by another.
+            return "recorded" if status in ("completed", "awaiting_feedback") else None
+        point = await resume_point(self.res.graph, self.session.thread_id)
+        chosen = resume.plan(
+            point,
+            loop_index=self.loop_index,
+            graph_id=graph_fingerprint(self.res.graph),
+            agents_served=True,
+            agents=str(self.params.get("agents", "offline")),
+            paused_before=is_resume(self._input),
+        )
+        if chosen.action == "continue":
+            if chosen.unanswered_judgement and not is_resume(self._input):
+                return None
+            # A judgement that never committed is this run's own input: applied now, once.
+            graph_input = self._input if chosen.unanswered_judgement else None
+            values = point.values
+        elif chosen.action == "restart" and self._input is not None and not is_resume(self._input):
+            graph_input, values = self._input, {}  # none of its steps committed: from its input again
+        else:
+            return None
+        async with self.res.sessionmaker.begin() as db:
+            mine = await loops_repo.take_over(  # still this worker's, and the resumption noted
+                db,
+                session_id=self.session.id,
+                loop_index=self.loop_index,
+                from_worker=self.res.worker_id,
+                worker_id=self.res.worker_id,
+                resumed_from=chosen.resumed_from(point),
+            )
+        if mine is None:
+            return None
+        self.graph_input = graph_input
+        self._streamed = StreamedLoop(values=dict(values))
+        return "stream"
 
     @property
     def streamed(self) -> StreamedLoop:
