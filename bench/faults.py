@@ -124,6 +124,7 @@ class Tally:
         self.statuses: Counter[str] = Counter()
         self.latencies_503_ms: list[float] = []
         self.diverged = 0
+        self.diverged_examples: list[dict[str, Any]] = []
 
 
 async def _send(
@@ -214,13 +215,24 @@ def _gist(kind: str, answer: dict[str, Any]) -> Any:
 
 
 async def _replays_diverged(client: httpx.AsyncClient, tally: Tally) -> int:
-    """Send every acknowledged keyed request once more: its replay must give the same answer."""
+    """Send every acknowledged keyed request once more: its replay must give the same answer (the
+    first few that do not are kept in ``tally.diverged_examples``, to tell why)."""
     diverged = 0
     for request in [r for r in tally.requests if r.answer is not None]:
         response = await client.post(request.url, json=request.body, headers={"Idempotency-Key": request.key})
         replayed = 200 <= response.status_code < 300 and response.headers.get("idempotent-replayed") == "true"
         same = replayed and _gist(request.kind, response.json()) == _gist(request.kind, request.answer)
         diverged += not same
+        if not same and len(tally.diverged_examples) < 5:
+            ok = 200 <= response.status_code < 300
+            tally.diverged_examples.append({
+                "kind": request.kind,
+                "statuses": [a.status for a in request.attempts],
+                "first": _gist(request.kind, request.answer),
+                "replay_status": response.status_code,
+                "replayed": response.headers.get("idempotent-replayed"),
+                "replay": _gist(request.kind, response.json()) if ok else response.text[:300],
+            })  # fmt: skip
     return diverged
 
 
@@ -462,6 +474,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
             echo(f"after the load: {stale} running, {recovery_s:.1f} s waited")
             result = judge(url, tally)
             result["retries_diverged"] = tally.diverged
+            result["diverged_examples"] = tally.diverged_examples
         finally:
             server.send_signal(signal.SIGINT)
             try:

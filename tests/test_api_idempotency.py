@@ -164,6 +164,30 @@ async def test_a_retry_whose_answer_was_lost_replays_the_loop_from_the_history(
     assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 2
 
 
+async def test_a_lost_answer_replays_the_loop_as_it_answered_even_after_it_was_judged(
+    api, service_resources, answers_not_stored
+):
+    """A paused loop's answer (and its first judgement's) could not be stored, then the loop went
+    on: each retry still replays what its own request answered, not the loop as it is now."""
+    session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
+    url = f"/v1/sessions/{session_id}"
+    paused_key, rejected_key = _key(), _key()
+    human = {**BODY, "judge_mode": "human", "max_rounds": 3}
+    paused = await api.post(f"{url}/recommendations", json=human, headers=paused_key)
+    assert paused.status_code == 200 and paused.json()["status"] == "awaiting_feedback", paused.text
+    reject = {"decision": "reject", "reason": "Too dark."}
+    rejected = await api.post(f"{url}/feedback", json=reject, headers=rejected_key)
+    assert rejected.json()["status"] == "awaiting_feedback" and len(rejected.json()["rounds"]) == 1
+    accepted = await api.post(f"{url}/feedback", json={"decision": "accept", "reason": "Yes"})
+    assert accepted.json()["status"] == "completed", accepted.text
+
+    again = await api.post(f"{url}/recommendations", json=human, headers=paused_key)
+    assert again.headers["idempotent-replayed"] == "true" and again.json() == paused.json()
+    again = await api.post(f"{url}/feedback", json=reject, headers=rejected_key)
+    assert again.headers["idempotent-replayed"] == "true" and again.json() == rejected.json()
+    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+
+
 async def test_a_retried_session_creation_whose_answer_was_lost_creates_one_session(
     api, service_resources, answers_not_stored
 ):

@@ -1,5 +1,5 @@
 """A run that loses the database for a moment waits for it and goes on in the same request
-(app/services/loops.py ``LoopRun._run_to_record``): from its thread's last checkpoint, or by
+(app/services/loop_outage.py): from its thread's last checkpoint, or by
 recording its loop again. The request answers as if nothing happened, never 503 for work that a
 resume would finish moments later; past ``Settings.run_outage_wait_s`` it answers 503 as before."""
 
@@ -14,7 +14,7 @@ from sqlalchemy.orm import selectinload
 
 from app.db.models import Loop
 from app.services import loops as loops_service
-from app.services.loops import LoopRun
+from app.services.loop_record import LoopLedger
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ async def test_a_record_cut_off_before_its_commit_is_recorded_again_and_answered
     api, service_resources, monkeypatch
 ):
     session_id = await _session(api)
-    record, cuts = LoopRun._record, []
+    record, cuts = LoopLedger.record, []
 
     async def cut_once(self, outcome):
         if not cuts:
@@ -55,7 +55,7 @@ async def test_a_record_cut_off_before_its_commit_is_recorded_again_and_answered
             raise _cut()
         await record(self, outcome)
 
-    monkeypatch.setattr(LoopRun, "_record", cut_once)
+    monkeypatch.setattr(LoopLedger, "record", cut_once)
     answer = await api.post(
         f"/v1/sessions/{session_id}/recommendations", json={"candidates": CANDIDATES, "max_rounds": 2}
     )
@@ -72,13 +72,13 @@ async def test_a_record_whose_commit_landed_before_the_cut_is_answered_once(
     api, service_resources, monkeypatch
 ):
     session_id = await _session(api)
-    record = LoopRun._record
+    record = LoopLedger.record
 
     async def committed_then_cut(self, outcome):
         await record(self, outcome)
         raise _cut()
 
-    monkeypatch.setattr(LoopRun, "_record", committed_then_cut)
+    monkeypatch.setattr(LoopLedger, "record", committed_then_cut)
     answer = await api.post(
         f"/v1/sessions/{session_id}/recommendations", json={"candidates": CANDIDATES, "max_rounds": 2}
     )

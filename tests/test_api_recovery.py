@@ -167,7 +167,7 @@ async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_sa
     then it finished after all. Its result is discarded under the loop's row lock (503, the
     cause noted on the loop), and a keyed retry runs the loop once more, not twice."""
     from app.db import loops as loops_repo
-    from app.services.loops import DISCARDED
+    from app.services.loop_record import DISCARDED
 
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
@@ -204,18 +204,18 @@ async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unav
     run saw the error and answered 503, and nothing runs the loop. A live worker's loop: resolved
     with the database's cause, never as abandoned by a stopped worker. A start that never landed
     leaves nothing behind."""
-    from app.services.loops import LoopRun
+    from app.services.loop_record import LoopLedger
 
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
-    write_start = LoopRun._write_start
+    write_start = LoopLedger.write_start
     cut = OperationalError("server closed the connection unexpectedly")
 
     async def committed_then_cut(self):
         await write_start(self)
         raise cut
 
-    monkeypatch.setattr(LoopRun, "_write_start", committed_then_cut)
+    monkeypatch.setattr(LoopLedger, "write_start", committed_then_cut)
     lost = await api.post(url, json=BODY)
     assert lost.status_code == 503 and lost.headers["retry-after"] == "2", lost.text
     assert await _state(service_resources, session_id) == ("running", [(1, "running", None)])
@@ -230,12 +230,12 @@ async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unav
     async def cut_before_commit(self):
         raise cut
 
-    monkeypatch.setattr(LoopRun, "_write_start", cut_before_commit)
+    monkeypatch.setattr(LoopLedger, "write_start", cut_before_commit)
     assert (await api.post(url, json=BODY)).status_code == 503
     assert (uuid.UUID(session_id), 2) in service_resources.unrecorded  # the row may have landed
     for _ in range(2):
         await watch.sweep(service_resources)
     assert not service_resources.unrecorded  # it did not: forgotten
-    monkeypatch.setattr(LoopRun, "_write_start", write_start)
+    monkeypatch.setattr(LoopLedger, "write_start", write_start)
     again = await api.post(url, json=BODY)
     assert again.status_code == 200 and again.json()["loop_index"] == 2

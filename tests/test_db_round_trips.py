@@ -57,7 +57,7 @@ async def test_an_offline_loop_stays_within_its_round_trips(
 
 
 async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api, service_resources):
-    """LoopRun._write_start: the loop's ``running`` row and its session's status, atomic, in one
+    """LoopLedger.write_start: the loop's ``running`` row and its session's status, atomic, in one
     statement whose commit skips the WAL flush, leaving its pooled connection as it was."""
     import uuid
 

@@ -7,6 +7,7 @@ wheel's) and two workers behind a slow LLM stub, so loops are in flight when the
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 from pathlib import Path
@@ -47,7 +48,9 @@ def fault_data_dir(tmp_path_factory, datasets_dir: Path, ml_models_dir: Path, ml
 
 
 def _assert_faults_never_lied(result: dict) -> None:
-    assert {name: result[name] for name in COUNTS} == dict.fromkeys(COUNTS, 0), result
+    counts = {name: result[name] for name in COUNTS}
+    # The message shows the whole result (pytest's diff would cut it): the examples tell why.
+    assert counts == dict.fromkeys(COUNTS, 0), json.dumps(result, indent=1, default=str)
     # The load really ran: 19-50 acknowledged per test here, fewer on a loaded box, so the floor is low.
     assert result["acknowledged"] >= 8, result
     assert result["unanswered"] == 0, result  # every keyed request got a final answer in the end

@@ -21,9 +21,8 @@ from app.api.protocol_public import final_values, thread_public
 from app.api.request_body import read_body, receive_again
 from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
 from app.services import idempotency as service
-from app.services import loops as loops_service
+from app.services import loop_record, protocol_runs
 from app.services import protocol as protocol_service
-from app.services import protocol_runs
 from app.services import sessions as sessions_service
 from app.services import steering as steering_service
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
@@ -140,7 +139,12 @@ async def _rebuild(
         body = CommandResultPublic.from_row(row, res.catalog, status).model_dump_json().encode()
         return service.StoredAnswer(200, "application/json", body)
     if produced.loop_index is not None:
-        outcome = await loops_service.recorded_outcome(res, produced.session_id, produced.loop_index)
+        if produced.loop_outcome is not None:  # the loop as the request's run recorded it
+            outcome = loop_record.outcome_from_json(
+                produced.session_id, produced.loop_index, produced.loop_outcome
+            )
+        else:  # recorded before revision 0011
+            outcome = await loop_record.recorded_outcome(res, produced.session_id, produced.loop_index)
         body = RecommendationPublic.from_outcome(outcome, res.catalog).model_dump_json().encode()
         if streamed:  # the stream's result event alone: its update events were not stored
             return service.StoredAnswer(200, _EVENT_STREAM, _event(b"result", body))

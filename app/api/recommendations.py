@@ -30,7 +30,8 @@ from app.api.schemas import (
 from app.services import loop_cancel
 from app.services import loops as service
 from app.services.errors import ServiceError
-from app.services.loops import LoopOutcome, LoopRequest, LoopRun
+from app.services.loop_record import LoopOutcome
+from app.services.loops import LoopRequest, LoopRun
 from app.services.run_events import RunEvents
 from app.services.runtime import ServiceResources
 

@@ -21,7 +21,7 @@ from steering.preferences import Preferences, PreferenceUpdate
 
 if TYPE_CHECKING:
     from app.db.models import SteeringCommand
-    from app.services.loops import LoopOutcome
+    from app.services.loop_record import LoopOutcome
     from recmodels.dataset import Dataset, Item
 
 NO_NUL = r"^[^\x00]*$"

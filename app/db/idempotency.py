@@ -39,6 +39,7 @@ async def _upsert(
         "session_id": None,
         "loop_index": None,
         "command_id": None,
+        "loop_outcome": None,
         "created_at": func.now(),
         "expires_at": func.now() + timedelta(seconds=ttl_s),
     }
@@ -67,6 +68,18 @@ async def link(
         "command_id": command_id,
     }
     await _upsert(db, owner_key_id=owner_key_id, key=key, ttl_s=ttl_s, values=values, replace=True)
+
+
+async def note_loop_outcome(
+    db: AsyncSession, *, owner_key_id: int, key: str, outcome: dict[str, Any]
+) -> None:
+    """The loop as the key's request recorded it, in the transaction of that record (its row was
+    linked when the loop started)."""
+    await db.execute(
+        update(IdempotencyKey)
+        .where(IdempotencyKey.owner_key_id == owner_key_id, IdempotencyKey.key == key)
+        .values(loop_outcome=outcome)
+    )
 
 
 async def put(
@@ -117,6 +130,6 @@ async def unlink_unanswered(
             IdempotencyKey.loop_index == loop_index,
             IdempotencyKey.body.is_(None),
         )
-        .values(session_id=None, loop_index=None, command_id=None)
+        .values(session_id=None, loop_index=None, command_id=None, loop_outcome=None)
     )
     return int(done.rowcount or 0)

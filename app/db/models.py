@@ -286,6 +286,9 @@ class IdempotencyKey(Base):
         BigInteger, ForeignKey("steering_commands.id", ondelete="CASCADE")
     )
     """The steering command the request stored (its answer is rebuilt from that row)."""
+    loop_outcome: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """The loop as the request's run recorded it (written with the record): its answer is rebuilt
+    from this, not from the loop as it is later (a paused loop may have been judged since)."""
     created_at: Mapped[datetime] = _now_column()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
 

@@ -10,8 +10,9 @@ The guarantee (docs/deploy.md, "Retries"):
   after the commit, a dropped connection, a dead worker).
 - A retry with the same key and request (method, path, body, streamed or not) then gets the
   stored answer again (``Idempotent-Replayed: true``) and runs nothing. If only the work was
-  stored, the answer is rebuilt from it: the loop from the loop history (an event stream
-  replays as its ``result`` event alone), a command from its row, a session as it is now.
+  stored, the answer is rebuilt from it: the loop as its run recorded it (noted on the key in
+  the record's transaction, so a paused loop judged since still answers as it did; an event
+  stream replays as its ``result`` event alone), a command from its row, a session as it is now.
 - A retry while the first still runs gets 409 with ``Retry-After``: while the key's lock is
   held, and while the loop it started is still ``running`` (its worker may have lost the lock
   in a database restart and still finish the loop; a dead worker's loop is resumed from its last
@@ -33,6 +34,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -62,6 +64,8 @@ class Produced:
     session_id: uuid.UUID
     loop_index: int | None
     command_id: int | None = None
+    loop_outcome: dict[str, Any] | None = None
+    """The loop as the request's run recorded it (None: rebuilt from the loop history)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,7 @@ async def claim(
         elif loop == "running":
             raise _in_flight(res)
         elif loop in ("completed", "awaiting_feedback"):
-            found = Produced(stored.session_id, stored.loop_index)
+            found = Produced(stored.session_id, stored.loop_index, loop_outcome=stored.loop_outcome)
         else:
             found = None  # the loop failed (or its session is gone): nothing was done, run it again
         if found is not None:
@@ -169,6 +173,15 @@ async def link(
         command_id=command_id,
         ttl_s=current.ttl_s,
     )
+
+
+async def note_loop_outcome(db: AsyncSession, outcome: dict[str, Any]) -> None:
+    """In the transaction that records the loop of a keyed request: the loop as recorded, from
+    which a retry's answer is rebuilt if the first answer could not be stored. Nothing when the
+    request carries no key."""
+    current = CLAIM.get()
+    if current is not None:
+        await repo.note_loop_outcome(db, owner_key_id=current.owner_key_id, key=current.key, outcome=outcome)
 
 
 async def remember(

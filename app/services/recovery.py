@@ -20,7 +20,7 @@ cancelled (a shutdown), or its worker died (SIGKILL, out of memory). Every worke
 A worker cut off from the database for longer than the grace (a network partition that
 PostgreSQL noticed) cannot be told from a dead one, and its loop may be resolved while it still
 runs. Its late record then finds the loop no longer ``running`` under its row lock and lands
-nothing (app/services/loops.py ``LoopRun._record``): the loop stays failed, its error notes that
+nothing (app/services/loop_record.py ``LoopLedger.record``): the loop stays failed, its error notes that
 the result came later and was discarded, the request answers 503 with Retry-After, and a keyed
 retry runs the loop again, once.
 
