@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -34,14 +35,21 @@ def bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     return key.strip()
 
 
+CLAIM_STATE = "idempotency_claim"
+"""Where the idempotency middleware leaves a keyed request's claim (the request's state)."""
+
+
 async def get_caller(
+    request: Request,
     res: ResourcesDep,
     authorization: Annotated[str | None, Header(description="Bearer <API key>")] = None,
     x_api_key: Annotated[str | None, Header(description="Alternative to Authorization")] = None,
 ) -> Caller:
+    """The request's owner, holding its Idempotency-Key's claim if it sent one (app/api/idempotency.py)."""
     caller = await authenticate(res.sessionmaker, bearer(authorization, x_api_key), cache=res.verified_keys)
     await count_request(res, caller)  # 429 past the key's request rate
-    return caller
+    claim = getattr(request.state, CLAIM_STATE, None)
+    return replace(caller, claim=claim) if claim is not None else caller
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

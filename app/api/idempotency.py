@@ -15,7 +15,7 @@ from fastapi import Header
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.deps import bearer
+from app.api.deps import CLAIM_STATE, bearer
 from app.api.errors import database_down_response, service_error_response
 from app.api.protocol_public import final_values, thread_public
 from app.api.request_body import read_body, receive_again
@@ -25,6 +25,7 @@ from app.services import loop_record, protocol_runs
 from app.services import protocol as protocol_service
 from app.services import sessions as sessions_service
 from app.services import steering as steering_service
+from app.services.claim import Claim
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
 from app.services.keys import Caller, authenticate
 from app.services.runtime import ServiceResources
@@ -92,7 +93,9 @@ class IdempotencyMiddleware:
         answer = _Capture(send)
         try:
             async with service.claim(res, caller, key, request) as found:
-                if found is not None:
+                if isinstance(found, Claim):  # run it: the route's caller holds the claim
+                    scope.setdefault("state", {})[CLAIM_STATE] = found
+                else:
                     stored = found
                     if isinstance(found, service.Produced):  # its answer was lost: rebuilt from the work
                         stored = await _rebuild(res, caller, found, scope["path"], streamed=streamed)

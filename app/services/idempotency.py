@@ -32,7 +32,6 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import idempotency as repo
 from app.db import loops as loops_repo
+from app.services.claim import Claim
 from app.services.errors import InvalidInput, KeyInFlight
 from app.services.keys import Caller
 from app.services.runtime import ServiceResources
@@ -66,19 +66,6 @@ class Produced:
     command_id: int | None = None
     loop_outcome: dict[str, Any] | None = None
     """The loop as the request's run recorded it (None: rebuilt from the loop history)."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The keyed request being served (a context variable, so that its work can link the key)."""
-
-    owner_key_id: int
-    key: str
-    fingerprint: str
-    ttl_s: int
-
-
-CLAIM: ContextVar[Claim | None] = ContextVar("idempotency_claim", default=None)
 
 
 def check_key(key: str) -> None:
@@ -108,9 +95,10 @@ def _in_flight(res: ServiceResources) -> KeyInFlight:
 @asynccontextmanager
 async def claim(
     res: ServiceResources, caller: Caller, key: str, request_fingerprint: str
-) -> AsyncIterator[StoredAnswer | Produced | None]:
+) -> AsyncIterator[StoredAnswer | Produced | Claim]:
     """Hold the key; yield its stored answer to replay, what it produced (rebuild the answer from
-    it), or None: run the request (inside, with :data:`CLAIM` set), then :func:`remember`."""
+    it), or the claim: run the request inside (its work links the key with the claim), then
+    :func:`remember`."""
     async with res.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=_in_flight(res)):
         async with res.sessionmaker() as db:
             stored = await repo.get_live(db, owner_key_id=caller.key_id, key=key)
@@ -141,26 +129,21 @@ async def claim(
         if found is not None:
             yield found
             return
-        token = CLAIM.set(Claim(caller.key_id, key, request_fingerprint, res.settings.idempotency_ttl_s))
-        try:
-            yield None
-        finally:
-            CLAIM.reset(token)
-
-
-def keyed() -> bool:
-    """Whether the request being served carries a key (its work must :func:`link` it)."""
-    return CLAIM.get() is not None
+        yield Claim(caller.key_id, key, request_fingerprint, res.settings.idempotency_ttl_s)
 
 
 async def link(
-    db: AsyncSession, *, session_id: uuid.UUID, loop_index: int | None = None, command_id: int | None = None
+    db: AsyncSession,
+    current: Claim | None,
+    *,
+    session_id: uuid.UUID,
+    loop_index: int | None = None,
+    command_id: int | None = None,
 ) -> None:
-    """In the transaction of a keyed request's work: the key now stands for this session (and loop,
-    or steering command).
+    """In the transaction of a keyed request's work: its key (``current``) now stands for this
+    session (and loop, or steering command).
 
     Nothing when the request carries no key."""
-    current = CLAIM.get()
     if current is None:
         return
     await repo.link(
@@ -175,11 +158,10 @@ async def link(
     )
 
 
-async def note_loop_outcome(db: AsyncSession, outcome: dict[str, Any]) -> None:
-    """In the transaction that records the loop of a keyed request: the loop as recorded, from
-    which a retry's answer is rebuilt if the first answer could not be stored. Nothing when the
-    request carries no key."""
-    current = CLAIM.get()
+async def note_loop_outcome(db: AsyncSession, current: Claim | None, outcome: dict[str, Any]) -> None:
+    """In the transaction that records the loop of a keyed request (``current``): the loop as
+    recorded, from which a retry's answer is rebuilt if the first answer could not be stored.
+    Nothing when the request carries no key."""
     if current is not None:
         await repo.note_loop_outcome(db, owner_key_id=current.owner_key_id, key=current.key, outcome=outcome)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.db import keys as keys_repo
+from app.services.claim import Claim
 from app.services.errors import Unauthorized
 
 KEY_PREFIX = "rl_"
@@ -18,10 +19,13 @@ KEY_PREFIX = "rl_"
 
 @dataclass(frozen=True)
 class Caller:
-    """The authenticated owner of a request."""
+    """The authenticated owner of a request, and the Idempotency-Key it holds, if any."""
 
     key_id: int
     owner: str
+    claim: Claim | None = None
+    """The request's claim on its Idempotency-Key (app/services/idempotency.py): the work it does
+    links the key in its own transaction. None: no key, or work not done for a request."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
 from app.services import idempotency, loop_cancel, metrics, recovery
+from app.services.claim import Claim
 from app.services.errors import DATABASE_DOWN, LoopSuperseded, ServiceError
 from app.services.loop_cancel import ERROR_CHARS
 from app.services.runtime import ServiceResources
@@ -85,9 +86,19 @@ class LoopLedger:
     """Loop ``loop_index`` of ``session`` in the history, as one run writes it."""
 
     def __init__(
-        self, res: ServiceResources, session: Session, loop_index: int, *, resumed: bool, params: dict
+        self,
+        res: ServiceResources,
+        session: Session,
+        loop_index: int,
+        *,
+        resumed: bool,
+        params: dict,
+        claim: Claim | None = None,
     ):
         self.res, self.session, self.loop_index = res, session, loop_index
+        self.claim = claim
+        """The Idempotency-Key of the request that runs the loop: linked to it with its start, and
+        its record noted on it (None: no key, or a run no request waits for, a resumed one)."""
         self.resumed = resumed
         """The loop ran before (paused, or its worker stopped): its stored rounds are kept."""
         self.params = params
@@ -125,7 +136,7 @@ class LoopLedger:
             "worker_id": self.res.worker_id,
             "params": None if self.resumed else self.params,
         }
-        if not idempotency.keyed():
+        if self.claim is None:
             async with self.res.one_statement() as db:
                 await loops_repo.start_loop(db, **start)
         else:
@@ -133,7 +144,7 @@ class LoopLedger:
                 await loops_repo.start_loop(db, **start)
                 # The key stands for this loop from now on: its retry replays the loop once it is
                 # recorded, waits (409) while it runs, and runs again only if it failed.
-                await idempotency.link(db, session_id=self.session.id, loop_index=self.loop_index)
+                await idempotency.link(db, self.claim, session_id=self.session.id, loop_index=self.loop_index)
 
     async def status(self) -> str | None:
         """The loop's status in the history now (None: no such loop)."""
@@ -204,7 +215,7 @@ class LoopLedger:
         )
         if not recorded:
             return None
-        await idempotency.note_loop_outcome(db, outcome_json(outcome))
+        await idempotency.note_loop_outcome(db, self.claim, outcome_json(outcome))
         await loops_repo.add_key_usage(
             db,
             owner_key_id=self.session.owner_key_id,

@@ -25,6 +25,7 @@ from app.db import checkpoints
 from app.db import loops as loops_repo
 from app.db.models import Loop, Session
 from app.services import limits, loop_cancel, loop_outage, metrics, recovery, resume, steering
+from app.services.claim import Claim
 from app.services.errors import (
     DATABASE_DOWN,
     AwaitingFeedback,
@@ -86,6 +87,7 @@ class LoopRun:
         *,
         loop_index: int,
         continued_from: dict[str, Any] | None = None,
+        claim: Claim | None = None,
     ):
         self.res, self.session, self.deps = res, session, deps
         """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
@@ -96,7 +98,7 @@ class LoopRun:
         """The loop ran before (paused, or its worker stopped): its stored rounds are kept."""
         self.loop_index = loop_index
         """The loop's number in the session's history: the next one, or the paused loop's."""
-        self.ledger = LoopLedger(res, session, loop_index, resumed=self.resumed, params=params)
+        self.ledger = LoopLedger(res, session, loop_index, resumed=self.resumed, params=params, claim=claim)
         """What the run writes to the loop history (app/services/loop_record.py)."""
         self.started = asyncio.Event()
         """Set once the loop is in the history as ``running`` (before the graph starts)."""
@@ -328,7 +330,9 @@ async def open_loop(
             "judge_mode": request.judge_mode,
             "history_length": len(session.history),
         }
-        yield LoopRun(res, session, deps, graph_input, params, loop_index=session.n_loops + 1)
+        yield LoopRun(
+            res, session, deps, graph_input, params, loop_index=session.n_loops + 1, claim=caller.claim
+        )
 
 
 @asynccontextmanager
@@ -356,7 +360,7 @@ async def open_feedback(
         if decision == "reject":
             answer["reading"] = await steering.read_reason(res, session, reason)
         command = resume_input(answer)
-        yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index)
+        yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index, claim=caller.claim)
 
 
 async def run_takeover(res: ServiceResources, takeover: resume.Takeover) -> None:

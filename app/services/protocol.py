@@ -276,7 +276,7 @@ async def create_thread(
                 session_id=session_id,
                 metadata=metadata,
             )
-            await idempotency.link(db, session_id=session.id)  # a keyed retry finds this thread
+            await idempotency.link(db, caller.claim, session_id=session.id)  # a keyed retry finds this thread
             return session
     except IntegrityError:
         if if_exists == "do_nothing" and session_id is not None:

@@ -47,7 +47,7 @@ async def create_session(
         session = await sessions_repo.add_session(
             db, owner_key_id=caller.key_id, user_id=user_id, dataset=res.catalog.name, history=history
         )
-        await idempotency.link(db, session_id=session.id)  # a keyed retry finds this session
+        await idempotency.link(db, caller.claim, session_id=session.id)  # a keyed retry finds this session
         return session
 
 
@@ -164,7 +164,7 @@ async def record_consumption(
                 field="items",
             )
         session.history = history
-        await idempotency.link(db, session_id=session.id)  # a keyed retry appends nothing again
+        await idempotency.link(db, caller.claim, session_id=session.id)  # a keyed retry appends nothing again
         await db.flush()
         await db.refresh(session)
         return session

@@ -85,7 +85,7 @@ async def send_command(
                 db, owner_key_id=session.owner_key_id, usage=parse.usage, fallbacks=int(parse.fallback)
             )
             # A keyed retry finds this command (its answer rebuilt from the row), never applies it again.
-            await idempotency.link(db, session_id=session.id, command_id=row.id)
+            await idempotency.link(db, caller.claim, session_id=session.id, command_id=row.id)
     metrics.observe_llm("parser", parse.usage, parse.fallback, parse.fallback_cause)
     return row
 
