@@ -79,6 +79,8 @@ def build_deps(
 ) -> LoopDeps:
     """Wire agents of the requested kind on the given calibration parameters (``knobs``:
     :class:`DepsKnobs`); ``llm_weights`` None here is the conservative default."""
+    if unknown := knobs.keys() - DepsKnobs.__optional_keys__:  # as a misspelt keyword argument would
+        raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
     rec_prior, user_reward = knobs.get("rec_prior", True), knobs.get("user_reward", True)
     caches, llm_weights = knobs.get("caches"), knobs.get("llm_weights")
     check_models(catalog, rec_scorer, reward_scorer)
