@@ -11,10 +11,10 @@ from fastapi import FastAPI
 from app.api import (
     assistants,
     catalog,
+    eval_runs,
     health,
     inspection,
     recommendations,
-    runs,
     sessions,
     steering,
     thread_runs,
@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
         app.state.resources = resources  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
     install_openapi(app)
-    for module in (sessions, recommendations, steering, catalog, usage, runs, health, inspection, ui):
+    for module in (sessions, recommendations, steering, catalog, usage, eval_runs, health, inspection, ui):
         app.include_router(module.router)
     # LangGraph's server protocol (langgraph-sdk's assistants, threads and runs): docs/langgraph.md
     for module in (assistants, threads, thread_runs):

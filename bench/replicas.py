@@ -36,9 +36,7 @@ import psycopg
 from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.ports import http_ready, reserved_port, spawn_logged, wait_ready
-from bench.scale_common import DEFAULT_SERVER, bench_data_dir, create_database, drop_database, echo
-
-HISTORY = [49, 180, 257, 293, 0, 171]
+from bench.scale_common import DEFAULT_SERVER, HISTORY, bench_data_dir, create_database, drop_database, echo
 
 
 def haproxy_binary() -> str | None:

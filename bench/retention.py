@@ -12,24 +12,15 @@ again. ``--json``: one JSON object on the last line.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+from functools import partial
 
 import psycopg
 
 from app.db import retention as retention_repo
 from app.services.retention import RetentionStore, prune
 from app.settings import Settings
-from bench.scale_common import (
-    DEFAULT_SERVER,
-    bench_data_dir,
-    create_database,
-    drop_database,
-    echo,
-    service_client,
-)
-
-HISTORY = [49, 180, 257, 293, 0, 171]
+from bench.scale_common import DEFAULT_SERVER, HISTORY, echo, on_private_database, service_client
 
 
 def _disk_bytes(url: str, schema: str) -> int:
@@ -95,13 +86,7 @@ def main() -> None:
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--json", action="store_true", help="Print one JSON object last.")
     args = parser.parse_args()
-    settings = Settings(_env_file=None)
-    settings = settings.model_copy(update={"data_dir": bench_data_dir(settings), "rate_limit_per_minute": 0})
-    url = create_database(args.database_url)
-    try:
-        result = asyncio.run(_run(args, url, settings))
-    finally:
-        drop_database(args.database_url, url)
+    result = on_private_database(args.database_url, partial(_run, args))
     echo(
         f"per completed loop ({result['rounds_per_loop']} rounds): {result['before']['bytes']:,} B in "
         f"{result['before']['rows']} rows -> {result['after']['bytes']:,} B in "

@@ -27,29 +27,21 @@ without a network):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import psycopg
 
 from app.services.retention import RetentionStore, prune
 from app.settings import Settings
-from bench.scale_common import (
-    DEFAULT_SERVER,
-    bench_data_dir,
-    create_database,
-    drop_database,
-    echo,
-    service_client,
-)
+from bench.scale_common import DEFAULT_SERVER, HISTORY, echo, on_private_database, service_client
 from bench.service_loadgen import percentile
 
-HISTORY = [49, 180, 257, 293, 0, 171]
 HISTORY_JSON = json.dumps(HISTORY)
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 OPERATIONS = (
@@ -281,16 +273,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="Keep the database (its URL is printed).")
     parser.add_argument("--json", action="store_true", help="Print one JSON object last.")
     args = parser.parse_args()
-    settings = Settings(_env_file=None)
-    settings = settings.model_copy(update={"data_dir": bench_data_dir(settings), "rate_limit_per_minute": 0})
-    url = create_database(args.database_url)
-    try:
-        result = asyncio.run(_run(args, url, settings))
-    finally:
-        if args.keep:
-            echo(f"kept {url}")
-        else:
-            drop_database(args.database_url, url)
+    result = on_private_database(args.database_url, partial(_run, args), keep=args.keep)
     echo(f"{result['sessions']:,} sessions ({result['database_bytes'] / 2**30:.2f} GiB), p50/p99 ms:")
     for op in OPERATIONS:
         a, b = result["near_empty"][op], result["seeded"][op]

@@ -3,12 +3,14 @@ models, a private database, and the service in-process behind an httpx client.""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import psycopg
@@ -19,6 +21,9 @@ from app.db.urls import with_database
 from app.settings import Settings
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+HISTORY = [49, 180, 257, 293, 0, 171]
+"""The history of the sessions the benchmarks open (MovieLens item ids)."""
+T = TypeVar("T")
 
 
 def echo(message: str) -> None:
@@ -48,6 +53,24 @@ def bench_data_dir(settings: Settings) -> Path:
             echo(f"no trained {name}: training a tiny one (quality is irrelevant here)")
             train(dataset, name, models_dir=root / "models", epochs=1, max_train_rows=3000, progress=False)
     return root
+
+
+def on_private_database(
+    server_url: str, run: Callable[[str, Settings], Awaitable[T]], *, keep: bool = False
+) -> T:
+    """``run(url, settings)`` on a new migrated database of ``server_url``, dropped afterwards
+    (``keep``: kept, and its URL printed); the settings read no .env, use :func:`bench_data_dir` and
+    no rate limit."""
+    settings = Settings(_env_file=None)
+    settings = settings.model_copy(update={"data_dir": bench_data_dir(settings), "rate_limit_per_minute": 0})
+    url = create_database(server_url)
+    try:
+        return asyncio.run(run(url, settings))
+    finally:
+        if keep:
+            echo(f"kept {url}")
+        else:
+            drop_database(server_url, url)
 
 
 def create_database(server_url: str, *, migrate: bool = True) -> str:

@@ -53,6 +53,18 @@ from steering.similarity import (
 )
 from steering.student import CommandEncoder, StudentConfig
 
+RunDirOpt = typer.Option(None, "--run-dir", help="Run directory (default: a new one).")
+JsonOpt = typer.Option(False, "--json", help="End the output with one machine-readable JSON line.")
+ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr.")
+
+
+def _threaded_settings() -> Settings:
+    """The settings, with torch on their thread count (batch-of-one inference: extra intra-op threads
+    only contend on a shared machine)."""
+    settings = get_settings()
+    torch.set_num_threads(settings.torch_threads)
+    return settings
+
 
 def register(cli: typer.Typer, eval_cli: typer.Typer) -> None:
     """Add this area's commands to the top-level and `eval` command groups."""
@@ -76,13 +88,12 @@ def commands(
     max_rows: int | None = typer.Option(None, "--max-rows", min=1, help="Only the first N rows."),
     semantic_weight: float = typer.Option(PlanWeights.semantic_weight, "--semantic-weight", min=0.0, max=1.0),
     attenuation: float = typer.Option(PlanWeights.attenuation, "--attenuation", min=0.0),
-    run_dir: Path | None = typer.Option(None, "--run-dir", help="Run directory (default: a new one)."),
-    as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    run_dir: Path | None = RunDirOpt,
+    as_json: bool = JsonOpt,
+    progress: bool = ProgressOpt,
 ) -> None:
     """Command-satisfaction rate @1/10/20, HR@1 and Recall@10 before/after a command, parser failures."""
-    settings = get_settings()
-    torch.set_num_threads(settings.torch_threads)
+    settings = _threaded_settings()
     model_name = rec_model or settings.rec_model
     weights = PlanWeights(semantic_weight=semantic_weight, attenuation=attenuation)
     try:
@@ -217,12 +228,11 @@ def train_parser_command(
         help="Keep the encoder's vectors of the simulated commands here (re-training the "
         "head with other settings then skips the encoding).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    as_json: bool = JsonOpt,
+    progress: bool = ProgressOpt,
 ) -> None:
     """Train the learned command parser on simulated commands; thresholds chosen on held-out phrasings."""
-    settings = get_settings()
-    torch.set_num_threads(settings.torch_threads)
+    settings = _threaded_settings()
     try:
         catalog = Dataset.open(settings.datasets_dir, dataset)
         encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
@@ -388,13 +398,12 @@ def eval_parser(
     parsers: str = typer.Option(
         "offline,learned", "--parsers", help="Comma-separated: offline, llm, learned."
     ),
-    run_dir: Path | None = typer.Option(None, "--run-dir", help="Run directory (default: a new one)."),
-    as_json: bool = typer.Option(False, "--json", help="End the output with one machine-readable JSON line."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    run_dir: Path | None = RunDirOpt,
+    as_json: bool = JsonOpt,
+    progress: bool = ProgressOpt,
 ) -> None:
     """Exact reading, per-field F1, polarity inversions and latency of each parser on a natural set."""
-    settings = get_settings()
-    torch.set_num_threads(settings.torch_threads)
+    settings = _threaded_settings()
     kinds = [_choice(k.strip(), PARSER_KINDS, "--parsers") for k in parsers.split(",") if k.strip()]
     try:
         catalog = Dataset.open(settings.datasets_dir, dataset)

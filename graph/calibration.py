@@ -55,16 +55,23 @@ def combined_scores(
     return {"agent": belief, "weighted": (1.0 - calibration.trust) * belief + calibration.trust * user}
 
 
-def calibration_key(catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]) -> dict[str, Any]:
-    """Everything the calibration depends on; a saved file with another key is stale."""
+def models_key(catalog: Dataset, rec: Scorer, reward: Scorer) -> dict[str, Any]:
+    """The catalog and the two models a fit was made for (part of every fitted file's key)."""
     return {
-        "version": CALIBRATION_VERSION,
         "dataset": catalog.name,
         "dataset_fingerprint": catalog.fingerprint,
         "rec_model": rec.info.model_name,
         "rec_sha256": rec.info.artifact_sha256,
         "reward_model": reward.info.model_name,
         "reward_sha256": reward.info.artifact_sha256,
+    }
+
+
+def calibration_key(catalog: Dataset, rec: Scorer, reward: Scorer, backends: Sequence[str]) -> dict[str, Any]:
+    """Everything the calibration depends on; a saved file with another key is stale."""
+    return {
+        "version": CALIBRATION_VERSION,
+        **models_key(catalog, rec, reward),
         "similarity_backends": sorted(backends),
     }
 

@@ -6,6 +6,7 @@ calibration parameters (:func:`graph.deps.make_deps` reads those; the lab fits t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from graph.agents.base import RecAgent, UserAgent
 from graph.agents.evidence import ItemVectors, LoopCalibration
@@ -52,6 +53,20 @@ def check_models(catalog: Dataset, rec_scorer: Scorer, reward_scorer: Scorer) ->
             )
 
 
+class DepsKnobs(TypedDict, total=False):
+    """The keyword arguments :func:`build_deps`, :func:`graph.deps.make_deps` and
+    :func:`lab.calibration.deps.calibrated_deps` share (each passes them on to the next)."""
+
+    rec_prior: bool
+    """Show the recommendation agent the rec model's pick (default True; AFL Table 6's ablation)."""
+    user_reward: bool
+    """Show the user agent the reward model (default True; AFL Table 6's ablation)."""
+    caches: LoopCaches | None
+    """What the caller's loops share (calibrations, text item vectors); None computes or reads afresh."""
+    llm_weights: LLMWeights | None
+    """LLM agents: how much the LLM's answers count (None: the stored fit, else the default)."""
+
+
 def build_deps(
     config: LoopConfig,
     catalog: Dataset,
@@ -59,15 +74,15 @@ def build_deps(
     reward_scorer: Scorer,
     agents: AgentMode = "offline",
     *,
-    rec_prior: bool = True,
-    user_reward: bool = True,
     calibration: LoopCalibration,
-    caches: LoopCaches | None = None,
-    llm_weights: LLMWeights | None = None,
+    **knobs: Unpack[DepsKnobs],
 ) -> LoopDeps:
-    """Wire agents of the requested kind on the given calibration parameters (knobs: ``make_deps``);
-    ``caches``: the caller's, for the text item vectors; ``llm_weights``: the LLM agents' (None:
-    the conservative default)."""
+    """Wire agents of the requested kind on the given calibration parameters (``knobs``:
+    :class:`DepsKnobs`); ``llm_weights`` None here is the conservative default."""
+    if unknown := knobs.keys() - DepsKnobs.__optional_keys__:  # as a misspelt keyword argument would
+        raise TypeError(f"unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    rec_prior, user_reward = knobs.get("rec_prior", True), knobs.get("user_reward", True)
+    caches, llm_weights = knobs.get("caches"), knobs.get("llm_weights")
     check_models(catalog, rec_scorer, reward_scorer)
     accept_top_k = config.accept_top_k or 1
     offline_user = OfflineUserAgent(

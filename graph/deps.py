@@ -5,13 +5,13 @@ are in :mod:`graph.context`). It reads the calibrations and never fits them; the
 from __future__ import annotations
 
 import logging
+from typing import Unpack
 
 from graph.agents.evidence import LoopCalibration
 from graph.agents.llm_evidence import LLMWeights
-from graph.caches import LoopCaches
 from graph.calibration import loop_calibration
 from graph.config import AgentMode, LoopConfig
-from graph.context import LoopDeps, build_deps, check_models
+from graph.context import DepsKnobs, LoopDeps, build_deps, check_models
 from graph.item_vectors import available_backends
 from graph.llm_calibration import stored_llm_weights
 from recmodels.dataset import Dataset
@@ -27,27 +27,25 @@ async def make_deps(
     reward_scorer: Scorer,
     agents: AgentMode = "offline",
     *,
-    rec_prior: bool = True,
-    user_reward: bool = True,
     calibration: LoopCalibration | None = None,
-    caches: LoopCaches | None = None,
-    llm_weights: LLMWeights | None = None,
+    **knobs: Unpack[DepsKnobs],
 ) -> LoopDeps:
     """Wire agents of the requested kind.
 
-    ``rec_prior`` / ``user_reward`` are the ablation knobs of AFL Table 6: show the
-    recommendation agent the rec model's pick, show the user agent the reward model.
+    ``knobs`` (:class:`graph.context.DepsKnobs`): ``rec_prior`` / ``user_reward`` are the ablation
+    knobs of AFL Table 6: show the recommendation agent the rec model's pick, show the user agent the
+    reward model. ``caches``: what the caller's loops share (calibrations, text item vectors); None
+    computes or reads them afresh. ``llm_weights`` (LLM agents) default to those ``recloop calibrate
+    --agents llm`` fitted for the configured endpoint, else the conservative default (logged as such).
     ``calibration`` defaults to the one learned on validation for these two models
     (:func:`graph.calibration.loop_calibration`: saved next to the models by `recloop prepare`);
     when there is none it raises :class:`graph.calibration.CalibrationMissing`, naming the command.
-    ``caches``: what the caller's loops share (calibrations, text item vectors); None computes or
-    reads them afresh. ``llm_weights`` (LLM agents) default to those ``recloop calibrate --agents
-    llm`` fitted for the configured endpoint, else the conservative default (logged as such).
     """
     check_models(catalog, rec_scorer, reward_scorer)
+    caches = knobs.get("caches")
     if calibration is None:
         calibration = loop_calibration(catalog, rec_scorer, reward_scorer, available_backends(), caches)
-    if agents == "llm" and llm_weights is None:
+    if agents == "llm" and knobs.get("llm_weights") is None:
         llm_weights, key = stored_llm_weights(config, catalog, rec_scorer, reward_scorer, caches)
         if llm_weights is None:
             llm_weights = LLMWeights()
@@ -58,15 +56,5 @@ async def make_deps(
                 config.llm.base_url,
                 llm_weights.status,
             )
-    return build_deps(
-        config,
-        catalog,
-        rec_scorer,
-        reward_scorer,
-        agents,
-        rec_prior=rec_prior,
-        user_reward=user_reward,
-        calibration=calibration,
-        caches=caches,
-        llm_weights=llm_weights,
-    )
+        knobs = {**knobs, "llm_weights": llm_weights}
+    return build_deps(config, catalog, rec_scorer, reward_scorer, agents, calibration=calibration, **knobs)

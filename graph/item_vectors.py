@@ -17,12 +17,8 @@ from graph.caches import LoopCaches
 from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
-from steering.similarity import (
-    CollaborativeSimilarity,
-    embedding_cache_path,
-    text_available,
-    text_item_vectors,
-)
+from recmodels.text import embedding_cache_path, text_available
+from steering.similarity import CollaborativeSimilarity, text_item_vectors
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any
 from graph import prompts
 from graph.agents.llm_evidence import LLMWeights
 from graph.caches import LoopCaches
-from graph.calibration import calibration_path, read_keyed
+from graph.calibration import calibration_path, models_key, read_keyed
 from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
@@ -48,12 +48,7 @@ def llm_weights_key(
 ) -> dict[str, Any]:
     return {
         "version": LLM_CALIBRATION_VERSION,
-        "dataset": catalog.name,
-        "dataset_fingerprint": catalog.fingerprint,
-        "rec_model": rec.info.model_name,
-        "rec_sha256": rec.info.artifact_sha256,
-        "reward_model": reward.info.model_name,
-        "reward_sha256": reward.info.artifact_sha256,
+        **models_key(catalog, rec, reward),
         "endpoint_model": portable_model_name(endpoint_model),
         "prompt_version": prompt_version(),
         "structured_method": config.llm.structured_method,

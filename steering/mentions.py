@@ -121,17 +121,7 @@ class MentionFinder:
         words = [(m.start(), m.end(), m.group()) for m in WORD.finditer(folded)]
         candidates = [*self._years(folded), *self._ages(folded, text)]
         candidates += [*self._lexicon(words, text), *self._items(words, text), *self._series(words, text)]
-        # "my 15 year old" names no film, and its "old" is no era
-        ages = [found.span() for found in AGE.finditer(folded)]
-        candidates = [
-            m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
-        ]
-        priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
-        candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
-        chosen: list[Mention] = []
-        for mention in candidates:
-            if not any(overlaps(mention, c) for c in chosen):
-                chosen.append(mention)
+        chosen = _longest_first(candidates, folded)
         if any(m.kind == "item" for m in chosen):
             chosen += self._listed_names(words, text, folded, chosen)
         return sorted(chosen, key=lambda m: m.start)
@@ -142,17 +132,7 @@ class MentionFinder:
         folded = fold(text)
         words = [(m.start(), m.end(), m.group()) for m in WORD.finditer(folded)]
         candidates = [*self._years(folded), *self._ages(folded, text), *self._lexicon(words, text)]
-        ages = [found.span() for found in AGE.finditer(folded)]  # "my 5 year old": no era
-        candidates = [
-            m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
-        ]
-        priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
-        candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
-        chosen: list[Mention] = []
-        for mention in candidates:
-            if not any(overlaps(mention, c) for c in chosen):
-                chosen.append(mention)
-        return sorted(chosen, key=lambda m: m.start)
+        return sorted(_longest_first(candidates, folded), key=lambda m: m.start)
 
     def _listed_names(self, words: Words, text: str, folded: str, chosen: list[Mention]) -> list[Mention]:
         """Names said in lower case that count only capitalised ("blur", "whitney"), taken when they
@@ -341,3 +321,19 @@ def _decade(four: str | None, full: str | None, two: str | None, word: str | Non
     if modifier == "late":
         return YearRange(start=start + 5, end=start + 9)
     return YearRange(start=start, end=start + 9)
+
+
+def _longest_first(candidates: list[Mention], folded: str) -> list[Mention]:
+    """The candidates that survive overlaps, the longest span first (then by kind, then position);
+    a span inside "my 15 year old" counts only as a genre: it names no film, and its "old" is no era."""
+    ages = [found.span() for found in AGE.finditer(folded)]
+    candidates = [
+        m for m in candidates if m.kind == "genre" or not any(s < m.end and m.start < e for s, e in ages)
+    ]
+    priority = {"year": 0, "genre": 1, "mood": 2, "item": 3}
+    candidates.sort(key=lambda m: (-(m.end - m.start), priority[m.kind], m.start))
+    chosen: list[Mention] = []
+    for mention in candidates:
+        if not any(overlaps(mention, c) for c in chosen):
+            chosen.append(mention)
+    return chosen

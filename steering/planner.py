@@ -24,7 +24,7 @@ from steering.tools import (
     semantic_scores,
 )
 
-__all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "plan", "run_plan", "steer_candidates"]
+__all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "run_plan", "steer_candidates"]
 
 ToolName = Literal["filter", "matcher", "attenuator", "aggregator"]
 
@@ -102,23 +102,6 @@ def run_plan(
             penalties = attenuate(negative, strength=weights.attenuation)
     ranked = aggregate(kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k)
     return Plan(ranked, tools, len(pool), len(kept), skipped)
-
-
-def plan(
-    preferences: Preferences,
-    candidates_pool: Sequence[int],
-    history: Sequence[int],
-    scorer: Scorer,
-    catalog: Catalog,
-    k: int,
-    *,
-    similarity: Similarity | None = None,
-    weights: PlanWeights = PlanWeights(),
-) -> list[RankedItem]:
-    """The ranked items of :func:`run_plan`."""
-    return run_plan(
-        preferences, candidates_pool, history, scorer, catalog, k, similarity=similarity, weights=weights
-    ).ranked
 
 
 def steer_candidates(

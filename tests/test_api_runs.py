@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services import runs as service
+from app.services import eval_runs as service
 from app.services.errors import NotFound
 from app.settings import Settings
 
@@ -22,7 +22,7 @@ def runs_settings(tmp_path: Path) -> Settings:
 
 async def test_runs_are_listed_newest_first_with_experiment_plots_and_state(runs_settings, write_eval_run):
     nowhere = Settings(data_dir=runs_settings.data_dir / "none", _env_file=None)
-    assert await service.list_runs(nowhere, limit=10, offset=0) == ([], 0)
+    assert await service.list_eval_runs(nowhere, limit=10, offset=0) == ([], 0)
     older = write_eval_run(runs_settings.runs_dir, "table4-lastfm-older")
     newer = write_eval_run(runs_settings.runs_dir, "table4-lastfm-newer")
     os.utime(older / "report.md", (1_000_000_000, 1_000_000_000))
@@ -33,17 +33,17 @@ async def test_runs_are_listed_newest_first_with_experiment_plots_and_state(runs
     (runs_settings.runs_dir / "notes.txt").write_text("not a run")
     (runs_settings.runs_dir / ".hidden-run").mkdir()
 
-    runs, count = await service.list_runs(runs_settings, limit=10, offset=0)
+    runs, count = await service.list_eval_runs(runs_settings, limit=10, offset=0)
     assert count == 2 and [r.name for r in runs] == ["table4-lastfm-newer", "table4-lastfm-older"]
     assert (runs[0].experiment, runs[0].dataset, runs[0].plots) == ("table4", "lastfm", ["table4_hr1.png"])
     assert [r.finished for r in runs] == [False, True]
-    page, count = await service.list_runs(runs_settings, limit=1, offset=1)
+    page, count = await service.list_eval_runs(runs_settings, limit=1, offset=1)
     assert count == 2 and [r.name for r in page] == ["table4-lastfm-older"]
 
 
 async def test_a_run_has_its_report_settings_version_and_files(runs_settings, write_eval_run):
     write_eval_run(runs_settings.runs_dir, "table4-lastfm")
-    run = await service.get_run(runs_settings, "table4-lastfm")
+    run = await service.get_eval_run(runs_settings, "table4-lastfm")
     assert run.report.startswith("Reproduce: `recloop eval table4 ")
     assert "## Table 4" in run.report and "paper M/A/F" in run.report
     assert run.config["experiment"] == "table4" and run.code_version == "abc1234"
@@ -57,7 +57,7 @@ async def test_a_run_has_its_report_settings_version_and_files(runs_settings, wr
         "table4_hr1.png",
         "table4_hr1.svg",
     ]
-    path, media_type = service.run_file(runs_settings, "table4-lastfm", "table4_hr1.png")
+    path, media_type = service.eval_run_file(runs_settings, "table4-lastfm", "table4_hr1.png")
     assert media_type == "image/png" and path.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -92,10 +92,10 @@ def test_names_outside_the_runs_directory_or_of_other_files_are_not_found(
     (runs_settings.runs_dir / ".hidden" / "config.json").write_text("{}")
 
     with pytest.raises(NotFound):
-        service.run_file(runs_settings, run_name, file_name)
+        service.eval_run_file(runs_settings, run_name, file_name)
     if file_name == "config.json":
         with pytest.raises(NotFound):
-            service._read_run(runs_settings.runs_dir, run_name)
+            service._read_eval_run(runs_settings.runs_dir, run_name)
 
 
 def test_damaged_or_huge_files_are_left_out_instead_of_failing(runs_settings, write_eval_run, monkeypatch):
@@ -103,7 +103,7 @@ def test_damaged_or_huge_files_are_left_out_instead_of_failing(runs_settings, wr
     (run / "config.json").write_text("{not json")
     (run / "results.json").write_text("[1, 2]")
     monkeypatch.setattr(service, "MAX_TEXT_BYTES", 10)
-    detail = service._read_run(runs_settings.runs_dir, "broken")
+    detail = service._read_eval_run(runs_settings.runs_dir, "broken")
     assert detail.config is None and detail.report is None and detail.code_version is None
     assert detail.summary.experiment is None and detail.summary.plots == ["table4_hr1.png"]
 

@@ -1,19 +1,17 @@
-"""The shape comparison of bench/langgraph_reference.py (no server: its pure functions)."""
+"""The shape comparison of bench/langgraph_reference.py and bench/langgraph_shapes.py (no server: their
+pure functions)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
-from bench.langgraph_reference import (
-    LANGGRAPH_JSON,
-    REFERENCE_GRAPH,
-    REFERENCE_PINS,
+from bench.langgraph_reference import LANGGRAPH_JSON, REFERENCE_GRAPH, REFERENCE_PINS, header_shape
+from bench.langgraph_shapes import (
     compare,
     diff,
     final_state_shape,
     grouped,
-    header_shape,
     markdown,
     sequence_diff,
     shape,

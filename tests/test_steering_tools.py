@@ -13,7 +13,7 @@ from recmodels.base import SequentialRecommender
 from recmodels.dataset import Item
 from recmodels.scorer import Scorer, ScorerInfo
 from steering.catalog_index import InMemoryCatalog
-from steering.planner import PlanWeights, choose_tools, plan, run_plan, steer_candidates
+from steering.planner import PlanWeights, choose_tools, run_plan, steer_candidates
 from steering.preferences import Preferences, Side, SoftPreference, YearRange
 from steering.similarity import CollaborativeSimilarity
 from steering.tools import (
@@ -148,9 +148,9 @@ def test_planner_filters_then_ranks_by_the_rec_model(scorer, catalog):
 def test_matcher_pulls_similar_items_up_and_skips_the_anchor(scorer, catalog):
     history = [HEAT]  # a "dark" user
     pool = [i for i in range(len(ITEMS)) if i != HEAT]
-    assert plan(Preferences(), pool, history, scorer, catalog, k=1)[0].item == SCREAM
+    assert run_plan(Preferences(), pool, history, scorer, catalog, k=1).ranked[0].item == SCREAM
     like_toy_story = Preferences(positive=Side(soft=[SoftPreference(text="Toy Story", item=TOY_STORY)]))
-    ranked = plan(like_toy_story, pool, history, scorer, catalog, k=len(pool))
+    ranked = run_plan(like_toy_story, pool, history, scorer, catalog, k=len(pool)).ranked
     assert [r.item for r in ranked][:2] == [LION_KING, CLERKS], "family items first, the darker one before"
     assert TOY_STORY not in [r.item for r in ranked]
     assert ranked[0].semantic == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5)
@@ -159,9 +159,11 @@ def test_matcher_pulls_similar_items_up_and_skips_the_anchor(scorer, catalog):
 def test_attenuator_pushes_items_like_the_rejected_one_down(scorer, catalog):
     history = [CLERKS]
     pool = [SCREAM, HEAT, STAR_WARS, BABE]
-    before = plan(Preferences(), pool, history, scorer, catalog, k=4)
+    before = run_plan(Preferences(), pool, history, scorer, catalog, k=4).ranked
     less_like_heat = Preferences(negative=Side(soft=[SoftPreference(text="Heat", item=HEAT)]))
-    after = plan(less_like_heat, pool, history, scorer, catalog, k=4, weights=PlanWeights(attenuation=3.0))
+    after = run_plan(
+        less_like_heat, pool, history, scorer, catalog, k=4, weights=PlanWeights(attenuation=3.0)
+    ).ranked
     assert [r.item for r in before] == [BABE, SCREAM, HEAT, STAR_WARS]
     assert [r.item for r in after] == [BABE, STAR_WARS, SCREAM, HEAT], "the two 'dark' items sink"
     assert after[-1].penalty > 0 and all(r.penalty == 0 for r in before)

@@ -71,6 +71,22 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class LLMUsageColumns:
+    """The LLM usage columns of a loop and of a round (:data:`USAGE_COLUMNS` names their LLMUsage keys);
+    :class:`KeyUsage` sums them per day in wider columns of its own."""
+
+    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self)
+
+
 class Session(Base):
     """One user's recommendation session; its LangGraph thread is ``thread_id``."""
 
@@ -107,7 +123,7 @@ class Session(Base):
     loops: Mapped[list[Loop]] = relationship(back_populates="session", passive_deletes=True)
 
 
-class Loop(Base):
+class Loop(LLMUsageColumns, Base):
     """One recommendation request on a session: its parameters, outcome, timings and LLM usage."""
 
     __tablename__ = "loops"
@@ -130,12 +146,6 @@ class Loop(Base):
     started_at: Mapped[datetime] = _now_column()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     duration_ms: Mapped[float | None] = mapped_column(Float)
-    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
-    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
-    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     """Why a ``failed`` loop failed (exception type and message, shortened)."""
     worker_id: Mapped[str | None] = mapped_column(String(36))
@@ -146,16 +156,12 @@ class Loop(Base):
 
     session: Mapped[Session] = relationship(back_populates="loops")
 
-    @property
-    def usage(self) -> dict[str, Any]:
-        return usage_of(self)
-
     rounds: Mapped[list[Round]] = relationship(
         back_populates="loop", order_by="Round.round", passive_deletes=True
     )
 
 
-class Round(Base):
+class Round(LLMUsageColumns, Base):
     """One proposal of a loop and the judgement on it; (loop, round) is unique: no forks."""
 
     __tablename__ = "rounds"
@@ -176,12 +182,6 @@ class Round(Base):
     user_reason: Mapped[str] = mapped_column(Text, nullable=False)
     rec_fallback: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     user_fallback: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
-    llm_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    prompt_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    completion_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    cached_tokens: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
-    counted_calls: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
-    llm_seconds: Mapped[float] = mapped_column(Float, nullable=False, default=0.0, server_default="0")
     rec_fallback_cause: Mapped[str | None] = mapped_column(Text)
     user_fallback_cause: Mapped[str | None] = mapped_column(Text)
     llm_detail: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
@@ -189,10 +189,6 @@ class Round(Base):
     created_at: Mapped[datetime] = _now_column()
 
     loop: Mapped[Loop] = relationship(back_populates="rounds")
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        return usage_of(self)
 
     @property
     def rec_usage(self) -> dict[str, Any] | None:

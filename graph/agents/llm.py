@@ -19,14 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, create_model
 
 from graph import describe, prompts
-from graph.agents.base import (
-    ItemsVerdict,
-    JudgeItemsContext,
-    RecAgent,
-    RecContext,
-    UserAgent,
-    UserContext,
-)
+from graph.agents.base import ItemsVerdict, JudgeItemsContext, RecAgent, RecContext, UserAgent, UserContext
 from graph.agents.evidence import percent
 from graph.agents.llm_evidence import (
     Combined,

@@ -30,14 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graph import describe
-from graph.agents.base import (
-    ItemsVerdict,
-    JudgeItemsContext,
-    RecAgent,
-    RecContext,
-    UserAgent,
-    UserContext,
-)
+from graph.agents.base import ItemsVerdict, JudgeItemsContext, RecAgent, RecContext, UserAgent, UserContext
 from graph.agents.evidence import (
     ItemVectors,
     LoopCalibration,

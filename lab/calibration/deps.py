@@ -3,11 +3,10 @@ the offline calibration fitted first when it is missing, then wired as a worker 
 
 from __future__ import annotations
 
-from graph.agents.evidence import LoopCalibration
-from graph.agents.llm_evidence import LLMWeights
-from graph.caches import LoopCaches
+from typing import Unpack
+
 from graph.config import AgentMode, LoopConfig
-from graph.context import LoopDeps
+from graph.context import DepsKnobs, LoopDeps
 from graph.deps import make_deps
 from graph.item_vectors import available_backends
 from lab.calibration.offline import ensure_loop_calibration
@@ -21,28 +20,13 @@ async def calibrated_deps(
     rec_scorer: Scorer,
     reward_scorer: Scorer,
     agents: AgentMode = "offline",
-    *,
-    rec_prior: bool = True,
-    user_reward: bool = True,
-    calibration: LoopCalibration | None = None,
-    caches: LoopCaches | None = None,
-    llm_weights: LLMWeights | None = None,
+    **knobs: Unpack[DepsKnobs],
 ) -> LoopDeps:
     """:func:`graph.deps.make_deps` on the stored calibration, fitted on validation (and saved beside
-    the models) when there is none, as `recloop prepare` does; the arguments are make_deps's."""
-    if calibration is None:
-        calibration = await ensure_loop_calibration(
-            config, catalog, rec_scorer, reward_scorer, available_backends(), caches
-        )
+    the models) when there is none, as `recloop prepare` does; the other arguments are make_deps's."""
+    calibration = await ensure_loop_calibration(
+        config, catalog, rec_scorer, reward_scorer, available_backends(), knobs.get("caches")
+    )
     return await make_deps(
-        config,
-        catalog,
-        rec_scorer,
-        reward_scorer,
-        agents,
-        rec_prior=rec_prior,
-        user_reward=user_reward,
-        calibration=calibration,
-        caches=caches,
-        llm_weights=llm_weights,
+        config, catalog, rec_scorer, reward_scorer, agents, calibration=calibration, **knobs
     )

@@ -173,7 +173,7 @@ async def run_flow(
     return await runner.run(deps, list(history), list(candidates), max_rounds)
 
 
-async def judge_items(
+async def simulated_likes(
     deps: Any,
     history: Sequence[int],
     items: Sequence[int],

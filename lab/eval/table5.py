@@ -30,7 +30,7 @@ from graph.usersim import (  # noqa: F401  (re-exported: the protocol's names, a
     cases_from_rows,
     split_positives,
 )
-from lab.eval.adapters import judge_items, reward_ranks, run_flow
+from lab.eval.adapters import reward_ranks, run_flow, simulated_likes
 from lab.eval.common import ExperimentOutput, Unit, markdown_table, run_units
 from lab.eval.loops import FLOW, EvalContext
 from lab.eval.metrics import PRF, Confusion, Interval, confusion, macro_prf, micro_prf, paired_f1_interval
@@ -130,8 +130,8 @@ def usersim_records(
         judged: dict[str, Any] = {}
         usages = [loop.usage]
         for m, eval_list in case.eval_lists.items():
-            agent, agent_usage = await judge_items(deps, case.init_history, eval_list.items, [])
-            flow, flow_usage = await judge_items(
+            agent, agent_usage = await simulated_likes(deps, case.init_history, eval_list.items, [])
+            flow, flow_usage = await simulated_likes(
                 deps, case.init_history, eval_list.items, loop.user_memory, loop.accepted_items()
             )
             usages += [agent_usage, flow_usage]

@@ -32,7 +32,7 @@ from lab.eval.plots import Chart, Series, mean_estimate
 from recmodels.dataset import Dataset, Item
 from recmodels.scorer import Scorer
 from steering.parsing import CommandParser
-from steering.planner import PlanWeights, plan, steer_candidates
+from steering.planner import PlanWeights, run_plan, steer_candidates
 from steering.preferences import (
     Preferences,
     PreferenceUpdate,
@@ -175,13 +175,10 @@ async def evaluate_command(
     )
     csr = {k: _share(steered[:k], command.satisfied, catalog, k) for k in CSR_CUTOFFS}
     before = scorer.rank(row.history, row.candidates)
-    after = [
-        r.item
-        for r in plan(
-            preferences, row.candidates, row.history, scorer, catalog, len(row.candidates),
-            similarity=similarity, weights=weights,
-        )
-    ]  # fmt: skip
+    after = run_plan(
+        preferences, row.candidates, row.history, scorer, catalog, len(row.candidates),
+        similarity=similarity, weights=weights,
+    ).items  # fmt: skip
     return CommandOutcome(
         row_id=row.row_id,
         kind=command.kind,

@@ -34,13 +34,13 @@ MAX_TEXT_BYTES = 5_000_000
 
 
 @dataclass(frozen=True)
-class RunFile:
+class EvalRunFile:
     name: str
     size: int
 
 
 @dataclass(frozen=True)
-class RunSummary:
+class EvalRunSummary:
     name: str
     experiment: str | None
     dataset: str | None
@@ -51,15 +51,15 @@ class RunSummary:
 
 
 @dataclass(frozen=True)
-class RunDetail:
-    summary: RunSummary
+class EvalRunDetail:
+    summary: EvalRunSummary
     config: dict[str, Any] | None
     """config.json: the settings that decide the run's numbers."""
     report: str | None
     """report.md as written (markdown; the client renders it as text, never as HTML)."""
     code_version: str | None
     finished_at: str | None
-    files: list[RunFile]
+    files: list[EvalRunFile]
 
 
 def _child(parent: Path, name: str, what: str) -> Path:
@@ -87,11 +87,11 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _summary(path: Path) -> RunSummary:
+def _summary(path: Path) -> EvalRunSummary:
     config = _read_json(path / "config.json") or {}
     files = [f for f in path.iterdir() if f.is_file()]
     modified = max([path.stat().st_mtime, *(f.stat().st_mtime for f in files)])
-    return RunSummary(
+    return EvalRunSummary(
         name=path.name,
         experiment=_text_or_none(config.get("experiment")),
         dataset=_text_or_none(config.get("dataset")),
@@ -105,7 +105,7 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _list_runs(root: Path) -> list[RunSummary]:
+def _list_eval_runs(root: Path) -> list[EvalRunSummary]:
     if not root.is_dir():
         return []
     runs = []
@@ -119,7 +119,7 @@ def _list_runs(root: Path) -> list[RunSummary]:
     return sorted(runs, key=lambda run: (run.modified_at, run.name), reverse=True)
 
 
-def _read_run(root: Path, name: str) -> RunDetail:
+def _read_eval_run(root: Path, name: str) -> EvalRunDetail:
     path = _child(root, name, "run")
     if not path.is_dir():
         raise NotFound(f"no run named {name!r}", field="name")
@@ -129,10 +129,10 @@ def _read_run(root: Path, name: str) -> RunDetail:
     if report_path.is_file() and report_path.stat().st_size <= MAX_TEXT_BYTES:
         report = report_path.read_text(encoding="utf-8", errors="replace")
     files = sorted(
-        (RunFile(name=f.name, size=f.stat().st_size) for f in path.iterdir() if f.is_file()),
+        (EvalRunFile(name=f.name, size=f.stat().st_size) for f in path.iterdir() if f.is_file()),
         key=lambda f: f.name,
     )
-    return RunDetail(
+    return EvalRunDetail(
         summary=_summary(path),
         config=_read_json(path / "config.json") or _dict_or_none(results.get("config")),
         report=report,
@@ -146,17 +146,17 @@ def _dict_or_none(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-async def list_runs(settings: Settings, *, limit: int, offset: int) -> tuple[list[RunSummary], int]:
+async def list_eval_runs(settings: Settings, *, limit: int, offset: int) -> tuple[list[EvalRunSummary], int]:
     """Runs newest first (by their newest file), one page of them, and how many there are."""
-    runs = await asyncio.to_thread(_list_runs, settings.runs_dir)
+    runs = await asyncio.to_thread(_list_eval_runs, settings.runs_dir)
     return runs[offset : offset + limit], len(runs)
 
 
-async def get_run(settings: Settings, name: str) -> RunDetail:
-    return await asyncio.to_thread(_read_run, settings.runs_dir, name)
+async def get_eval_run(settings: Settings, name: str) -> EvalRunDetail:
+    return await asyncio.to_thread(_read_eval_run, settings.runs_dir, name)
 
 
-def run_file(settings: Settings, run_name: str, file_name: str) -> tuple[Path, str]:
+def eval_run_file(settings: Settings, run_name: str, file_name: str) -> tuple[Path, str]:
     """The path of one of a run's files and its media type; NotFound for anything else."""
     run = _child(settings.runs_dir, run_name, "run")
     path = _child(run, file_name, "file")

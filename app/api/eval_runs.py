@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ResourcesDep
 from app.api.openapi import V1_ERRORS, error_responses
-from app.services import runs as service
+from app.services import eval_runs as service
 
 router = APIRouter(
     prefix="/v1/runs", tags=["evaluation runs"], responses={**V1_ERRORS, **error_responses(404)}
@@ -64,14 +64,14 @@ async def list_runs(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> RunsPublic:
     """Run directories under the data directory's runs/, newest first."""
-    runs, count = await service.list_runs(res.settings, limit=limit, offset=offset)
+    runs, count = await service.list_eval_runs(res.settings, limit=limit, offset=offset)
     return RunsPublic(data=[RunSummaryPublic.model_validate(r) for r in runs], count=count)
 
 
 @router.get("/{name}", response_model=RunPublic)
 async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
     """One run: its report, settings, plots and files."""
-    run = await service.get_run(res.settings, name)
+    run = await service.get_eval_run(res.settings, name)
     return RunPublic(
         **RunSummaryPublic.model_validate(run.summary).model_dump(),
         config=run.config,
@@ -98,5 +98,5 @@ async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
 )
 async def get_run_file(name: str, file_name: str, res: ResourcesDep, caller: CallerDep) -> FileResponse:
     """A plot (PNG or SVG), report.md, config.json or results.json of a run."""
-    path, media_type = service.run_file(res.settings, name, file_name)
+    path, media_type = service.eval_run_file(res.settings, name, file_name)
     return FileResponse(path, media_type=media_type, headers=FILE_HEADERS)
