@@ -4,14 +4,14 @@ HAProxy, one PostgreSQL; one replica SIGKILLed under load.
     nice -n 10 python -m bench.replicas                          # 1, 2 and 4 replicas, 20 s each
     python -m bench.replicas --replicas 2 --duration 10 --kill --json
 
-For each replica count: a private database, the replicas (`recloop serve --no-migrate --no-prepare`,
-one worker each), HAProxy in front (round robin, health checks on /readyz, retries only on
-connection failures: a POST that reached a replica is never sent twice), and ``--concurrency``
-clients each running loops on its own session for ``--duration`` seconds. With ``--kill`` one
-replica is SIGKILLed halfway. Then every acknowledged answer (201 session, 200 loop) is looked up
-in PostgreSQL: ``lost`` counts those missing or different. The same-session check sends
-``--same-session`` concurrent loops (human judge) on one session through the balancer: one must
-run, every other must get 409. ``--json``: one JSON object on the last line.
+For each replica count: a private database, `recloop prepare` once, the replicas (`recloop serve
+--no-migrate --no-prepare`, one worker each), HAProxy in front (round robin, health checks on
+/readyz, retries only on connection failures: a POST that reached a replica is never sent twice),
+and ``--concurrency`` clients each running loops on its own session for ``--duration`` seconds.
+With ``--kill`` one replica is SIGKILLed halfway. Then every acknowledged answer (201 session,
+200 loop) is looked up in PostgreSQL: ``lost`` counts those missing or different. The
+same-session check sends ``--same-session`` concurrent loops (human judge) on one session
+through the balancer: one must run, every other must get 409. ``--json``: one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.ports import http_ready, reserved_port, spawn_logged, wait_ready
 from bench.scale_common import DEFAULT_SERVER, HISTORY, bench_data_dir, create_database, drop_database, echo
+from bench.service import prepare_calibration
 
 
 def haproxy_binary() -> str | None:
@@ -58,6 +59,9 @@ def replicas(n: int, database_url: str, data_dir: Path, *, ready_timeout_s: floa
         "RECLOOP_STEERING_WARMUP": "false",
         "RECLOOP_HOST": "127.0.0.1",
     }
+    # Prepared once, as `recloop serve` would before its workers: replicas only read it, and
+    # several preparing the same data directory at once would race.
+    prepare_calibration(env)
     started: list[tuple[int, subprocess.Popen]] = []
     recloop = str(Path(sys.executable).parent / "recloop")
     logs = Path(tempfile.mkdtemp(prefix="recloop-replicas-"))
