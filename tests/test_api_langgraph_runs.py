@@ -184,9 +184,9 @@ async def test_cancelling_a_paused_run_ends_it_and_frees_the_thread(sdk, served)
         await client.runs.cancel(thread_id, run["run_id"])
     assert "has ended (interrupted)" in caught.value.response.json()["detail"]
     v1 = await served.get(f"/v1/sessions/{thread_id}/loops", headers={"x-api-key": client.recloop_key})
-    assert [(loop["loop_index"], loop["status"]) for loop in v1.json()["data"]] == [
-        (2, "completed"),
-        (1, "failed"),
+    assert [(loop["loop_index"], loop["status"], loop["cancelled"]) for loop in v1.json()["data"]] == [
+        (2, "completed", False),
+        (1, "failed", True),
     ]
 
 
@@ -232,6 +232,8 @@ async def test_cancel_refuses_rollback_and_unknown_actions(sdk, served, held_rec
     assert cancelled["status"] == "interrupted" and cancelled["metadata"]["error"].endswith(
         "(changed my mind)"
     )
+    v1 = await served.get(f"/v1/sessions/{thread_id}/loops", headers=headers)
+    assert [(loop["status"], loop["cancelled"]) for loop in v1.json()["data"]] == [("failed", True)]
 
 
 async def test_protocol_messages_name_threads_and_protocol_calls(sdk, served):
@@ -346,7 +348,7 @@ async def test_v1_abandons_a_paused_loop_and_its_history_says_so(api):
     response = await api.post(f"{base}/loops/1/cancel", json={"reason": "the user left"})
     assert response.status_code == 200, response.text
     loop = response.json()
-    assert loop["status"] == "failed" and loop["loop_index"] == 1
+    assert loop["status"] == "failed" and loop["loop_index"] == 1 and loop["cancelled"] is True
     assert (
         loop["error"]
         == "cancelled: the client abandoned the loop while it waited for a judgement (the user left)"
@@ -364,3 +366,26 @@ async def test_v1_abandons_a_paused_loop_and_its_history_says_so(api):
     assert [(h["loop_index"], h["status"]) for h in history] == [(2, "completed"), (1, "failed")]
     refused = await api.post(f"{base}/loops/2/cancel", json={"reason": ""})
     assert refused.status_code == 422 and refused.json()["field"] == "reason"
+
+
+async def test_a_failure_whose_message_reads_cancelled_is_an_error_not_a_cancel(api, monkeypatch):
+    """Cancellation is the loop's state (``cancelled``), set only by a client's cancel: an agent's
+    failure, whatever its words, is a failed run (``error``), never an ``interrupted`` one."""
+    from graph.agents.offline import OfflineRecAgent
+
+    async def broken(self, ctx):
+        raise RuntimeError("cancelled: the agent's own words")
+
+    monkeypatch.setattr(OfflineRecAgent, "propose", broken)
+    session = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()
+    base = f"/v1/sessions/{session['id']}"
+    failed = await api.post(f"{base}/recommendations", json={"candidates": CANDIDATES})
+    assert failed.status_code == 500, failed.text
+    (loop,) = (await api.get(f"{base}/loops")).json()["data"]
+    assert (loop["status"], loop["cancelled"]) == ("failed", False)
+    assert "cancelled: the agent's own words" in loop["error"]
+    runs = (await api.get(f"/threads/{session['id']}/runs")).json()
+    assert [run["status"] for run in runs] == ["error"]
+    for status, expected in (("error", 1), ("interrupted", 0)):
+        listed = await api.get(f"/threads/{session['id']}/runs", params={"status": status})
+        assert len(listed.json()) == expected, (status, listed.json())

@@ -82,3 +82,33 @@ def test_the_checkpoint_values_are_compressed_with_lz4(make_database):
             "attrelid IN ('langgraph.checkpoint_blobs'::regclass, 'langgraph.checkpoint_writes'::regclass)"
         ).fetchall()
     assert sorted(rows) == [("langgraph.checkpoint_blobs", "l"), ("langgraph.checkpoint_writes", "l")]
+
+
+def test_revision_0012_marks_the_loops_their_clients_ended_as_cancelled(make_database):
+    """Loops recorded before the ``cancelled`` column said so only by their error's first word."""
+    url = make_database()
+    upgrade(url, "0011")
+    with psycopg.connect(url) as conn:
+        key = conn.execute(
+            "INSERT INTO api_keys (owner, prefix, key_hash) VALUES ('o', 'rl_', 'h') RETURNING id"
+        ).fetchone()[0]
+        session = conn.execute(
+            "INSERT INTO sessions (id, thread_id, owner_key_id, user_id, dataset, status, history, n_loops) "
+            "VALUES (gen_random_uuid(), 't', %s, 'u', 'movielens', 'idle', '[]', 3) RETURNING id",
+            (key,),
+        ).fetchone()[0]
+        errors = {
+            1: "cancelled: the client cancelled the run",
+            2: "RuntimeError: cancelled: an agent's words",
+            3: None,
+        }
+        for loop_index, error in errors.items():
+            conn.execute(
+                "INSERT INTO loops (session_id, loop_index, status, params, error, llm_calls, prompt_tokens, "
+                "completion_tokens) VALUES (%s, %s, %s, '{}', %s, 0, 0, 0)",
+                (session, loop_index, "failed" if error else "completed", error),
+            )
+    upgrade(url)
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT loop_index, cancelled FROM loops ORDER BY loop_index").fetchall()
+    assert rows == [(1, True), (2, False), (3, False)]

@@ -385,6 +385,11 @@ class LoopPublic(BaseModel):
     completion_tokens: int
     usage: UsagePublic = Field(description="The loop's LLM usage (the three columns above, and more).")
     error: str | None = Field(description="Why a failed loop failed.")
+    cancelled: bool = Field(
+        False,
+        description="A failed loop its client ended: a run cancelled, or a paused loop abandoned at "
+        "its judge.",
+    )
     rounds: list[RoundPublic]
     resumed_from: LoopResumedPublic | None = Field(
         None,

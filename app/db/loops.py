@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import exists, func, literal, or_, select, union_all, update
+from sqlalchemy import exists, func, literal, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
@@ -97,19 +97,17 @@ async def list_loops(
     offset: int,
     status: str | None = None,
     statuses: tuple[str, ...] | None = None,
-    error_prefix: str | None = None,
-    prefixed: bool = True,
+    cancelled: bool | None = None,
 ) -> tuple[list[Loop], int]:
-    """Loops of a session (of one ``status``, or of ``statuses``; with an error that starts with
-    ``error_prefix``, or with none that does if not ``prefixed``), newest first, rounds included."""
+    """Loops of a session (of one ``status``, or of ``statuses``; ended by their client or not, if
+    ``cancelled`` is given), newest first, rounds included."""
     where = [Loop.session_id == session_id]
     if status is not None:
         where.append(Loop.status == status)
     if statuses is not None:
         where.append(Loop.status.in_(statuses))
-    if error_prefix is not None:
-        starts = Loop.error.startswith(error_prefix, autoescape=True)
-        where.append(starts if prefixed else or_(Loop.error.is_(None), ~starts))
+    if cancelled is not None:
+        where.append(Loop.cancelled.is_(cancelled))
     page = (
         select(Loop)
         .where(*where)
@@ -270,18 +268,31 @@ async def resolve_running(db: AsyncSession, *, session_id: uuid.UUID, loop_index
 
 
 async def abandon_paused(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str) -> bool:
-    """Mark the loop failed with ``error`` if it still waits for feedback, and free its session;
-    False when it no longer waits (resumed meanwhile)."""
+    """Mark the loop failed (cancelled by its client) with ``error`` if it still waits for feedback,
+    and free its session; False when it no longer waits (resumed meanwhile)."""
     return await _fail(
-        db, session_id=session_id, loop_index=loop_index, error=error, status="awaiting_feedback"
+        db,
+        session_id=session_id,
+        loop_index=loop_index,
+        error=error,
+        status="awaiting_feedback",
+        cancelled=True,
     )
 
 
-async def _fail(db: AsyncSession, *, session_id: uuid.UUID, loop_index: int, error: str, status: str) -> bool:
+async def _fail(
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID,
+    loop_index: int,
+    error: str,
+    status: str,
+    cancelled: bool = False,
+) -> bool:
     done = await db.execute(
         update(Loop)
         .where(Loop.session_id == session_id, Loop.loop_index == loop_index, Loop.status == status)
-        .values(status="failed", error=error, finished_at=datetime.now(UTC))
+        .values(status="failed", error=error, cancelled=cancelled, finished_at=datetime.now(UTC))
         .returning(Loop.id)
     )
     if done.scalar_one_or_none() is None:

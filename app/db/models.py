@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
     text,
 )
@@ -148,6 +149,9 @@ class Loop(LLMUsageColumns, Base):
     duration_ms: Mapped[float | None] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(Text)
     """Why a ``failed`` loop failed (exception type and message, shortened)."""
+    cancelled: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    """A ``failed`` loop its client ended: a run cancelled, or a paused loop abandoned at its judge
+    (app/services/loop_cancel.py)."""
     worker_id: Mapped[str | None] = mapped_column(String(36))
     """The worker process that runs (ran) the loop: who may say a ``running`` loop is dead."""
     resumed_from: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

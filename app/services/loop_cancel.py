@@ -2,16 +2,18 @@
 one paused at its human judge (``runs.cancel`` on a paused run, ``/v1``'s
 ``POST /v1/sessions/{id}/loops/{n}/cancel``).
 
-Either way the loop is recorded ``failed`` with an error that starts with :data:`CANCELLED_PREFIX`
-and says which (its run's status is ``interrupted`` in LangGraph's protocol), the session is free
-for the next loop, and the thread is left with no interrupt pending: a loop nobody is asked to
-judge any more never shows a question.
+Either way the loop is recorded ``failed`` and ``cancelled`` (its run's status is ``interrupted``
+in LangGraph's protocol), with an error that says which and why, the session is free for the next
+loop, and the thread is left with no interrupt pending: a loop nobody is asked to judge any more
+never shows a question. A running loop's task is cancelled with a :class:`ClientCancel` (the
+worker stopping cancels it with nothing: that loop is resumed, not ended).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 
 from app.db import checkpoints
 from app.db import loops as loops_repo
@@ -25,28 +27,32 @@ from graph.runner import clear_pending, read_thread
 
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
-CANCELLED_PREFIX = "cancelled:"
-"""How the error of every loop its client ended starts (a run cancelled, a paused loop abandoned)."""
-CANCELLED = f"{CANCELLED_PREFIX} the client cancelled the run"
-ABANDONED_AT_JUDGE = f"{CANCELLED_PREFIX} the client abandoned the loop while it waited for a judgement"
+CANCELLED = "cancelled: the client cancelled the run"
+ABANDONED_AT_JUDGE = "cancelled: the client abandoned the loop while it waited for a judgement"
+
+
+@dataclass(frozen=True)
+class ClientCancel:
+    """What a client's cancel of a running loop sends its task (``task.cancel(ClientCancel(...))``)."""
+
+    reason: str | None = None
+
+    @property
+    def error(self) -> str:
+        """The loop's recorded error."""
+        return _with_reason(CANCELLED, self.reason)
 
 
 def _with_reason(error: str, reason: str | None) -> str:
     return (error if not reason else f"{error} ({reason})")[:ERROR_CHARS]
 
 
-def cancel_message(reason: str | None = None) -> str:
-    """What a client's cancel of a running loop is sent as (``task.cancel(message)``) and recorded with."""
-    return _with_reason(CANCELLED, reason)
-
-
-def is_client_cancel(exc: asyncio.CancelledError) -> bool:
-    """A client's cancel (:func:`cancel_message`), not the worker stopping (that leaves it to recovery)."""
-    return bool(exc.args) and isinstance(exc.args[0], str) and exc.args[0].startswith(CANCELLED_PREFIX)
-
-
-def recorded_error(exc: asyncio.CancelledError) -> str:
-    return exc.args[0][:ERROR_CHARS] if is_client_cancel(exc) else CANCELLED
+def client_cancel(exc: BaseException) -> ClientCancel | None:
+    """The client's cancel that ``exc`` carries; None for any other cancellation (the worker
+    stopping: its loop is resumed, app/services/resume.py) or error."""
+    if isinstance(exc, asyncio.CancelledError) and exc.args and isinstance(exc.args[0], ClientCancel):
+        return exc.args[0]
+    return None
 
 
 async def drop_left_interrupt(res: ServiceResources, session: Session, loop_index: int) -> None:

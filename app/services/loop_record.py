@@ -232,8 +232,10 @@ class LoopLedger:
         True when the loop was found recorded by this run already (its record committed, the error
         came after)."""
         database_down = isinstance(exc, DATABASE_DOWN)
-        if isinstance(exc, asyncio.CancelledError):
-            error = loop_cancel.recorded_error(exc)
+        cancelled = isinstance(exc, asyncio.CancelledError)  # only a client's cancel comes here (run())
+        if cancelled:
+            cancel = loop_cancel.client_cancel(exc)
+            error = cancel.error if cancel is not None else loop_cancel.CANCELLED
         else:
             if not isinstance(exc, ServiceError) and not database_down:
                 _log.error("loop %s of session %s failed", self.loop_index, self.session.id, exc_info=exc)
@@ -252,6 +254,7 @@ class LoopLedger:
                     new_rounds = [r for r in outcome.rounds if r["round"] not in stored]
                     _finish_loop(loop, outcome, status="failed")
                     loop.error, loop.finished_at = error, datetime.now(UTC)
+                    loop.cancelled = cancelled
                     loops_repo.stage_loop(db, loop=loop, rounds=loops_repo.round_rows(new_rounds))
                     await loops_repo.add_key_usage(  # what its finished rounds used is spent all the same
                         db,

@@ -117,7 +117,7 @@ class LoopRun:
 
         ``on_event`` receives each step as plain JSON (and the chunks of ``event_modes``, e.g. the
         whole state after each step: graph.runner.EVENT_MODES).
-        A run cancelled by its client (``task.cancel(cancel_message(...))``) is recorded as failed
+        A run cancelled by its client (``task.cancel(ClientCancel(...))``) is recorded as failed
         with that message before the cancellation goes on.
         """
         started = time.perf_counter()
@@ -128,7 +128,7 @@ class LoopRun:
         except LoopSuperseded:
             raise  # recorded as failed by another worker already, the late result's fate noted there
         except asyncio.CancelledError as exc:
-            if loop_cancel.is_client_cancel(exc):  # the client's cancel (LangGraph's runs.cancel)
+            if loop_cancel.client_cancel(exc) is not None:  # the client's cancel (LangGraph's runs.cancel)
                 duration_ms = (time.perf_counter() - started) * 1000
                 await asyncio.shield(self._record_failure(exc, duration_ms))
                 await asyncio.shield(loop_cancel.drop_left_interrupt(self.res, self.session, self.loop_index))

@@ -113,7 +113,7 @@ async def _in_thread_terms(
 def run_status(loop: Loop) -> str:
     """A loop's status as its run's: one cancelled (by runs.cancel, or abandoned at its judge) is
     ``interrupted``, as LangGraph's server calls a cancelled run."""
-    if loop.status == "failed" and (loop.error or "").startswith(loop_cancel.CANCELLED_PREFIX):
+    if loop.status == "failed" and loop.cancelled:
         return "interrupted"
     return RUN_STATUS[loop.status]
 
@@ -182,8 +182,8 @@ async def get_run(res: ServiceResources, caller: Caller, thread_id: str, run_id:
 RUN_FILTERS: dict[str, dict[str, Any]] = {
     "running": {"statuses": ("running",)},
     "success": {"statuses": ("completed", "awaiting_feedback")},
-    "interrupted": {"statuses": ("failed",), "error_prefix": loop_cancel.CANCELLED_PREFIX},
-    "error": {"statuses": ("failed",), "error_prefix": loop_cancel.CANCELLED_PREFIX, "prefixed": False},
+    "interrupted": {"statuses": ("failed",), "cancelled": True},
+    "error": {"statuses": ("failed",), "cancelled": False},
 }
 """Each run status (:func:`run_status`) as a filter of the loop history; no loop is pending or timed out."""
 
@@ -245,7 +245,7 @@ def cancel_local(res: ServiceResources, run_id: str, reason: str | None = None) 
     task = _local_task(res, run_id)
     if task is None or task.done():
         return None
-    task.cancel(loop_cancel.cancel_message(reason))
+    task.cancel(loop_cancel.ClientCancel(reason))
     return task
 
 
