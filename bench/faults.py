@@ -24,7 +24,10 @@ compared with what the clients were told:
   answers another loop, status, item or rounds than the first answer.
 
 ``outage_503_p99_ms`` is the p99 latency of the 503 answers (the database down: they should come
-in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts.
+in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts. A run
+in flight waits out a short outage and answers normally (``Settings.run_outage_wait_s``), so a
+restart may show no 503 at all: ``outage_effects`` counts what the server log shows of it (runs
+that waited and went on, the gate going down, checkpoint commits retried).
 
     python -m bench.faults                          # 5 min, a restart every 30 s, 2 workers
     python -m bench.faults --duration 60 --kill-worker-at 20 --json
@@ -483,6 +486,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
                 server.kill()
         server_log = log_path.read_text(errors="replace")
         result["unhandled_exceptions"] = judge_log(server_log)
+        result["outage_effects"] = outage_effects(server_log)
     return {
         **{name: result[name] for name in COUNTS},  # the contract's keys first
         "requests": tally.http_requests,
@@ -498,6 +502,21 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         **{k: v for k, v in result.items() if k not in COUNTS},
         "server_log_tail": server_log[-2000:] if result["unhandled_exceptions"] else "",
     }
+
+
+OUTAGE_EFFECTS = {
+    "runs_waited_out": "lost the database (",  # app/services/loops.py: went on in the same request
+    "gate_down": "database down: requests wait",  # app/db/outage.py
+    "background_commits_failed": "background checkpoint commit of thread",  # app/db/checkpoints.py
+}
+"""What the server log shows of an outage, by what each effect's line says."""
+
+
+def outage_effects(server_log: str) -> dict[str, int]:
+    """How often the server met an outage (a restart that strikes nothing in flight shows none):
+    runs that waited for the database and went on, gates that went down, checkpoint commits that
+    failed in the background and were retried."""
+    return {name: server_log.count(marker) for name, marker in OUTAGE_EFFECTS.items()}
 
 
 def judge_log(server_log: str) -> int:
