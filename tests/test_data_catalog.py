@@ -35,3 +35,32 @@ def test_no_match_and_blank_queries_return_nothing(ml_dataset):
 def test_limit_must_be_positive(ml_dataset):
     with pytest.raises(ValueError, match="limit must be at least 1"):
         search_items(ml_dataset, "star", limit=0)
+
+
+def _scan(items, query: str, limit: int) -> list[int]:
+    """The ranking by definition: every title checked, sorted by (rank, title length, id)."""
+    needle = query.strip().casefold()
+    ranks = [(match_rank(item.title, needle), len(item.title), item.id) for item in items]
+    ranked = sorted(rank for rank in ranks if rank[0] is not None)
+    return [item_id for _, _, item_id in ranked[:limit]]
+
+
+def test_the_index_ranks_as_a_scan_of_every_title_does():
+    """Titles that repeat, differ only in case, grow under case folding (ß), hold the query twice,
+    or are empty; queries that match none, one, or most titles."""
+    import random
+
+    from app.services.title_search import TitleIndex
+    from recmodels.dataset import Item
+
+    rng = random.Random(7)
+    words = ["Heat", "heat", "HEATHER", "Straße", "strasse", "the", "The Heat", "a", "ab", "aba", ""]
+    items = [
+        Item(i, " ".join(rng.choice(words) for _ in range(rng.randint(0, 3))).strip()) for i in range(600)
+    ]
+    index = TitleIndex.build(items)
+    queries = ["heat", "HEAT", "he", "a", "aba", "strasse", "STRASSE", "ß", "the heat", "zzz", "t", "e h"]
+    for query in queries:
+        for limit in (1, 3, 10, 1000):
+            found = [item.id for item in index.search(query.strip().casefold(), limit)]
+            assert found == _scan(items, query, limit), (query, limit)

@@ -23,7 +23,7 @@ async def search_items(
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> ItemsPublic:
     """Items whose title contains ``q`` (case-insensitive): exact matches first, then prefixes."""
-    items = service.search(res, query=q, limit=limit)
+    items = await service.search(res, query=q, limit=limit)
     data = [ItemPublic.from_item(i) for i in items]
     return ItemsPublic(data=data, count=len(data))
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from app.services.errors import InvalidInput, NotFound
 from app.services.runtime import ServiceResources
 from app.services.title_search import search_items
 from recmodels.dataset import Item
 
 
-def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
+async def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
+    """Items by title (app/services/title_search.py), off the event loop: the catalog's first
+    search builds its title index (seconds at a million items)."""
     if not query.strip():
         raise InvalidInput("query must not be blank", field="q")
-    return list(search_items(res.catalog, query, limit))
+    return await asyncio.to_thread(search_items, res.catalog, query, limit)
 
 
 def get_item(res: ServiceResources, item_id: int) -> Item:
