@@ -94,7 +94,9 @@ def read_artifact(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ArtifactError(f"{path}: no such artifact")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        # Memory-mapped: the weights are read from the page cache, one copy shared by every worker
+        # on the machine (copy-on-write, the file is never written), not a private copy each.
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as exc:  # torch raises several types for corrupt or unsafe files
         raise ArtifactError(f"{path}: not a loadable recloop artifact ({exc})") from exc
     if not isinstance(payload, dict):
@@ -166,7 +168,7 @@ def _rebuild(path: Path, payload: dict[str, Any], state: dict[str, torch.Tensor]
     config = {k: v for k, v in payload["config"].items() if k not in TRAIN_FIELDS}  # the model's part
     model = build_model(payload["model_name"], int(payload["n_items"]), **config)
     try:
-        model.load_state_dict(state)
+        model.load_state_dict(state, assign=True)  # the mapped tensors themselves, not copies
     except RuntimeError as exc:
         raise ArtifactError(f"{path}: weights do not fit the model config ({exc})") from exc
     return model
