@@ -665,7 +665,7 @@ def markdown_table(results: list[dict]) -> str:
         ml = results[0]
         cells = " | ".join(_cell(ml.get(k + MOVIELENS_SUFFIX)) for k, _ in TABLE_COLUMNS)
         items = ml.get("n_items" + MOVIELENS_SUFFIX)
-        lines.append(f"| MovieLens-100k | {_cell(items)} | 100,000 | {cells} |")
+        lines.append(f"| MovieLens-100k | {'-' if items is None else _cell(items)} | 100,000 | {cells} |")
     for r in results:
         cells = " | ".join(_cell(r.get(k)) for k, _ in TABLE_COLUMNS)
         lines.append(f"| synthetic | {r['items']:,} | {r['interactions']:,} | {cells} |")
@@ -806,7 +806,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--work-dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "recloop-data-scale",
-        help="Data dirs of the runs (MovieLens' download cache is kept there).",
+        help="The benchmark's own data dirs, rebuilt each run (never a data dir you use: its datasets and "
+        "models are deleted); MovieLens' download cache is kept there.",
     )
     parser.add_argument(
         "--keep", action="store_true", help="Keep the synthetic datasets and models afterwards."
