@@ -1,0 +1,880 @@
+"""How recloop's cost grows with the catalog and the log (issue 45 item 2), each figure beside the
+same figure on MovieLens-100k, taken in the same run.
+
+    python -m bench.data_scale --items 10000 --interactions 100000 --json    # one size
+    python -m bench.data_scale                                            # the issue's grid (hours)
+    python -m bench.data_scale --movielens DIR ...   # MovieLens from a local copy (default: fetched)
+
+For each dataset (a synthetic one from `recloop data build synthetic`, and MovieLens) every stage
+runs as its own child process, through the commands a user runs, so that its wall time and its
+peak RSS (the child's ``ru_maxrss`` from ``wait4``) are its own:
+
+- **build**: `recloop data build synthetic` (MovieLens: `recloop data fetch movielens`, or
+  `recloop data import` for a LLaRA copy; obtaining the raw files is part of it);
+- **train**, per model: `recloop train --epochs 1 --max-train-rows R --no-preset` (the same model
+  config on both datasets). Throughput is the training rows over the epoch's own seconds (the
+  batches only: loading, validation and saving are not in it); the peak RSS is the whole
+  process's. A capped slice, not training to convergence: rows/s is all it is for;
+- **prepare**: `recloop prepare --no-parser` (the offline agents' calibration on those models);
+- **serve**: `recloop serve --no-migrate --no-prepare` on a fresh migrated database; ``ready_s``
+  is the time from its start to ``/readyz`` answering 200;
+- **http**, one request at a time through real HTTP: the first steering command (it waits for
+  the start-up warm-up of the similarity, so it is reported on its own), then p50/p99 of a
+  recommendation (offline agents, 4 rounds at most, the rec model's own candidates), a steering
+  command (natural commands, the default parser), a catalog search and the sessions page; the
+  worker's RSS (VmRSS of the serving process, which is the worker with one worker) after them.
+
+A stage that fails or outlives ``--stage-timeout-s`` is reported as such: its figures are null
+and ``errors`` says why; the stages that need it are skipped, and say so. The last line of
+``--json`` is one JSON object: the contract keys (``CONTRACT_KEYS``) and more, each figure of
+MovieLens under the same key with ``_movielens`` appended. Without ``--items`` the grid runs and
+``--out`` gets results.json, report.md and data_scale.png (cost against size, log-log).
+Synthetic data says nothing about accuracy: only cost is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.ports import http_ready, reserved_port, wait_ready
+from bench.scale_common import DEFAULT_SERVER, create_database, drop_database
+
+CONTRACT_KEYS = (
+    "items",
+    "interactions",
+    "build_s",
+    "build_peak_rss_mb",
+    "train_rows_per_s",
+    "train_rows_per_s_movielens",
+    "train_peak_rss_mb",
+    "worker_rss_mb",
+    "recommend_p50_ms",
+    "recommend_p50_ms_movielens",
+    "command_p50_ms",
+    "command_p50_ms_movielens",
+    "search_p50_ms",
+    "ready_s",
+)
+# Every figure taken per dataset; the MovieLens one is the same key + MOVIELENS_SUFFIX.
+FIGURES = (
+    "build_s",
+    "build_peak_rss_mb",
+    "train_rows_per_s",
+    "train_peak_rss_mb",
+    "prepare_s",
+    "prepare_peak_rss_mb",
+    "ready_s",
+    "worker_rss_mb",
+    "worker_peak_rss_mb",
+    "command_first_ms",
+    "recommend_p50_ms",
+    "recommend_p99_ms",
+    "command_p50_ms",
+    "command_p99_ms",
+    "search_p50_ms",
+    "search_p99_ms",
+    "sessions_p50_ms",
+    "sessions_p99_ms",
+)
+MOVIELENS_SUFFIX = "_movielens"
+GRID_ITEMS = (10_000, 100_000, 1_000_000)
+GRID_INTERACTIONS = (1_000_000, 10_000_000)
+DEFAULT_MODELS = ("sasrec", "gru4rec", "caser")
+INTERACTIONS_PER_USER = 100  # MovieLens-100k has ~106: users = interactions / this by default
+MOVIELENS = "movielens"
+SYNTHETIC = "synthetic"
+
+# Natural commands, filled from each catalog's own titles, genres and years (the same templates on
+# both datasets, so the parser does the same kind of work).
+COMMAND_TEMPLATES = (
+    "more {genre} please",
+    "no {genre}",
+    "something like {title}",
+    "only things from after {year}",
+    "nothing older than {year}",
+    "more {genre} but no {genre2}",
+    "i'm in the mood for {genre} from the {decade}s",
+    "less {genre2}, more {genre}",
+)
+
+
+class StageFailed(RuntimeError):
+    """A stage did not give its figures: it failed, or ran past the stage timeout."""
+
+
+# --- child processes: wall time and peak RSS --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    seconds: float
+    peak_rss_mb: float
+    returncode: int | None  # None: killed at the timeout
+    output: str  # the log's tail
+
+
+def run_child(
+    command: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    log_path: Path,
+    timeout_s: float,
+    tick: Callable[[float], None] = lambda elapsed: None,
+) -> ChildRun:
+    """Run ``command`` to its end, or kill its process group after ``timeout_s``.
+
+    Its peak RSS is the child's own ``ru_maxrss`` from ``wait4`` (the child's and its waited-for
+    descendants' largest, not this process's nor any earlier child's, as RUSAGE_CHILDREN would
+    mix them). Its output goes to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        child = subprocess.Popen(
+            list(command), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    started = time.monotonic()
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        elapsed = time.monotonic() - started
+        if elapsed > timeout_s:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            pid, status, usage = os.wait4(child.pid, 0)
+            timed_out = True
+            break
+        tick(elapsed)
+        time.sleep(0.2)
+    seconds = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    return ChildRun(
+        seconds=round(seconds, 2),
+        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports kilobytes
+        returncode=None if timed_out else child.returncode,
+        output=log_path.read_text(errors="replace")[-3000:],
+    )
+
+
+def checked(run: ChildRun, what: str, timeout_s: float) -> ChildRun:
+    """``run``, or StageFailed saying how it ended."""
+    if run.returncode is None:
+        raise StageFailed(f"{what}: exceeded the stage timeout of {timeout_s:.0f} s (killed)")
+    if run.returncode != 0:
+        tail = " | ".join(run.output.strip().splitlines()[-3:])
+        raise StageFailed(f"{what}: exited with {run.returncode}: {tail}")
+    return run
+
+
+def last_json_line(text: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise StageFailed("no JSON line in the command's output")
+
+
+# --- progress ---------------------------------------------------------------------------------------
+
+
+class Progress:
+    """A line per stage on stderr; on a terminal also a live elapsed-time counter."""
+
+    def __init__(self, stream=sys.stderr) -> None:
+        self.stream = stream
+        self.live = stream.isatty()
+        self._last_tick = 0.0
+
+    def say(self, message: str) -> None:
+        if self.live:
+            self.stream.write("\r\033[K")
+        print(message, file=self.stream, flush=True)
+
+    def ticker(self, label: str) -> Callable[[float], None]:
+        def tick(elapsed: float) -> None:
+            if self.live and time.monotonic() - self._last_tick >= 1:
+                self._last_tick = time.monotonic()
+                self.stream.write(f"\r\033[K  {label}: {elapsed:.0f} s")
+                self.stream.flush()
+
+        return tick
+
+
+# --- one dataset's stages ---------------------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    models: tuple[str, ...]
+    serve_model: str
+    train_rows: int
+    requests: int
+    stage_timeout_s: float
+    database_url: str
+    seed: int
+
+
+@dataclass
+class DatasetRun:
+    """One dataset's data dir, figures and stage errors."""
+
+    label: str
+    dataset: str
+    data_dir: Path
+    figures: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(FIGURES))
+    train_models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def env(self, options: Options, **more: str) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("RECLOOP_")}
+        return {
+            **base,
+            "RECLOOP_DATA_DIR": str(self.data_dir),
+            "RECLOOP_DATASET": self.dataset,
+            "RECLOOP_REC_MODEL": options.serve_model,
+            "RECLOOP_REWARD_MODEL": options.serve_model,
+            **more,
+        }
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cli", *args]
+
+
+def stage(run: DatasetRun, name: str, progress: Progress, action: Callable[[], None]) -> bool:
+    """Run one stage; a failure is recorded (figures stay null), never raised. True if it ran."""
+    progress.say(f"[{run.label}] {name} ...")
+    started = time.monotonic()
+    try:
+        action()
+    except StageFailed as exc:
+        run.errors[name] = str(exc)
+    except Exception as exc:  # a bug or an outage in one stage must not lose the others' figures
+        run.errors[name] = f"{type(exc).__name__}: {exc}"
+    took = time.monotonic() - started
+    if name in run.errors:
+        progress.say(f"[{run.label}] {name} FAILED after {took:.0f} s: {run.errors[name]}")
+        return False
+    progress.say(f"[{run.label}] {name} done in {took:.1f} s")
+    return True
+
+
+def build_stage(run: DatasetRun, command: list[str], options: Options, progress: Progress) -> None:
+    done = checked(
+        run_child(
+            command,
+            env=run.env(options),
+            log_path=run.data_dir / "logs" / "build.log",
+            timeout_s=options.stage_timeout_s,
+            tick=progress.ticker("build"),
+        ),
+        "build",
+        options.stage_timeout_s,
+    )
+    run.figures["build_s"], run.figures["build_peak_rss_mb"] = done.seconds, done.peak_rss_mb
+    meta = json.loads((run.data_dir / "datasets" / run.dataset / "meta.json").read_text())
+    run.extra["n_items"] = meta["n_items"]
+    run.extra["train_split_rows"] = meta["split_rows"]["train"]
+
+
+def train_stage(run: DatasetRun, model: str, options: Options, progress: Progress) -> None:
+    command = cli_command(
+        "train", "--dataset", run.dataset, "--model", model, "--epochs", "1",
+        "--max-train-rows", str(options.train_rows), "--no-preset", "--no-progress",
+        "--seed", str(options.seed),
+    )  # fmt: skip
+    done = checked(
+        run_child(
+            command,
+            env=run.env(options),
+            log_path=run.data_dir / "logs" / f"train-{model}.log",
+            timeout_s=options.stage_timeout_s,
+            tick=progress.ticker(f"train {model}"),
+        ),
+        f"train {model}",
+        options.stage_timeout_s,
+    )
+    summary = last_json_line(done.output)
+    rows, epoch_s = summary["train_rows"], summary["seconds_per_epoch"]
+    run.train_models[model] = {
+        "rows_per_s": round(rows / epoch_s, 1),
+        "peak_rss_mb": done.peak_rss_mb,
+        "train_rows": rows,
+        "epoch_s": round(epoch_s, 2),
+        "process_s": done.seconds,  # loading, the epoch, validation and saving
+    }
+    if model == options.serve_model:
+        run.figures["train_rows_per_s"] = run.train_models[model]["rows_per_s"]
+        run.figures["train_peak_rss_mb"] = done.peak_rss_mb
+
+
+def prepare_stage(run: DatasetRun, options: Options, progress: Progress) -> None:
+    done = checked(
+        run_child(
+            cli_command("prepare", "--no-parser", "--json"),
+            env=run.env(options),
+            log_path=run.data_dir / "logs" / "prepare.log",
+            timeout_s=options.stage_timeout_s,
+            tick=progress.ticker("prepare"),
+        ),
+        "prepare",
+        options.stage_timeout_s,
+    )
+    run.figures["prepare_s"], run.figures["prepare_peak_rss_mb"] = done.seconds, done.peak_rss_mb
+
+
+def proc_status_mb(pid: int, field_name: str) -> float | None:
+    """A memory line of /proc/PID/status (VmRSS, VmHWM) in MB; None once the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field_name}:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def served(run: DatasetRun, options: Options, progress: Progress) -> Iterator[tuple[str, str, int]]:
+    """`recloop serve --no-migrate --no-prepare` (one worker: the serving process itself) on a fresh
+    migrated database with a new key; yields (base URL, key, pid) once /readyz answers, having
+    recorded ``ready_s``."""
+    from app.services.bootstrap import new_key
+    from app.settings import Settings
+
+    url = create_database(options.database_url)
+    try:
+        settings = Settings(data_dir=run.data_dir, database_url=url, _env_file=None)
+        key = new_key(url, settings, owner="bench").secret
+        env = run.env(
+            options,
+            RECLOOP_DATABASE_URL=url,
+            RECLOOP_RATE_LIMIT_PER_MINUTE="100000000",  # one key sends every request
+        )
+        log_path = run.data_dir / "logs" / "serve.log"
+        with reserved_port() as port:
+            command = cli_command(
+                "serve", "--host", "127.0.0.1", "--port", str(port), "--no-migrate", "--no-prepare"
+            )
+            started = time.monotonic()
+            with log_path.open("ab") as log:
+                server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                base = f"http://127.0.0.1:{port}"
+                try:
+                    wait_ready(
+                        server,
+                        http_ready(f"{base}/readyz"),
+                        what="recloop serve",
+                        timeout_s=options.stage_timeout_s,
+                        log_path=log_path,
+                        poll_s=0.1,
+                    )
+                except RuntimeError as exc:
+                    raise StageFailed(str(exc)[:600]) from exc
+                run.figures["ready_s"] = round(time.monotonic() - started, 2)
+                yield base, key, server.pid
+            finally:
+                server.terminate()
+                try:
+                    server.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+    finally:
+        drop_database(options.database_url, url)
+
+
+@dataclass(frozen=True)
+class CatalogSample:
+    """What requests are made of: histories from test rows, titles, genres and years of items."""
+
+    histories: list[list[int]]
+    titles: list[str]
+    genres: list[str]
+    years: list[int]
+
+
+def catalog_sample(dataset_dir: Path, *, rows: int = 200, items: int = 2000) -> CatalogSample:
+    """The first test rows and items of a dataset's files (read as lines: a 10^6-item catalog is
+    not loaded into this process)."""
+    histories = []
+    with (dataset_dir / "test.jsonl").open() as fh:
+        for line in fh:
+            history = json.loads(line)["history"]
+            if history:
+                histories.append(history)
+            if len(histories) >= rows:
+                break
+    titles, genres, years = [], set(), set()
+    with (dataset_dir / "items.jsonl").open() as fh:
+        for _, line in zip(range(items), fh, strict=False):
+            item = json.loads(line)
+            titles.append(item["title"])
+            genres.update(g for g in item.get("genres") or () if g and g != "unknown")
+            if isinstance(item.get("year"), int):
+                years.add(item["year"])
+    return CatalogSample(histories, titles, sorted(genres), sorted(years))
+
+
+def natural_commands(sample: CatalogSample, n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    genres = sample.genres or ["drama"]
+    years = sample.years or [1990]
+    commands = []
+    for i in range(n):
+        genre, genre2 = rng.sample(genres, 2) if len(genres) > 1 else (genres[0], genres[0])
+        year = rng.choice(years)
+        commands.append(
+            COMMAND_TEMPLATES[i % len(COMMAND_TEMPLATES)].format(
+                genre=genre.lower(),
+                genre2=genre2.lower(),
+                title=rng.choice(sample.titles),
+                year=year,
+                decade=year // 10 * 10,
+            )
+        )
+    return commands
+
+
+def search_queries(sample: CatalogSample, n: int, seed: int) -> list[str]:
+    """A title's first word, its first two words, or the whole title (lower case), in turns."""
+    rng = random.Random(seed)
+    queries = []
+    for i in range(n):
+        words = rng.choice(sample.titles).split()
+        kind = i % 3
+        query = " ".join(words[:1] if kind == 0 else words[:2] if kind == 1 else words)
+        queries.append(query.lower()[:200])
+    return queries
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+class Timed:
+    """Latencies of one kind of request; a non-2xx answer is an error, not a latency."""
+
+    def __init__(self, name: str, deadline: float) -> None:
+        self.name, self.deadline = name, deadline
+        self.ms: list[float] = []
+        self.errors: dict[str, int] = {}
+
+    def call(self, send: Callable[[], httpx.Response]) -> httpx.Response | None:
+        if time.monotonic() > self.deadline:
+            raise StageFailed(f"{self.name}: exceeded the stage timeout after {len(self.ms)} requests")
+        started = time.perf_counter()
+        try:
+            response = send()
+        except httpx.HTTPError as exc:
+            self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
+            return None
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.is_success:
+            self.ms.append(elapsed)
+            return response
+        self.errors[str(response.status_code)] = self.errors.get(str(response.status_code), 0) + 1
+        return None
+
+    def p(self, q: float) -> float | None:
+        return round(percentile(sorted(self.ms), q), 1) if self.ms else None
+
+
+def http_stage(run: DatasetRun, base: str, key: str, pid: int, options: Options, progress: Progress) -> None:
+    sample = catalog_sample(run.data_dir / "datasets" / run.dataset)
+    if not sample.histories or not sample.titles:
+        raise StageFailed("the dataset has no test history or no titled item to make requests from")
+    n = options.requests
+    deadline = time.monotonic() + options.stage_timeout_s
+    timeout = httpx.Timeout(options.stage_timeout_s, connect=10)
+    headers = {"Authorization": f"Bearer {key}"}
+    histories = iter(sample.histories * (4 * n // len(sample.histories) + 2))
+    commands = natural_commands(sample, n, options.seed)
+    with httpx.Client(base_url=base, headers=headers, timeout=timeout) as client:
+
+        def new_session() -> str:
+            created = client.post("/v1/sessions", json={"user_id": "bench", "history": next(histories)})
+            created.raise_for_status()
+            return created.json()["id"]
+
+        # The first command waits for the start-up warm-up of the similarity: timed on its own.
+        first = Timed("first command", deadline)
+        answer = first.call(
+            lambda: client.post(f"/v1/sessions/{new_session()}/commands", json={"text": "no horror"})
+        )
+        run.figures["command_first_ms"] = first.p(0.5)
+        if answer is not None:
+            run.extra["command_parser"] = answer.json().get("parser")
+        progress.say(f"[{run.label}]   first command {first.p(0.5)} ms; recommendations ...")
+
+        recommend, rounds = Timed("recommend", deadline), []
+        for i in range(n + 2):  # two unrecorded: the first loops' lazy loading
+            session = new_session()
+            answer = recommend.call(
+                lambda s=session: client.post(f"/v1/sessions/{s}/recommendations", json={"max_rounds": 4})
+            )
+            if i < 2 and answer is not None:
+                recommend.ms.pop()
+            elif answer is not None:
+                rounds.append(len(answer.json()["rounds"]))
+        progress.say(f"[{run.label}]   recommend p50 {recommend.p(0.5)} ms; commands ...")
+
+        command = Timed("command", deadline)
+        for text in commands:
+            session = new_session()
+            command.call(
+                lambda s=session, t=text: client.post(f"/v1/sessions/{s}/commands", json={"text": t})
+            )
+        search = Timed("search", deadline)
+        for query in search_queries(sample, n, options.seed):
+            search.call(lambda q=query: client.get("/v1/items", params={"q": q}))
+        sessions = Timed("sessions page", deadline)
+        for _ in range(n):
+            sessions.call(lambda: client.get("/v1/sessions", params={"limit": 25}))
+
+    run.figures["worker_rss_mb"] = proc_status_mb(pid, "VmRSS")
+    run.figures["worker_peak_rss_mb"] = proc_status_mb(pid, "VmHWM")
+    run.extra["mean_rounds"] = round(statistics.fmean(rounds), 2) if rounds else None
+    for name, timed in (
+        ("recommend", recommend),
+        ("command", command),
+        ("search", search),
+        ("sessions", sessions),
+    ):
+        run.figures[f"{name}_p50_ms"], run.figures[f"{name}_p99_ms"] = timed.p(0.5), timed.p(0.99)
+        run.extra[f"{name}_requests"] = len(timed.ms)
+        if timed.errors:
+            run.errors[f"http {name}"] = f"non-2xx or failed requests: {timed.errors}"
+
+
+def measure_dataset(run: DatasetRun, build_command: list[str], options: Options, progress: Progress) -> None:
+    """Every stage in order; a stage whose input is missing is skipped and says so."""
+    if run.data_dir.exists():
+        shutil.rmtree(run.data_dir / "datasets", ignore_errors=True)  # a fresh build; downloads kept
+        shutil.rmtree(run.data_dir / "models", ignore_errors=True)
+    if not stage(run, "build", progress, lambda: build_stage(run, build_command, options, progress)):
+        run.errors["train"] = run.errors["serve"] = "skipped: the build failed"
+        return
+    for model in options.models:
+        stage(run, f"train {model}", progress, lambda m=model: train_stage(run, m, options, progress))
+    if options.serve_model not in run.train_models:
+        # Without its artifact `prepare` would train it to convergence: not what is measured.
+        run.errors["serve"] = f"skipped: {options.serve_model} did not train"
+        return
+    if not stage(run, "prepare", progress, lambda: prepare_stage(run, options, progress)):
+        run.errors["serve"] = "skipped: prepare failed"
+        return
+
+    def serve_and_request() -> None:
+        with served(run, options, progress) as (base, key, pid):
+            progress.say(f"[{run.label}]   /readyz after {run.figures['ready_s']} s")
+            http_stage(run, base, key, pid, options, progress)
+
+    stage(run, "serve", progress, serve_and_request)
+
+
+def movielens_build_command(source: Path | None) -> list[str]:
+    """`recloop data fetch movielens` (its download cache, GroupLens, the RecBole wheel; or
+    ``--from-dir`` with u.data and u.item), or `recloop data import` for a LLaRA copy (items.csv)."""
+    if source is not None and (source / "items.csv").is_file():
+        return cli_command("data", "import", str(source), "--name", MOVIELENS)
+    extra = ["--from-dir", str(source)] if source is not None else []
+    return cli_command("data", "fetch", MOVIELENS, *extra)
+
+
+def synthetic_build_command(items: int, interactions: int, users: int, seed: int) -> list[str]:
+    return cli_command(
+        "data", "build", "synthetic", "--items", str(items), "--users", str(users),
+        "--interactions", str(interactions), "--seed", str(seed), "--name", SYNTHETIC, "--force",
+    )  # fmt: skip
+
+
+def default_users(interactions: int) -> int:
+    return max(10, interactions // INTERACTIONS_PER_USER)
+
+
+# --- results ----------------------------------------------------------------------------------------
+
+
+def size_result(
+    items: int, interactions: int, users: int, synthetic: DatasetRun, movielens: DatasetRun
+) -> dict:
+    """One size's JSON object: the contract keys first, then the rest; MovieLens' figures carry
+    ``_movielens``. Every figure key is present, null where its stage failed."""
+    result: dict[str, Any] = {"items": items, "interactions": interactions, "users": users}
+    for key in FIGURES:
+        result[key] = synthetic.figures.get(key)
+        result[key + MOVIELENS_SUFFIX] = movielens.figures.get(key)
+    result["train_models"] = synthetic.train_models
+    result["train_models" + MOVIELENS_SUFFIX] = movielens.train_models
+    result.update(synthetic.extra)
+    result.update({k + MOVIELENS_SUFFIX: v for k, v in movielens.extra.items()})
+    result["errors"] = synthetic.errors
+    result["errors" + MOVIELENS_SUFFIX] = movielens.errors
+    ordered = {k: result[k] for k in CONTRACT_KEYS}
+    return ordered | {k: v for k, v in result.items() if k not in ordered}
+
+
+TABLE_COLUMNS = (
+    ("build_s", "build s"),
+    ("build_peak_rss_mb", "build MB"),
+    ("train_rows_per_s", "train rows/s"),
+    ("train_peak_rss_mb", "train MB"),
+    ("prepare_s", "prepare s"),
+    ("ready_s", "ready s"),
+    ("worker_rss_mb", "worker MB"),
+    ("recommend_p50_ms", "recommend p50 ms"),
+    ("command_p50_ms", "command p50 ms"),
+    ("search_p50_ms", "search p50 ms"),
+    ("sessions_p50_ms", "sessions p50 ms"),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "failed"
+    if isinstance(value, float) and value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def markdown_table(results: list[dict]) -> str:
+    """One row per size, and MovieLens' row (from the first size: the same run) first."""
+    header = "| dataset | items | interactions | " + " | ".join(t for _, t in TABLE_COLUMNS) + " |"
+    lines = [header, "|---|---:|---:|" + "---:|" * len(TABLE_COLUMNS)]
+    if results:
+        ml = results[0]
+        cells = " | ".join(_cell(ml.get(k + MOVIELENS_SUFFIX)) for k, _ in TABLE_COLUMNS)
+        items = ml.get("n_items" + MOVIELENS_SUFFIX)
+        lines.append(f"| MovieLens-100k | {'-' if items is None else _cell(items)} | 100,000 | {cells} |")
+    for r in results:
+        cells = " | ".join(_cell(r.get(k)) for k, _ in TABLE_COLUMNS)
+        lines.append(f"| synthetic | {r['items']:,} | {r['interactions']:,} | {cells} |")
+    notes = [
+        f"- {r['items']:,} items / {r['interactions']:,} interactions, {stage_name}: {message}"
+        for r in results
+        for stage_name, message in r.get("errors", {}).items()
+    ]
+    if results:
+        notes += [
+            f"- MovieLens, {s}: {m}" for s, m in results[0].get("errors" + MOVIELENS_SUFFIX, {}).items()
+        ]
+    return "\n".join(lines + (["", "Failed or skipped stages:", *notes] if notes else []))
+
+
+PLOTTED = (
+    ("build_s", "build (s)"),
+    ("train_s_per_100k_rows", "training (s per 100k rows)"),
+    ("train_peak_rss_mb", "training peak RSS (MB)"),
+    ("worker_rss_mb", "serving worker RSS (MB)"),
+    ("ready_s", "start to /readyz (s)"),
+    ("recommend_p50_ms", "recommendation p50 (ms)"),
+    ("command_p50_ms", "steering command p50 (ms)"),
+    ("search_p50_ms", "catalog search p50 (ms)"),
+)
+
+
+def _plotted(result: dict, key: str, suffix: str = "") -> float | None:
+    if key == "train_s_per_100k_rows":
+        rate = result.get("train_rows_per_s" + suffix)
+        return 1e5 / rate if rate else None
+    value = result.get(key + suffix)
+    return value if isinstance(value, int | float) and value > 0 else None
+
+
+def write_plot(results: list[dict], path: Path) -> None:
+    """Cost against catalog size, log-log: a line per log size, MovieLens as a star."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: plots are files, never windows
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5))
+    for ax, (key, title) in zip(axes.flat, PLOTTED, strict=True):
+        for interactions in sorted({r["interactions"] for r in results}):
+            points = [(r["items"], _plotted(r, key)) for r in results if r["interactions"] == interactions]
+            points = [(x, y) for x, y in sorted(points) if y is not None]
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", label=f"{interactions:,} interactions")
+        ml = _plotted(results[0], key, MOVIELENS_SUFFIX) if results else None
+        movielens_items = results[0].get("n_items" + MOVIELENS_SUFFIX) if results else None
+        if ml is not None and movielens_items:
+            ax.plot([movielens_items], [ml], marker="*", markersize=12, linestyle="", color="black",
+                    label="MovieLens-100k")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # catalog sizes in decades: minor labels overlap
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("catalog items")
+        ax.grid(True, which="both", alpha=0.3)
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)))
+    fig.suptitle("recloop cost against catalog size (python -m bench.data_scale; synthetic data, cost only)")
+    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(results: list[dict], out_dir: Path, meta: dict) -> Path:
+    """results.json, report.md (the table, the conditions) and data_scale.png in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    write_plot(results, out_dir / "data_scale.png")
+    conditions = ", ".join(f"{k} {v}" for k, v in meta.items())
+    report = [
+        "# How recloop's cost grows with the catalog and the log",
+        "",
+        f"`python -m bench.data_scale` ({conditions}).",
+        "",
+        markdown_table(results),
+        "",
+        "Training rows/s and MB: the served model (the others' in results.json); p50s one request at a "
+        "time over real HTTP. Synthetic data: cost only, never accuracy.",
+        "",
+        "![cost against size](data_scale.png)",
+        "",
+    ]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(report))
+    return path
+
+
+# --- entry point ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.data_scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=None, help="One catalog size (with --interactions).")
+    parser.add_argument("--interactions", type=int, default=None, help="One log size (with --items).")
+    parser.add_argument(
+        "--users",
+        type=int,
+        default=None,
+        help=f"Default: interactions / {INTERACTIONS_PER_USER} (MovieLens-like).",
+    )
+    parser.add_argument("--json", action="store_true", help="Print one JSON object last.")
+    parser.add_argument(
+        "--movielens",
+        type=Path,
+        default=None,
+        help="MovieLens from a local copy: a directory with u.data and u.item, or a LLaRA copy (items.csv "
+        "and the split JSONL). Default: `recloop data fetch movielens` (download cache, GroupLens, RecBole "
+        "wheel).",
+    )
+    parser.add_argument(
+        "--models", nargs="+", default=list(DEFAULT_MODELS), help="Models whose training is timed."
+    )
+    parser.add_argument(
+        "--serve-model",
+        default="sasrec",
+        help="The rec and reward model served (trained if not in --models).",
+    )
+    parser.add_argument(
+        "--train-rows", type=int, default=20_000, help="Training rows per timed epoch (a capped slice)."
+    )
+    parser.add_argument("--requests", type=int, default=100, help="Timed requests of each kind.")
+    parser.add_argument(
+        "--stage-timeout-s", type=float, default=3600.0, help="A stage running longer is killed and reported."
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "recloop-data-scale",
+        help="The benchmark's own data dirs, rebuilt each run (never a data dir you use: its datasets and "
+        "models are deleted); MovieLens' download cache is kept there.",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="Keep the synthetic datasets and models afterwards."
+    )
+    parser.add_argument("--out", type=Path, default=Path("reports/data_scale"), help="Report directory.")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", DEFAULT_SERVER),
+        help="A PostgreSQL server where the benchmark may create and drop databases.",
+    )
+    args = parser.parse_args(argv)
+    if (args.items is None) != (args.interactions is None):
+        parser.error("--items and --interactions go together (neither: the issue's grid)")
+    for name in ("items", "interactions", "users", "train_rows", "requests"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    return args
+
+
+def sizes(args: argparse.Namespace) -> list[tuple[int, int]]:
+    if args.items is not None:
+        return [(args.items, args.interactions)]
+    return [(items, interactions) for interactions in GRID_INTERACTIONS for items in GRID_ITEMS]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    progress = Progress()
+    models = tuple(dict.fromkeys([*args.models, args.serve_model]))
+    options = Options(
+        models=models,
+        serve_model=args.serve_model,
+        train_rows=args.train_rows,
+        requests=args.requests,
+        stage_timeout_s=args.stage_timeout_s,
+        database_url=args.database_url,
+        seed=args.seed,
+    )
+    work = args.work_dir.resolve()
+    load_before = round(os.getloadavg()[0], 1)  # a shared machine: the load says what the figures are worth
+    movielens = DatasetRun("MovieLens", MOVIELENS, work / "movielens")
+    measure_dataset(movielens, movielens_build_command(args.movielens), options, progress)
+    results = []
+    for items, interactions in sizes(args):
+        users = args.users or default_users(interactions)
+        label = f"{items:,} items, {interactions:,} interactions"
+        synthetic = DatasetRun(label, SYNTHETIC, work / f"items{items}-interactions{interactions}")
+        measure_dataset(
+            synthetic, synthetic_build_command(items, interactions, users, args.seed), options, progress
+        )
+        results.append(size_result(items, interactions, users, synthetic, movielens))
+        if not args.keep:
+            shutil.rmtree(synthetic.data_dir, ignore_errors=True)
+    meta = {
+        "cpus": os.cpu_count(),
+        "load_average_1m": f"{load_before}-{round(os.getloadavg()[0], 1)} (start-end)",
+        "models": ",".join(models),
+        "train_rows": args.train_rows,
+        "requests": args.requests,
+    }
+    report = write_report(results, args.out, meta)
+    progress.say(f"report: {report}")
+    print(markdown_table(results))
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"meta": meta, "results": results}))
+
+
+if __name__ == "__main__":
+    main()
