@@ -38,9 +38,7 @@ import argparse
 import contextlib
 import json
 import os
-import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -53,8 +51,19 @@ from typing import Any
 
 import httpx
 
+from bench.child_runs import (
+    Progress,
+    StageFailed,
+    Timed,
+    checked,
+    last_json_line,
+    proc_status_mb,
+    run_child,
+)
+from bench.data_scale_report import MOVIELENS_SUFFIX, markdown_table, write_report
 from bench.ports import http_ready, reserved_port, wait_ready
 from bench.scale_common import DEFAULT_SERVER, create_database, drop_database
+from bench.scale_queries import catalog_sample, natural_commands, search_queries
 
 CONTRACT_KEYS = (
     "items",
@@ -93,128 +102,12 @@ FIGURES = (
     "sessions_p50_ms",
     "sessions_p99_ms",
 )
-MOVIELENS_SUFFIX = "_movielens"
 GRID_ITEMS = (10_000, 100_000, 1_000_000)
 GRID_INTERACTIONS = (1_000_000, 10_000_000)
 DEFAULT_MODELS = ("sasrec", "gru4rec", "caser")
 INTERACTIONS_PER_USER = 100  # MovieLens-100k has ~106: users = interactions / this by default
 MOVIELENS = "movielens"
 SYNTHETIC = "synthetic"
-
-# Natural commands, filled from each catalog's own titles, genres and years (the same templates on
-# both datasets, so the parser does the same kind of work).
-COMMAND_TEMPLATES = (
-    "more {genre} please",
-    "no {genre}",
-    "something like {title}",
-    "only things from after {year}",
-    "nothing older than {year}",
-    "more {genre} but no {genre2}",
-    "i'm in the mood for {genre} from the {decade}s",
-    "less {genre2}, more {genre}",
-)
-
-
-class StageFailed(RuntimeError):
-    """A stage did not give its figures: it failed, or ran past the stage timeout."""
-
-
-# --- child processes: wall time and peak RSS --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChildRun:
-    seconds: float
-    peak_rss_mb: float
-    returncode: int | None  # None: killed at the timeout
-    output: str  # the log's tail
-
-
-def run_child(
-    command: Sequence[str],
-    *,
-    env: dict[str, str] | None = None,
-    log_path: Path,
-    timeout_s: float,
-    tick: Callable[[float], None] = lambda elapsed: None,
-) -> ChildRun:
-    """Run ``command`` to its end, or kill its process group after ``timeout_s``.
-
-    Its peak RSS is the child's own ``ru_maxrss`` from ``wait4`` (the child's and its waited-for
-    descendants' largest, not this process's nor any earlier child's, as RUSAGE_CHILDREN would
-    mix them). Its output goes to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        child = subprocess.Popen(
-            list(command), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    started = time.monotonic()
-    timed_out = False
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        elapsed = time.monotonic() - started
-        if elapsed > timeout_s:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            pid, status, usage = os.wait4(child.pid, 0)
-            timed_out = True
-            break
-        tick(elapsed)
-        time.sleep(0.2)
-    seconds = time.monotonic() - started
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-    return ChildRun(
-        seconds=round(seconds, 2),
-        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports kilobytes
-        returncode=None if timed_out else child.returncode,
-        output=log_path.read_text(errors="replace")[-3000:],
-    )
-
-
-def checked(run: ChildRun, what: str, timeout_s: float) -> ChildRun:
-    """``run``, or StageFailed saying how it ended."""
-    if run.returncode is None:
-        raise StageFailed(f"{what}: exceeded the stage timeout of {timeout_s:.0f} s (killed)")
-    if run.returncode != 0:
-        tail = " | ".join(run.output.strip().splitlines()[-3:])
-        raise StageFailed(f"{what}: exited with {run.returncode}: {tail}")
-    return run
-
-
-def last_json_line(text: str) -> dict[str, Any]:
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise StageFailed("no JSON line in the command's output")
-
-
-# --- progress ---------------------------------------------------------------------------------------
-
-
-class Progress:
-    """A line per stage on stderr; on a terminal also a live elapsed-time counter."""
-
-    def __init__(self, stream=sys.stderr) -> None:
-        self.stream = stream
-        self.live = stream.isatty()
-        self._last_tick = 0.0
-
-    def say(self, message: str) -> None:
-        if self.live:
-            self.stream.write("\r\033[K")
-        print(message, file=self.stream, flush=True)
-
-    def ticker(self, label: str) -> Callable[[float], None]:
-        def tick(elapsed: float) -> None:
-            if self.live and time.monotonic() - self._last_tick >= 1:
-                self._last_tick = time.monotonic()
-                self.stream.write(f"\r\033[K  {label}: {elapsed:.0f} s")
-                self.stream.flush()
-
-        return tick
-
 
 # --- one dataset's stages ---------------------------------------------------------------------------
 
@@ -340,17 +233,6 @@ def prepare_stage(run: DatasetRun, options: Options, progress: Progress) -> None
     run.figures["prepare_s"], run.figures["prepare_peak_rss_mb"] = done.seconds, done.peak_rss_mb
 
 
-def proc_status_mb(pid: int, field_name: str) -> float | None:
-    """A memory line of /proc/PID/status (VmRSS, VmHWM) in MB; None once the process is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field_name}:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return None
-
-
 @contextlib.contextmanager
 def served(run: DatasetRun, options: Options, progress: Progress) -> Iterator[tuple[str, str, int]]:
     """`recloop serve --no-migrate --no-prepare` (one worker: the serving process itself) on a fresh
@@ -400,103 +282,6 @@ def served(run: DatasetRun, options: Options, progress: Progress) -> Iterator[tu
                     server.wait()
     finally:
         drop_database(options.database_url, url)
-
-
-@dataclass(frozen=True)
-class CatalogSample:
-    """What requests are made of: histories from test rows, titles, genres and years of items."""
-
-    histories: list[list[int]]
-    titles: list[str]
-    genres: list[str]
-    years: list[int]
-
-
-def catalog_sample(dataset_dir: Path, *, rows: int = 200, items: int = 2000) -> CatalogSample:
-    """The first test rows and items of a dataset's files (read as lines: a 10^6-item catalog is
-    not loaded into this process)."""
-    histories = []
-    with (dataset_dir / "test.jsonl").open() as fh:
-        for line in fh:
-            history = json.loads(line)["history"]
-            if history:
-                histories.append(history)
-            if len(histories) >= rows:
-                break
-    titles, genres, years = [], set(), set()
-    with (dataset_dir / "items.jsonl").open() as fh:
-        for _, line in zip(range(items), fh, strict=False):
-            item = json.loads(line)
-            titles.append(item["title"])
-            genres.update(g for g in item.get("genres") or () if g and g != "unknown")
-            if isinstance(item.get("year"), int):
-                years.add(item["year"])
-    return CatalogSample(histories, titles, sorted(genres), sorted(years))
-
-
-def natural_commands(sample: CatalogSample, n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    genres = sample.genres or ["drama"]
-    years = sample.years or [1990]
-    commands = []
-    for i in range(n):
-        genre, genre2 = rng.sample(genres, 2) if len(genres) > 1 else (genres[0], genres[0])
-        year = rng.choice(years)
-        commands.append(
-            COMMAND_TEMPLATES[i % len(COMMAND_TEMPLATES)].format(
-                genre=genre.lower(),
-                genre2=genre2.lower(),
-                title=rng.choice(sample.titles),
-                year=year,
-                decade=year // 10 * 10,
-            )
-        )
-    return commands
-
-
-def search_queries(sample: CatalogSample, n: int, seed: int) -> list[str]:
-    """A title's first word, its first two words, or the whole title (lower case), in turns."""
-    rng = random.Random(seed)
-    queries = []
-    for i in range(n):
-        words = rng.choice(sample.titles).split()
-        kind = i % 3
-        query = " ".join(words[:1] if kind == 0 else words[:2] if kind == 1 else words)
-        queries.append(query.lower()[:200])
-    return queries
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[index]
-
-
-class Timed:
-    """Latencies of one kind of request; a non-2xx answer is an error, not a latency."""
-
-    def __init__(self, name: str, deadline: float) -> None:
-        self.name, self.deadline = name, deadline
-        self.ms: list[float] = []
-        self.errors: dict[str, int] = {}
-
-    def call(self, send: Callable[[], httpx.Response]) -> httpx.Response | None:
-        if time.monotonic() > self.deadline:
-            raise StageFailed(f"{self.name}: exceeded the stage timeout after {len(self.ms)} requests")
-        started = time.perf_counter()
-        try:
-            response = send()
-        except httpx.HTTPError as exc:
-            self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1
-            return None
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.is_success:
-            self.ms.append(elapsed)
-            return response
-        self.errors[str(response.status_code)] = self.errors.get(str(response.status_code), 0) + 1
-        return None
-
-    def p(self, q: float) -> float | None:
-        return round(percentile(sorted(self.ms), q), 1) if self.ms else None
 
 
 def http_stage(run: DatasetRun, base: str, key: str, pid: int, options: Options, progress: Progress) -> None:
@@ -632,136 +417,6 @@ def size_result(
     result["errors" + MOVIELENS_SUFFIX] = movielens.errors
     ordered = {k: result[k] for k in CONTRACT_KEYS}
     return ordered | {k: v for k, v in result.items() if k not in ordered}
-
-
-TABLE_COLUMNS = (
-    ("build_s", "build s"),
-    ("build_peak_rss_mb", "build MB"),
-    ("train_rows_per_s", "train rows/s"),
-    ("train_peak_rss_mb", "train MB"),
-    ("prepare_s", "prepare s"),
-    ("ready_s", "ready s"),
-    ("worker_rss_mb", "worker MB"),
-    ("recommend_p50_ms", "recommend p50 ms"),
-    ("command_p50_ms", "command p50 ms"),
-    ("search_p50_ms", "search p50 ms"),
-    ("sessions_p50_ms", "sessions p50 ms"),
-)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "failed"
-    if isinstance(value, float) and value >= 100:
-        return f"{value:,.0f}"
-    return f"{value:,}" if isinstance(value, int) else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
-
-
-def markdown_table(results: list[dict]) -> str:
-    """One row per size, and MovieLens' row (from the first size: the same run) first."""
-    header = "| dataset | items | interactions | " + " | ".join(t for _, t in TABLE_COLUMNS) + " |"
-    lines = [header, "|---|---:|---:|" + "---:|" * len(TABLE_COLUMNS)]
-    if results:
-        ml = results[0]
-        cells = " | ".join(_cell(ml.get(k + MOVIELENS_SUFFIX)) for k, _ in TABLE_COLUMNS)
-        items = ml.get("n_items" + MOVIELENS_SUFFIX)
-        lines.append(f"| MovieLens-100k | {'-' if items is None else _cell(items)} | 100,000 | {cells} |")
-    for r in results:
-        cells = " | ".join(_cell(r.get(k)) for k, _ in TABLE_COLUMNS)
-        lines.append(f"| synthetic | {r['items']:,} | {r['interactions']:,} | {cells} |")
-    notes = [
-        f"- {r['items']:,} items / {r['interactions']:,} interactions, {stage_name}: {message}"
-        for r in results
-        for stage_name, message in r.get("errors", {}).items()
-    ]
-    if results:
-        notes += [
-            f"- MovieLens, {s}: {m}" for s, m in results[0].get("errors" + MOVIELENS_SUFFIX, {}).items()
-        ]
-    return "\n".join(lines + (["", "Failed or skipped stages:", *notes] if notes else []))
-
-
-PLOTTED = (
-    ("build_s", "build (s)"),
-    ("train_s_per_100k_rows", "training (s per 100k rows)"),
-    ("train_peak_rss_mb", "training peak RSS (MB)"),
-    ("worker_rss_mb", "serving worker RSS (MB)"),
-    ("ready_s", "start to /readyz (s)"),
-    ("recommend_p50_ms", "recommendation p50 (ms)"),
-    ("command_p50_ms", "steering command p50 (ms)"),
-    ("search_p50_ms", "catalog search p50 (ms)"),
-)
-
-
-def _plotted(result: dict, key: str, suffix: str = "") -> float | None:
-    if key == "train_s_per_100k_rows":
-        rate = result.get("train_rows_per_s" + suffix)
-        return 1e5 / rate if rate else None
-    value = result.get(key + suffix)
-    return value if isinstance(value, int | float) and value > 0 else None
-
-
-def write_plot(results: list[dict], path: Path) -> None:
-    """Cost against catalog size, log-log: a line per log size, MovieLens as a star."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless: plots are files, never windows
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
-
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5))
-    for ax, (key, title) in zip(axes.flat, PLOTTED, strict=True):
-        for interactions in sorted({r["interactions"] for r in results}):
-            points = [(r["items"], _plotted(r, key)) for r in results if r["interactions"] == interactions]
-            points = [(x, y) for x, y in sorted(points) if y is not None]
-            if points:
-                ax.plot(*zip(*points, strict=True), marker="o", label=f"{interactions:,} interactions")
-        ml = _plotted(results[0], key, MOVIELENS_SUFFIX) if results else None
-        movielens_items = results[0].get("n_items" + MOVIELENS_SUFFIX) if results else None
-        if ml is not None and movielens_items:
-            ax.plot([movielens_items], [ml], marker="*", markersize=12, linestyle="", color="black",
-                    label="MovieLens-100k")  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # catalog sizes in decades: minor labels overlap
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("catalog items")
-        ax.grid(True, which="both", alpha=0.3)
-    handles, labels = [], []
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)))
-    fig.suptitle("recloop cost against catalog size (python -m bench.data_scale; synthetic data, cost only)")
-    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def write_report(results: list[dict], out_dir: Path, meta: dict) -> Path:
-    """results.json, report.md (the table, the conditions) and data_scale.png in ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    write_plot(results, out_dir / "data_scale.png")
-    conditions = ", ".join(f"{k} {v}" for k, v in meta.items())
-    report = [
-        "# How recloop's cost grows with the catalog and the log",
-        "",
-        f"`python -m bench.data_scale` ({conditions}).",
-        "",
-        markdown_table(results),
-        "",
-        "Training rows/s and MB: the served model (the others' in results.json); p50s one request at a "
-        "time over real HTTP. Synthetic data: cost only, never accuracy.",
-        "",
-        "![cost against size](data_scale.png)",
-        "",
-    ]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(report))
-    return path
 
 
 # --- entry point ------------------------------------------------------------------------------------
