@@ -87,11 +87,8 @@ class TitleIndex:
         lo = bisect_left(self.by_title, needle)
         hi = bisect_left(self.by_title, needle + "\U0010ffff", lo)  # every title starting with it
         exact_end = bisect_right(self.by_title, needle, lo, hi)
-        exact = sorted(self.by_title_items[lo:exact_end], key=lambda item: (len(item.title), item.id))
-        order = self.by_title_order[exact_end:hi]
-        top = np.argpartition(order, limit - 1)[:limit] if len(order) > limit else np.arange(len(order))
-        picked = top[np.argsort(order[top], kind="stable")]
-        prefixed = [self.by_title_items[exact_end + int(i)] for i in picked]
+        exact = self._best(lo, exact_end, limit)
+        prefixed = self._best(exact_end, hi, limit)
         found = (exact + prefixed)[:limit]
         position = 0
         while len(found) < limit:
@@ -104,6 +101,12 @@ class TitleIndex:
             # Any further occurrence in this title: on to the next one.
             position = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.joined)
         return found
+
+    def _best(self, start: int, end: int, limit: int) -> list[Item]:
+        """The first ``limit`` items of ``by_title[start:end]`` in rank order, picked in C."""
+        order = self.by_title_order[start:end]
+        top = np.argpartition(order, limit - 1)[:limit] if len(order) > limit else np.arange(len(order))
+        return [self.by_title_items[start + int(i)] for i in top[np.argsort(order[top], kind="stable")]]
 
 
 _INDEXES: weakref.WeakKeyDictionary[Dataset, TitleIndex] = weakref.WeakKeyDictionary()
