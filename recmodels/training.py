@@ -14,6 +14,7 @@ import resource
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,9 @@ def train(
         **(preset_overrides(dataset.name, model_name) if use_preset else {}),
         **(config_overrides or {}),
     }
-    train_rows = [r for r in dataset.rows("train")[:max_train_rows] if r.next not in drop_targets]
+    # Only the slice is read: the rest of a large log is never held in memory.
+    first_rows = islice(dataset.iter_rows("train"), max_train_rows)
+    train_rows = [r for r in first_rows if r.next not in drop_targets]
     if not train_rows:
         raise ValueError(f"{dataset.root}: the training split is empty")
     val_rows = [r for r in dataset.eval_rows("val")[0] if r.next not in drop_targets]
