@@ -24,9 +24,30 @@ class StageFailed(RuntimeError):
 @dataclass(frozen=True)
 class ChildRun:
     seconds: float
-    peak_rss_mb: float
+    peak_rss_mb: float | None  # None: killed at the timeout (its launcher's would be this process's)
     returncode: int | None  # None: killed at the timeout
     output: str  # the log's tail
+
+
+_LAUNCHER = """
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs the command as its own child and writes that child's peak RSS (``ru_maxrss``, KB) to a file.
+
+A process forked from this one starts with this process's pages, and Linux counts them in the
+child's ``ru_maxrss`` until it execs (a benchmark that has loaded torch would lend every small
+child its 300 MB). A small launcher forked from here, which forks the command itself, lends it
+only its own few megabytes."""
 
 
 def run_child(
@@ -39,34 +60,39 @@ def run_child(
 ) -> ChildRun:
     """Run ``command`` to its end, or kill its process group after ``timeout_s``.
 
-    Its peak RSS is the child's own ``ru_maxrss`` from ``wait4`` (the child's and its waited-for
-    descendants' largest, not this process's nor any earlier child's, as RUSAGE_CHILDREN would
-    mix them). Its output goes to ``log_path``."""
+    Its peak RSS is the command's own largest RSS (:data:`_LAUNCHER`: not this process's nor any
+    earlier child's); unknown (None) for a command killed at the timeout. Its output goes to
+    ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    peak_path = log_path.with_name(log_path.name + ".peak-rss")
+    peak_path.unlink(missing_ok=True)
+    launched = [sys.executable, "-c", _LAUNCHER, str(peak_path), *command]
     with log_path.open("ab") as log:
-        child = subprocess.Popen(
-            list(command), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        child = subprocess.Popen(  # noqa: S603
+            launched, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     started = time.monotonic()
     timed_out = False
     while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(child.pid, os.WNOHANG)
         if pid:
             break
         elapsed = time.monotonic() - started
         if elapsed > timeout_s:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
-            pid, status, usage = os.wait4(child.pid, 0)
+            pid, status, _ = os.wait4(child.pid, 0)
             timed_out = True
             break
         tick(elapsed)
         time.sleep(0.2)
     seconds = time.monotonic() - started
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    peak_kb = int(peak_path.read_text()) if peak_path.is_file() else None
+    peak_path.unlink(missing_ok=True)
     return ChildRun(
         seconds=round(seconds, 2),
-        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports kilobytes
+        peak_rss_mb=None if peak_kb is None else round(peak_kb / 1024, 1),  # Linux reports kilobytes
         returncode=None if timed_out else child.returncode,
         output=log_path.read_text(errors="replace")[-3000:],
     )

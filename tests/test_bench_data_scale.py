@@ -94,12 +94,17 @@ def test_a_child_reports_its_own_peak_rss_and_is_killed_at_the_timeout(tmp_path)
     grow = [sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"]
     done = run_child(grow, log_path=tmp_path / "grow.log", timeout_s=60)
     assert done.returncode == 0 and done.peak_rss_mb >= 200
+    ballast = bytearray(300 * 2**20)  # this process holds 300 MB more: no child may count it
+    ballast[:: 2**12] = b"x" * len(ballast[:: 2**12])
     small = run_child([sys.executable, "-c", "pass"], log_path=tmp_path / "small.log", timeout_s=60)
-    assert small.peak_rss_mb < 150  # not the earlier child's peak
+    assert (
+        small.peak_rss_mb is not None and small.peak_rss_mb < 150
+    )  # not the parent's, nor the earlier child's
+    del ballast
     slow = run_child(
         [sys.executable, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "s.log", timeout_s=1
     )
-    assert slow.returncode is None and slow.seconds < 30
+    assert slow.returncode is None and slow.seconds < 30 and slow.peak_rss_mb is None
     with pytest.raises(data_scale.StageFailed, match="stage timeout"):
         data_scale.checked(slow, "train sasrec", 1)
 
