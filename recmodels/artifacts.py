@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
@@ -94,11 +95,9 @@ def read_artifact(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ArtifactError(f"{path}: no such artifact")
     try:
-        # Memory-mapped: the weights are read from the page cache, one copy shared by every worker
-        # on the machine (copy-on-write, the file is never written), not a private copy each.
-        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as exc:  # torch raises several types for corrupt or unsafe files
-        raise ArtifactError(f"{path}: not a loadable recloop artifact ({exc})") from exc
+        payload = torch.load(_mapped_copy(path), map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # no room or right to copy (a read-only volume), an older format: a private copy
+        payload = _load_copied(path)  # (and the error of a corrupt or unsafe file)
     if not isinstance(payload, dict):
         raise ArtifactError(f"{path}: expected a dict payload, got {type(payload).__name__}")
     version = payload.get("format_version")
@@ -113,6 +112,41 @@ def read_artifact(path: Path) -> dict[str, Any]:
     if payload["model_name"] not in MODEL_NAMES:
         raise ArtifactError(f"{path}: unknown model_name {payload['model_name']!r}")
     return payload
+
+
+MAPPED_DIR = ".mapped"
+"""Beside the artifacts: their copies named by content, which workers memory-map."""
+
+
+def _mapped_copy(path: Path) -> Path:
+    """The artifact's copy named by its content (``.mapped/<stem>-<sha256>.pt``), made if missing.
+
+    Memory-mapped weights are read from the page cache: one copy shared by every worker on the
+    machine instead of a private copy each. But a mapped file must never change in place: a model
+    retrained into the same file (or copied over it) would crash every worker that maps it (SIGBUS
+    on a truncated page) or change its weights under it. A copy named by its content is never
+    written again. The artifact's older copies are unlinked when a new one is made (a worker that
+    still maps one keeps it until it lets go: unlinking never truncates)."""
+    digest = sha256_file(path)
+    mapped = path.parent / MAPPED_DIR / f"{path.stem}-{digest}.pt"
+    if mapped.is_file():
+        return mapped
+    mapped.parent.mkdir(exist_ok=True)
+    partial = mapped.with_name(f".{mapped.name}.{os.getpid()}.partial")
+    shutil.copyfile(path, partial)
+    copied = mapped.with_name(f"{path.stem}-{sha256_file(partial)}.pt")  # had it changed meanwhile
+    for older in mapped.parent.glob(f"{path.stem}-*.pt"):
+        if older != copied:
+            older.unlink(missing_ok=True)
+    os.replace(partial, copied)
+    return copied
+
+
+def _load_copied(path: Path) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for corrupt or unsafe files
+        raise ArtifactError(f"{path}: not a loadable recloop artifact ({exc})") from exc
 
 
 def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:

@@ -135,3 +135,29 @@ def test_cli_train_rejects_unknown_config_keys(cli_env: Path) -> None:
         cli, ["train", "--dataset", "movielens", "--model", "sasrec", "--set", "hiden=3", "--no-progress"]
     )
     assert result.exit_code == 2 and "hiden=3" in result.output
+
+
+def test_weights_are_mapped_from_a_copy_so_a_model_retrained_into_its_file_never_breaks_a_worker(tmp_path):
+    """Workers memory-map a copy named by content (shared pages): a new model written over the
+    artifact in place (torch.save to the same path, or a copy over it) neither crashes nor changes
+    a model that is loaded; the next load reads the new weights, and the old copy is unlinked."""
+    import types
+
+    from recmodels.artifacts import MAPPED_DIR, save_artifact
+    from recmodels.registry import build_model
+
+    data = types.SimpleNamespace(name="tiny", fingerprint="0" * 64)
+    path = tmp_path / "sasrec.pt"
+    torch.manual_seed(0)
+    save_artifact(path, build_model("sasrec", 500), model_name="sasrec", dataset=data, metrics={})
+    served = load_scorer(path)
+    before = served.score([1, 2, 3], [4, 5, 6])
+    torch.manual_seed(1)
+    retrained = build_model("sasrec", 500)
+    payload = read_artifact(path)
+    torch.save({**payload, "state_dict": retrained.state_dict()}, path)  # in place, not by rename
+    assert served.score([1, 2, 3], [4, 5, 6]) == before  # still mapped, unchanged
+    fresh = load_scorer(path)
+    assert fresh.score([1, 2, 3], [4, 5, 6]) != before
+    copies = sorted(p.name for p in (tmp_path / MAPPED_DIR).glob("*.pt"))
+    assert copies == [f"sasrec-{fresh.info.artifact_sha256}.pt"]
