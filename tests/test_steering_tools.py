@@ -193,3 +193,41 @@ def test_hard_violations_accept_the_graph_states_plain_dict(catalog):
     assert hard_violations(None, catalog.item(SCREAM)) == []
     with pytest.raises(ValueError, match="colour"):
         hard_violations({"positive": {"colour": "red"}}, catalog.item(SCREAM))
+
+
+def test_the_attribute_index_filters_exactly_as_hard_violations(synthetic_dataset):
+    """The arrays the filter reads at catalog scale say, item by item, what the per-item rules say:
+    genres any case, known and unknown years, item ids, on both sides."""
+    from steering.tools import AttributeIndex
+
+    items = synthetic_dataset.items
+    index = AttributeIndex(items)
+    genres = sorted({g for item in items for g in item.genres})
+    cases = [
+        Preferences(positive=Side(genres=[genres[0].upper()])),
+        Preferences(positive=Side(genres=[genres[1], "No Such Genre"], year_range=YearRange(start=1990))),
+        Preferences(positive=Side(genres=["No Such Genre"])),
+        Preferences(negative=Side(genres=[genres[2]], year_range=YearRange(start=1980, end=1989))),
+        Preferences(positive=Side(year_range=YearRange(end=1975), items=[3, 5, 8, 10**6])),
+        Preferences(negative=Side(items=[0, 1, 2]), positive=Side(genres=[genres[0], genres[3]])),
+    ]
+    for preferences in cases:
+        allowed = index.allowed(preferences)
+        assert [bool(a) for a in allowed] == [not hard_violations(preferences, item) for item in items]
+        assert filter_candidates(list(range(len(items)))[::-1], preferences, synthetic_dataset) == [
+            i for i in range(len(items))[::-1] if not hard_violations(preferences, items[i])
+        ]
+
+
+def test_an_item_without_a_year_passes_only_the_negative_range():
+    from steering.tools import AttributeIndex
+
+    items = [
+        Item(0, "A", {"genres": ["Drama"], "year": None}),
+        Item(1, "B", {"genres": ["Drama"], "year": 1990}),
+    ]
+    index = AttributeIndex(items)
+    wanted = Preferences(positive=Side(year_range=YearRange(start=1980)))
+    unwanted = Preferences(negative=Side(year_range=YearRange(start=1980)))
+    assert index.allowed(wanted).tolist() == [False, True]
+    assert index.allowed(unwanted).tolist() == [True, False]
