@@ -16,6 +16,7 @@ import statistics
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -234,8 +235,53 @@ def zscore(values: Sequence[float]) -> list[float]:
     """(x - mean) / std over the list; all zeros when the list is constant or shorter than 2."""
     if len(values) < 2:
         return [0.0] * len(values)
-    mean, std = statistics.fmean(values), statistics.pstdev(values)
+    mean, std = statistics.fmean(values), _pstdev(values)
     if std == 0.0:
         return [0.0] * len(values)
     # the mean and deviation as exact as statistics makes them; the arithmetic per value is float64's
     return ((np.asarray(values, dtype=np.float64) - mean) / std).tolist()
+
+
+# statistics.pstdev is exact (sums of the values' integer ratios, then a correctly rounded square
+# root) and spends ~1 µs of Python per value: 15-40 ms over a 10^5-item pool. _pstdev makes the
+# same exact sums with numpy and gives the same float; it keeps statistics' own rounding step.
+_SQRT_OF_FRACTION = getattr(statistics, "_float_sqrt_of_frac", None)
+_EXACT_FROM = 1024  # below this, statistics is as fast
+_CHUNK = 256  # each summed product is below 2**54, so 256 of them stay below 2**62 (no int64 overflow)
+
+
+def _pstdev(values: Sequence[float]) -> float:
+    """``statistics.pstdev(values)``, the same float, computed in numpy for long lists of floats."""
+    if _SQRT_OF_FRACTION is None or len(values) < _EXACT_FROM or set(map(type, values)) != {float}:
+        return statistics.pstdev(values)
+    x = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(x).all():
+        return statistics.pstdev(values)
+    fraction, exponent = np.frexp(x)
+    mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
+    power = exponent.astype(np.int64) - 53
+    order = np.argsort(power)
+    mantissa, power = mantissa[order], power[order]
+    lowest = int(power[0])
+    starts = np.flatnonzero(np.diff(power, prepend=power[0] - 1)).tolist()
+    total = squares = 0  # sum of x and of x**2, in units of 2**lowest and 2**(2 * lowest)
+    for start, end in zip(starts, [*starts[1:], len(power)], strict=True):
+        shift = int(power[start]) - lowest
+        group = mantissa[start:end]
+        size = np.abs(group)
+        high, low = (
+            size >> 27,
+            size & ((1 << 27) - 1),
+        )  # size**2 = high**2 * 2**54 + 2*high*low * 2**27 + low**2
+        total += _exact_sum(group) << shift
+        square = (_exact_sum(high * high) << 54) + (_exact_sum(2 * high * low) << 27) + _exact_sum(low * low)
+        squares += square << (2 * shift)
+    n = len(x)
+    mean_square_deviation = Fraction(n * squares - total * total, n * n) * Fraction(2) ** (2 * lowest)
+    return _SQRT_OF_FRACTION(mean_square_deviation.numerator, mean_square_deviation.denominator)
+
+
+def _exact_sum(values: np.ndarray) -> int:
+    """The sum of int64 values (each below 2**54 in size) as a Python int, never overflowing."""
+    padded = np.concatenate([values, np.zeros(-len(values) % _CHUNK, dtype=np.int64)])
+    return sum(padded.reshape(-1, _CHUNK).sum(axis=1).tolist())
