@@ -151,7 +151,10 @@ def attribute_index(catalog: Catalog) -> AttributeIndex | None:
     except TypeError:  # not weakly referenceable
         return None
     items = catalog.items
-    index = AttributeIndex(items) if AttributeIndex.supports(items) else None
+    try:
+        index = AttributeIndex(items) if AttributeIndex.supports(items) else None
+    except (AttributeError, TypeError, ValueError):  # attributes of odd types: the per-item rules judge
+        index = None
     _ATTRIBUTE_INDEXES[catalog] = index
     return index
 
@@ -172,6 +175,10 @@ def semantic_scores(
         return None, skipped
     if len(rows) == 1:  # the mean of one value is that value, -0.0 made 0.0 as fmean does
         return (np.asarray(rows[0], dtype=np.float64) + 0.0).tolist(), skipped
+    if len(rows) == 2:  # fmean of two: fsum (one rounded addition) / 2, which float64 does per column
+        pair = np.asarray(rows, dtype=np.float64)
+        if np.isfinite(pair).all():
+            return ((pair[0] + pair[1]) / 2 + 0.0).tolist(), skipped
     return [statistics.fmean(col) for col in zip(*rows, strict=True)], skipped
 
 

@@ -256,3 +256,27 @@ def test_the_deviation_of_long_lists_is_statistics_own_float():
             assert _pstdev(values.tolist()) == statistics.pstdev(values.tolist()), trial
     integers = list(range(3000))
     assert _pstdev(integers) == statistics.pstdev(integers)
+
+
+def test_the_mean_of_two_preferences_similarities_is_statistics_own():
+    """Two soft preferences: each candidate's mean similarity is statistics.fmean's float (signed zeros)."""
+    import math
+    import statistics
+
+    import numpy as np
+
+    from steering.preferences import SoftPreference as Soft
+
+    rng = np.random.default_rng(0)
+    rows = [rng.standard_normal(3000) * 10.0 ** rng.integers(-20, 20, 3000) for _ in range(2)]
+    rows[0][::7], rows[1][::7] = -0.0, -0.0
+    rows[1][::11] = -rows[0][::11]
+
+    class Fixed:
+        def similarities(self, candidates, pref):
+            return rows[pref.item].tolist()
+
+    means, skipped = semantic_scores(range(3000), [Soft(text="a", item=0), Soft(text="b", item=1)], Fixed())
+    expected = [statistics.fmean(pair) for pair in zip(rows[0].tolist(), rows[1].tolist(), strict=True)]
+    assert skipped == [] and means == expected
+    assert [math.copysign(1.0, m) for m in means] == [math.copysign(1.0, e) for e in expected]
