@@ -21,13 +21,35 @@ def sample_candidates(
     """
     if not 0 <= target < n_items:
         raise ValueError(f"target {target} outside the catalog 0..{n_items - 1}")
-    excluded = set(history) | {target}
-    pool = [item for item in range(n_items) if item not in excluded]
+    pool = _ItemsOutside(set(history) | {target}, n_items)
     if len(pool) < n - 1 and not fewer:
         raise ValueError(f"need {n - 1} negatives but only {len(pool)} items are outside the history")
     candidates = [*rng.sample(pool, min(n - 1, len(pool))), target]
     rng.shuffle(candidates)
     return candidates
+
+
+class _ItemsOutside(Sequence[int]):
+    """The ids 0..n_items-1 not in ``excluded``, in id order, without listing them: ``random.sample``
+    draws ~20 positions from a pool of 10^4-10^5 items (indexing it, or listing it when it is small), so
+    a list built per draw cost O(catalog) of Python for the same draws (issue 45)."""
+
+    def __init__(self, excluded: set[int], n_items: int):
+        self._excluded = sorted(item for item in excluded if 0 <= item < n_items)
+        self._size = n_items - len(self._excluded)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, position: int) -> int:  # type: ignore[override]  # no slices: sample never asks
+        if not 0 <= position < self._size:
+            raise IndexError(position)
+        item = position
+        for skipped in self._excluded:  # each excluded id at or below the answer moves it up by one
+            if skipped > item:
+                break
+            item += 1
+        return item
 
 
 def negative_pool_size(history: Sequence[int], target: int, n_items: int) -> int:

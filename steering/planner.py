@@ -10,6 +10,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from recmodels.scorer import Scorer
 from steering.catalog_index import Catalog
 from steering.preferences import Preferences
@@ -18,6 +20,7 @@ from steering.tools import (
     RankedItem,
     aggregate,
     attenuate,
+    attribute_index,
     filter_candidates,
     hard_violations,
     match,
@@ -77,31 +80,58 @@ def run_plan(
     weights: PlanWeights = PlanWeights(),
 ) -> Plan:
     """Rank ``candidates_pool`` for this user under ``preferences``; at most ``k`` items."""
+    pool = np.fromiter(dict.fromkeys(candidates_pool), dtype=np.int64)
+    return _run_plan(preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights)
+
+
+def _run_plan(
+    preferences: Preferences,
+    pool: np.ndarray,
+    history: Sequence[int],
+    scorer: Scorer,
+    catalog: Catalog,
+    k: int,
+    *,
+    similarity: Similarity | None,
+    weights: PlanWeights,
+) -> Plan:
+    """:func:`run_plan` over a pool without repeats, as an array: at 10^5 items every per-item step
+    is a numpy operation, never a Python loop (issue 45)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     tools = choose_tools(preferences)
-    anchors = {p.item for p in preferences.positive.soft if p.item is not None}
-    pool = [c for c in dict.fromkeys(candidates_pool) if c not in anchors]  # "like X" asks for others than X
-    kept = filter_candidates(pool, preferences, catalog) if "filter" in tools else pool
-    if not kept:
+    anchors = [p.item for p in preferences.positive.soft if p.item is not None]
+    if anchors:  # "like X" asks for others than X
+        pool = pool[~np.isin(pool, anchors)]
+    kept = pool
+    if "filter" in tools:
+        index = attribute_index(catalog)
+        if index is None:
+            kept = np.array(filter_candidates(pool.tolist(), preferences, catalog), dtype=np.int64)
+        else:
+            kept = pool[index.allowed(preferences)[pool]]
+    if not len(kept):
         return Plan([], tools, len(pool), 0)
-    collaborative = scorer.score(history, kept)
+    candidates = kept.tolist()
+    collaborative = scorer.score(history, candidates)
     needs_similarity = "matcher" in tools or "attenuator" in tools
     sim = similarity or (CollaborativeSimilarity(scorer) if needs_similarity else None)
     skipped: list[str] = []
     matched = semantic = penalties = None
     if "matcher" in tools:
-        semantic, missing = semantic_scores(kept, preferences.positive.soft, sim)
+        semantic, missing = semantic_scores(candidates, preferences.positive.soft, sim)
         skipped += [p.text for p in missing]
         if semantic is not None:
             matched = match(collaborative, semantic, semantic_weight=weights.semantic_weight)
     if "attenuator" in tools:
-        negative, missing = semantic_scores(kept, preferences.negative.soft, sim)
+        negative, missing = semantic_scores(candidates, preferences.negative.soft, sim)
         skipped += [p.text for p in missing]
         if negative is not None:
             penalties = attenuate(negative, strength=weights.attenuation)
-    ranked = aggregate(kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k)
-    return Plan(ranked, tools, len(pool), len(kept), skipped)
+    ranked = aggregate(
+        candidates, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k
+    )
+    return Plan(ranked, tools, len(pool), len(candidates), skipped)
 
 
 def steer_candidates(
@@ -122,8 +152,9 @@ def steer_candidates(
     """
     if preferences is None or preferences.is_empty():
         return scorer.top_k(history, k, exclude=exclude)
-    unseen = set(history) | set(exclude)
-    pool = [i for i in range(len(catalog.items)) if i not in unseen]
-    return run_plan(
+    unseen = np.ones(len(catalog.items), dtype=bool)
+    unseen[[i for i in {*history, *exclude} if 0 <= i < len(unseen)]] = False
+    pool = np.flatnonzero(unseen)  # ascending ids, as the catalog lists them
+    return _run_plan(
         preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights
     ).items

@@ -76,7 +76,10 @@ class Similarity(ABC):
         if vector is None:
             return None
         ids = torch.as_tensor(list(candidates), dtype=torch.long)
-        return (self.item_vectors[ids] @ vector).tolist()
+        vectors = self.item_vectors
+        if len(ids) * 8 >= len(vectors):  # a large share: one product over the catalog, not a copy of rows
+            return (vectors @ vector)[ids].tolist()
+        return (vectors[ids] @ vector).tolist()
 
 
 class CollaborativeSimilarity(Similarity):

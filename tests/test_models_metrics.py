@@ -106,3 +106,27 @@ def test_candidates_reproduce_afl_lastfm_seed_303_lists(shared_data: Path) -> No
     rng = random.Random(303)
     drawn = [sample_candidates(r["history"], r["next"], 4606, rng) for r in rows]
     assert drawn == [r["candidates"] for r in rows]
+
+
+def test_candidate_draws_are_the_ones_a_listed_pool_gives():
+    """The pool is no longer listed per draw: the same lists (and the same generator state after) as
+    random.sample over the listed pool, below and above sample's own small-pool threshold, with
+    history ids outside the catalog."""
+
+    def listed(history, target, n_items, rng, n):
+        excluded = set(history) | {target}
+        pool = [item for item in range(n_items) if item not in excluded]
+        candidates = [*rng.sample(pool, min(n - 1, len(pool))), target]
+        rng.shuffle(candidates)
+        return candidates
+
+    pick = random.Random(1)
+    for trial in range(500):
+        n_items = pick.choice([20, 60, 86, 100, 300, 2000])
+        history = [pick.randrange(-3, n_items + 5) for _ in range(pick.randrange(0, 40))]
+        target, n = pick.randrange(n_items), pick.choice([5, 20])
+        ours, theirs = random.Random(trial), random.Random(trial)
+        assert sample_candidates(history, target, n_items, ours, n, fewer=True) == listed(
+            history, target, n_items, theirs, n
+        )
+        assert ours.getstate() == theirs.getstate()

@@ -193,3 +193,90 @@ def test_hard_violations_accept_the_graph_states_plain_dict(catalog):
     assert hard_violations(None, catalog.item(SCREAM)) == []
     with pytest.raises(ValueError, match="colour"):
         hard_violations({"positive": {"colour": "red"}}, catalog.item(SCREAM))
+
+
+def test_the_attribute_index_filters_exactly_as_hard_violations(synthetic_dataset):
+    """The arrays the filter reads at catalog scale say, item by item, what the per-item rules say:
+    genres any case, known and unknown years, item ids, on both sides."""
+    from steering.tools import AttributeIndex
+
+    items = synthetic_dataset.items
+    index = AttributeIndex(items)
+    genres = sorted({g for item in items for g in item.genres})
+    cases = [
+        Preferences(positive=Side(genres=[genres[0].upper()])),
+        Preferences(positive=Side(genres=[genres[1], "No Such Genre"], year_range=YearRange(start=1990))),
+        Preferences(positive=Side(genres=["No Such Genre"])),
+        Preferences(negative=Side(genres=[genres[2]], year_range=YearRange(start=1980, end=1989))),
+        Preferences(positive=Side(year_range=YearRange(end=1975), items=[3, 5, 8, 10**6])),
+        Preferences(negative=Side(items=[0, 1, 2]), positive=Side(genres=[genres[0], genres[3]])),
+    ]
+    for preferences in cases:
+        allowed = index.allowed(preferences)
+        assert [bool(a) for a in allowed] == [not hard_violations(preferences, item) for item in items]
+        assert filter_candidates(list(range(len(items)))[::-1], preferences, synthetic_dataset) == [
+            i for i in range(len(items))[::-1] if not hard_violations(preferences, items[i])
+        ]
+
+
+def test_an_item_without_a_year_passes_only_the_negative_range():
+    from steering.tools import AttributeIndex
+
+    items = [
+        Item(0, "A", {"genres": ["Drama"], "year": None}),
+        Item(1, "B", {"genres": ["Drama"], "year": 1990}),
+    ]
+    index = AttributeIndex(items)
+    wanted = Preferences(positive=Side(year_range=YearRange(start=1980)))
+    unwanted = Preferences(negative=Side(year_range=YearRange(start=1980)))
+    assert index.allowed(wanted).tolist() == [False, True]
+    assert index.allowed(unwanted).tolist() == [True, False]
+
+
+def test_the_deviation_of_long_lists_is_statistics_own_float():
+    """z-scores over a 10^5-item pool divide by the same float statistics.pstdev gives (exact sums,
+    one rounding): normal, float32-made, wide-ranged, signed-zero, nearly constant and integer lists."""
+    import statistics
+
+    import numpy as np
+
+    from steering.tools import _pstdev
+
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(1024, 5000))
+        lists = [
+            rng.standard_normal(n),
+            rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
+            rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
+            np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
+            np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
+        ]
+        for values in lists:
+            assert _pstdev(values.tolist()) == statistics.pstdev(values.tolist()), trial
+    integers = list(range(3000))
+    assert _pstdev(integers) == statistics.pstdev(integers)
+
+
+def test_the_mean_of_two_preferences_similarities_is_statistics_own():
+    """Two soft preferences: each candidate's mean similarity is statistics.fmean's float (signed zeros)."""
+    import math
+    import statistics
+
+    import numpy as np
+
+    from steering.preferences import SoftPreference as Soft
+
+    rng = np.random.default_rng(0)
+    rows = [rng.standard_normal(3000) * 10.0 ** rng.integers(-20, 20, 3000) for _ in range(2)]
+    rows[0][::7], rows[1][::7] = -0.0, -0.0
+    rows[1][::11] = -rows[0][::11]
+
+    class Fixed:
+        def similarities(self, candidates, pref):
+            return rows[pref.item].tolist()
+
+    means, skipped = semantic_scores(range(3000), [Soft(text="a", item=0), Soft(text="b", item=1)], Fixed())
+    expected = [statistics.fmean(pair) for pair in zip(rows[0].tolist(), rows[1].tolist(), strict=True)]
+    assert skipped == [] and means == expected
+    assert [math.copysign(1.0, m) for m in means] == [math.copysign(1.0, e) for e in expected]
