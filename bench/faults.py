@@ -24,10 +24,9 @@ compared with what the clients were told:
   answers another loop, status, item or rounds than the first answer.
 
 ``outage_503_p99_ms`` is the p99 latency of the 503 answers (the database down: they should come
-in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts. A run
-in flight waits out a short outage and answers normally (``Settings.run_outage_wait_s``), so a
-restart may show no 503 at all: ``outage_effects`` counts what the server log shows of it (runs
-that waited and went on, the gate going down, checkpoint commits retried).
+in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts. Runs
+in flight wait out a short outage (``Settings.run_outage_wait_s``): ``outage_effects`` counts
+what the server log shows of one that no client saw.
 
     python -m bench.faults                          # 5 min, a restart every 30 s, 2 workers
     python -m bench.faults --duration 60 --kill-worker-at 20 --json
@@ -513,9 +512,7 @@ OUTAGE_EFFECTS = {
 
 
 def outage_effects(server_log: str) -> dict[str, int]:
-    """How often the server met an outage (a restart that strikes nothing in flight shows none):
-    runs that waited for the database and went on, gates that went down, checkpoint commits that
-    failed in the background and were retried."""
+    """How often the server met an outage, by effect (a restart that strikes nothing shows none)."""
     return {name: server_log.count(marker) for name, marker in OUTAGE_EFFECTS.items()}
 
 
