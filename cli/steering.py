@@ -345,6 +345,7 @@ def prepare_parser(
     except Exception as exc:
         write_status(settings, dataset.name, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    write_status(settings, dataset.name, "ready")
     echo(f"learned parser for {dataset.name} in {trained.seconds:.0f} s: {path}")
     return path
 

@@ -49,7 +49,9 @@ def parser_kind(config: ParserConfig, dataset: str) -> ParserKind:
 
 @lru_cache(maxsize=16)
 def _learned_beats_rules(artifact: Path, _mtime_ns: int) -> bool:
-    """From the artifact's validation record (cached per file version: ``auto`` asks per command)."""
+    """From the artifact's validation record (cached per file version: ``auto`` asks per command):
+    the learned parser reads more commands exactly, and inverts no larger share of the commands it
+    reads than the rules do of theirs (:func:`_inverts_no_more`)."""
     try:
         info = learned_info(artifact)
     except ParserArtifactError:
@@ -57,10 +59,35 @@ def _learned_beats_rules(artifact: Path, _mtime_ns: int) -> bool:
     learned, rules = info.get("val"), info.get("offline_val")
     if not isinstance(learned, dict) or not isinstance(rules, dict):
         return False  # trained before the comparison was recorded: not shown to be safer
-    return (
-        learned["commands_with_inversion"] <= rules["commands_with_inversion"]
-        and learned["exact"] > rules["exact"]
-    )
+    return learned["exact"] > rules["exact"] and _inverts_no_more(learned, rules)
+
+
+def _inverts_no_more(learned: dict, rules: dict) -> bool:
+    """Whether the learned parser's inversions per command read (not abstained) are within the
+    rules' rate, up to its 95 % Wilson upper bound.
+
+    Counts alone would punish reading: on MovieLens' simulated validation the rules abstain on 810
+    of 982 commands and invert 3 of the 172 they read (1.7 %), the learned parser reads 830 and
+    inverts 16 (1.9 %): fewer inversions by reading less is no safety. Without the abstentions
+    (an artifact from before they were recorded) the counts are compared."""
+    try:
+        learned_read = learned["n"] - learned["abstained"]
+        rules_read = rules["n"] - rules["abstained"]
+    except KeyError:
+        return learned["commands_with_inversion"] <= rules["commands_with_inversion"]
+    if learned_read <= 0:
+        return True  # it reads nothing, so it inverts nothing
+    if rules_read <= 0:
+        return learned["commands_with_inversion"] == 0
+    rate = learned["commands_with_inversion"] / learned_read
+    return rate <= _wilson_upper(rules["commands_with_inversion"], rules_read)
+
+
+def _wilson_upper(successes: int, n: int, z: float = 1.96) -> float:
+    share = successes / n
+    centre = share + z * z / (2 * n)
+    spread = z * ((share * (1 - share) + z * z / (4 * n)) / n) ** 0.5
+    return (centre + spread) / (1 + z * z / n)
 
 
 def build_parser(
