@@ -52,6 +52,7 @@ from typing import Any
 import httpx
 
 from bench.child_runs import (
+    ChildRun,
     Progress,
     StageFailed,
     Timed,
@@ -169,18 +170,23 @@ def stage(run: DatasetRun, name: str, progress: Progress, action: Callable[[], N
     return True
 
 
-def build_stage(run: DatasetRun, command: list[str], options: Options, progress: Progress) -> None:
-    done = checked(
-        run_child(
-            command,
-            env=run.env(options),
-            log_path=run.data_dir / "logs" / "build.log",
-            timeout_s=options.stage_timeout_s,
-            tick=progress.ticker("build"),
-        ),
-        "build",
-        options.stage_timeout_s,
+def _stage(
+    run: DatasetRun, command: list[str], label: str, options: Options, progress: Progress, *, log: str = ""
+) -> ChildRun:
+    """Run one stage's command (its log under the run's logs/, ``label`` on the progress line),
+    raising StageFailed if it fails or passes the stage timeout."""
+    done = run_child(
+        command,
+        env=run.env(options),
+        log_path=run.data_dir / "logs" / f"{log or label}.log",
+        timeout_s=options.stage_timeout_s,
+        tick=progress.ticker(label),
     )
+    return checked(done, label, options.stage_timeout_s)
+
+
+def build_stage(run: DatasetRun, command: list[str], options: Options, progress: Progress) -> None:
+    done = _stage(run, command, "build", options, progress)
     run.figures["build_s"], run.figures["build_peak_rss_mb"] = done.seconds, done.peak_rss_mb
     meta = json.loads((run.data_dir / "datasets" / run.dataset / "meta.json").read_text())
     run.extra["n_items"] = meta["n_items"]
@@ -193,17 +199,7 @@ def train_stage(run: DatasetRun, model: str, options: Options, progress: Progres
         "--max-train-rows", str(options.train_rows), "--no-preset", "--no-progress",
         "--seed", str(options.seed),
     )  # fmt: skip
-    done = checked(
-        run_child(
-            command,
-            env=run.env(options),
-            log_path=run.data_dir / "logs" / f"train-{model}.log",
-            timeout_s=options.stage_timeout_s,
-            tick=progress.ticker(f"train {model}"),
-        ),
-        f"train {model}",
-        options.stage_timeout_s,
-    )
+    done = _stage(run, command, f"train {model}", options, progress, log=f"train-{model}")
     summary = last_json_line(done.output)
     rows, epoch_s = summary["train_rows"], summary["seconds_per_epoch"]
     run.train_models[model] = {
@@ -219,17 +215,7 @@ def train_stage(run: DatasetRun, model: str, options: Options, progress: Progres
 
 
 def prepare_stage(run: DatasetRun, options: Options, progress: Progress) -> None:
-    done = checked(
-        run_child(
-            cli_command("prepare", "--no-parser", "--json"),
-            env=run.env(options),
-            log_path=run.data_dir / "logs" / "prepare.log",
-            timeout_s=options.stage_timeout_s,
-            tick=progress.ticker("prepare"),
-        ),
-        "prepare",
-        options.stage_timeout_s,
-    )
+    done = _stage(run, cli_command("prepare", "--no-parser", "--json"), "prepare", options, progress)
     run.figures["prepare_s"], run.figures["prepare_peak_rss_mb"] = done.seconds, done.peak_rss_mb
 
 
