@@ -89,13 +89,15 @@ def save_artifact(
     return path
 
 
-def read_artifact(path: Path) -> dict[str, Any]:
-    """The artifact's payload, checked for format version and required keys."""
+def read_artifact(path: Path, *, sha256: str | None = None) -> dict[str, Any]:
+    """The artifact's payload, checked for format version and required keys (``sha256``: the file's,
+    if the caller has it already)."""
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"{path}: no such artifact")
     try:
-        payload = torch.load(_mapped_copy(path), map_location="cpu", weights_only=True, mmap=True)
+        mapped = _mapped_copy(path, sha256 or sha256_file(path))
+        payload = torch.load(mapped, map_location="cpu", weights_only=True, mmap=True)
     except Exception:  # no room or right to copy (a read-only volume), an older format: a private copy
         payload = _load_copied(path)  # (and the error of a corrupt or unsafe file)
     if not isinstance(payload, dict):
@@ -118,7 +120,7 @@ MAPPED_DIR = ".mapped"
 """Beside the artifacts: their copies named by content, which workers memory-map."""
 
 
-def _mapped_copy(path: Path) -> Path:
+def _mapped_copy(path: Path, digest: str) -> Path:
     """The artifact's copy named by its content (``.mapped/<stem>-<sha256>.pt``), made if missing.
 
     Memory-mapped weights are read from the page cache: one copy shared by every worker on the
@@ -127,7 +129,6 @@ def _mapped_copy(path: Path) -> Path:
     on a truncated page) or change its weights under it. A copy named by its content is never
     written again. The artifact's older copies are unlinked when a new one is made (a worker that
     still maps one keeps it until it lets go: unlinking never truncates)."""
-    digest = sha256_file(path)
     mapped = path.parent / MAPPED_DIR / f"{path.stem}-{digest}.pt"
     if mapped.is_file():
         return mapped
@@ -153,7 +154,8 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
     """Rebuild the model from its config and weights. With ``dataset``, refuse an artifact trained
     on different data (fingerprint or catalog size differ)."""
     path = Path(path)
-    payload = read_artifact(path)
+    digest = sha256_file(path)  # hashed once: the mapped copy is named by it, the scorer reports it
+    payload = read_artifact(path, sha256=digest)
     new_items = _check_same_data(path, payload, dataset) if dataset is not None else 0
     if payload["format_version"] == FORMAT_VERSION:
         members = [_rebuild(path, payload, payload["state_dict"])]
@@ -171,7 +173,7 @@ def load_scorer(path: Path, dataset: Dataset | None = None) -> Scorer:
         dataset=payload["dataset"],
         dataset_fingerprint=payload["dataset_fingerprint"],
         n_items=model.n_items,
-        artifact_sha256=sha256_file(path),
+        artifact_sha256=digest,
         extra={
             "path": str(path),
             "members": len(model) if isinstance(model, SeedEnsemble) else 1,
