@@ -219,7 +219,7 @@ class Settings(BaseSettings):
     )
     checkpointer: Literal["postgres", "postgres_stock", "memory"] = Field(
         "postgres",
-        description="postgres: pooled saver with durable rounds (app/db/checkpoints.py); "
+        description="postgres: pooled saver with durable rounds (checkpointer/saver.py); "
         "postgres_stock: LangGraph's AsyncPostgresSaver as shipped, and memory: in-process only "
         "(sessions do not survive a restart) — both for benchmark comparisons.",
     )

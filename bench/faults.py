@@ -506,7 +506,7 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
 OUTAGE_EFFECTS = {
     "runs_waited_out": "lost the database (",  # app/services/loops.py: went on in the same request
     "gate_down": "database down: requests wait",  # app/db/outage.py
-    "background_commits_failed": "background checkpoint commit of thread",  # app/db/checkpoints.py
+    "background_commits_failed": "background checkpoint commit of thread",  # checkpointer/saver.py
 }
 """What the server log shows of an outage, by what each effect's line says."""
 

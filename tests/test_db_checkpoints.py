@@ -9,9 +9,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Command
 
-from app.db import checkpoints
-from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import checkpoint_pool
+from checkpointer import PooledPostgresSaver
+from checkpointer import saver as checkpoints
 from graph.builder import build_graph
 from graph.runner import loop_config
 from llm.usage import empty_usage

@@ -147,7 +147,17 @@ def test_recloop_and_another_project_with_top_level_graph_and_app_both_work(venv
         "import json, sys, recloop\nrecloop.Client, recloop.AsyncClient\nprint(json.dumps([*sys.modules]))"
     )
     imported = set(json.loads(_run([venv, "-c", client], **run).stdout))
-    server_packages = {"cli", "app", "lab", "graph", "steering", "llm", "recmodels", "migrations"}
+    server_packages = {
+        "cli",
+        "app",
+        "lab",
+        "graph",
+        "steering",
+        "llm",
+        "recmodels",
+        "checkpointer",
+        "migrations",
+    }
     assert not server_packages & imported  # the client imports no server
     log.unlink(missing_ok=True)
 

@@ -15,7 +15,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-from app.db import checkpoints
+import checkpointer
 from app.db import loops as loops_repo
 from app.db.models import Session
 from app.services import recovery
@@ -65,7 +65,7 @@ async def drop_left_interrupt(res: ServiceResources, session: Session, loop_inde
     if status != "failed" or not (await read_thread(res.graph, session.thread_id)).interrupts:
         return  # paused (recorded before the cancel came: runs.cancel abandons it), or nothing left
     await clear_pending(res.graph, session.thread_id)
-    await checkpoints.flush(res.saver, session.thread_id)
+    await checkpointer.flush(res.saver, session.thread_id)
 
 
 async def abandon_paused(
@@ -90,9 +90,9 @@ async def abandon_paused(
         if res.graph is not None:
             await clear_pending(res.graph, session.thread_id)
         async with (
-            checkpoints.commit_with(res.saver, session.thread_id) as checkpoint_rows,
+            checkpointer.commit_with(res.saver, session.thread_id) as checkpoint_rows,
             res.sessionmaker.begin() as db,
         ):
             error = _with_reason(ABANDONED_AT_JUDGE, reason)
             await loops_repo.abandon_paused(db, session_id=session.id, loop_index=loop_index, error=error)
-            await checkpoints.write_in(db, checkpoint_rows, res.settings.checkpoint_schema)
+            await checkpointer.write_in(db, checkpoint_rows, res.settings.checkpoint_schema)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic_core import to_jsonable_python
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import checkpoints
+import checkpointer
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.models import Loop, Session, usage_columns
@@ -161,7 +161,7 @@ class LoopLedger:
         """
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
-        handover = checkpoints.commit_with(self.res.saver, self.session.thread_id)
+        handover = checkpointer.commit_with(self.res.saver, self.session.thread_id)
         async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
             new_rounds = await self._stage(db, outcome, checkpoint_statements)
             if new_rounds is None:
@@ -176,7 +176,7 @@ class LoopLedger:
                     note=DISCARDED,
                 )
         if new_rounds is None:
-            await checkpoints.discard(self.res.saver, self.session.thread_id)
+            await checkpointer.discard(self.res.saver, self.session.thread_id)
             raise LoopSuperseded(
                 f"loop {self.loop_index} was taken over by another worker while this one could not reach "
                 "the database; its result was discarded: retry (the same Idempotency-Key answers with "
@@ -222,7 +222,7 @@ class LoopLedger:
             usage=dict(total_usage(new_rounds, "llm_usage")),
             fallbacks=_fallbacks(new_rounds),
         )
-        await checkpoints.write_in(db, checkpoint_statements, self.res.settings.checkpoint_schema)
+        await checkpointer.write_in(db, checkpoint_statements, self.res.settings.checkpoint_schema)
         return new_rounds
 
     async def record_failure(self, exc: BaseException, outcome: LoopOutcome) -> bool:

@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import Any
 
-from app.db import checkpoints
+import checkpointer
 from app.db import loops as loops_repo
 from app.db.models import Loop, Session
 from app.services import limits, loop_cancel, loop_outage, metrics, recovery, resume, steering
@@ -233,7 +233,7 @@ class LoopRun:
         finally:
             if not self._streamed.finished:
                 # What the failed run wrote is kept (a finished run commits it with its history).
-                await asyncio.shield(checkpoints.flush(self.res.saver, self.session.thread_id))
+                await asyncio.shield(checkpointer.flush(self.res.saver, self.session.thread_id))
         return self._streamed.pending
 
     async def _start(self) -> None:

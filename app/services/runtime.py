@@ -23,7 +23,6 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.db.checkpoints import PooledPostgresSaver
 from app.db.engine import (
     checkpoint_pool,
     create_engine,
@@ -37,6 +36,7 @@ from app.db.outage import OutageGate
 from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.settings import Settings
+from checkpointer import PooledPostgresSaver
 from graph.builder import build_graph
 from graph.caches import LoopCaches
 from graph.config import AgentMode
