@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required, get_args
 
 from langgraph.channels import EphemeralValue
+from pydantic import ConfigDict, with_config
 
 # typing_extensions: pydantic describes these types as JSON schemas (the protocol's /schemas) only
 # from its TypedDict on Python < 3.12.
@@ -38,34 +39,47 @@ Decision = Literal["accept", "reject"]
 StopReason = Literal["accepted", "max_rounds"]
 
 
-class RoundRecord(TypedDict):
-    """One finished round: what was proposed, how the reward model saw it, what the user said."""
+@with_config(ConfigDict(use_attribute_docstrings=True))  # the docstrings document the API's round too
+class RoundFacts(TypedDict):
+    """What every layer keeps of a finished round: the graph's record, the rounds table and the API's
+    round derive their columns and fields from these keys (app/db/loops.py, app/api/schemas.py)."""
 
-    loop_index: int
-    """Which loop of the thread this round belongs to (1-based)."""
     round: int
     """Round number within its loop (1-based)."""
     item: int
+    """The proposed item's id."""
     item_title: str
+    """The proposed item's title."""
     rec_reason: str
+    """Why the recommendation agent proposed it."""
     reward_score: float
     """The reward model's raw score of the item for this user."""
     reward_rank: int
     """1-based rank of the item among the loop's candidates under the reward model."""
     decision: Decision
+    """The user's (agent's or human's) judgement of the item."""
     user_reason: str
-    preferred_items: list[int]
-    """Items the user agent said it would rather have (offline agents; may be empty)."""
+    """Why the user accepted or rejected it."""
     rec_fallback: bool
     """The LLM recommendation agent failed validation and the offline policy answered."""
     user_fallback: bool
     """The LLM user agent failed validation and the offline policy judged."""
+    rec_fallback_cause: NotRequired[str | None]
+    """Why the offline policy recommended: 'kind: detail', kind one of budget, length,
+    content_filter, timeout, connection, http, invalid, error."""
+    user_fallback_cause: NotRequired[str | None]
+    """Why the offline policy judged (the same kinds)."""
+
+
+class RoundRecord(RoundFacts):
+    """One finished round as the loop state keeps it: its facts, and what only the graph needs."""
+
+    loop_index: int
+    """Which loop of the thread this round belongs to (1-based)."""
+    preferred_items: list[int]
+    """Items the user agent said it would rather have (offline agents; may be empty)."""
     llm_usage: LLMUsage
     """Both agents' LLM usage in this round."""
-    rec_fallback_cause: NotRequired[str | None]
-    """Why the offline policy recommended (``kind: detail``, e.g. ``length: ...``, ``budget: ...``)."""
-    user_fallback_cause: NotRequired[str | None]
-    """Why the offline policy judged."""
     rec_llm_usage: NotRequired[LLMUsage]
     """The recommendation agent's share of ``llm_usage``."""
     user_llm_usage: NotRequired[LLMUsage]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, create_model
 from pydantic_core import PydanticCustomError
 
 from graph.config import AgentMode
-from graph.state import JudgeMode
+from graph.state import JudgeMode, RoundFacts
 from steering.preferences import Preferences, PreferenceUpdate
 
 if TYPE_CHECKING:
@@ -270,25 +270,29 @@ class ReasonReadingPublic(BaseModel):
     unparsed: list[str] = Field(default_factory=list, description="Parts not understood (not applied).")
 
 
-class RoundPublic(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+def _fields_of(facts: type, nullable: frozenset[str]) -> dict[str, Any]:
+    """Pydantic fields for a TypedDict's keys, in its order: its types (``nullable`` ones also take
+    None), required where it requires them, described by its docstrings."""
+    schema = TypeAdapter(facts).json_schema()
+    fields: dict[str, Any] = {}
+    for name, hint in get_type_hints(facts).items():
+        default = ... if name in schema["required"] else None
+        description = schema["properties"][name].get("description")
+        fields[name] = (hint | None if name in nullable else hint, Field(default, description=description))
+    return fields
 
-    round: int
-    item: int
-    item_title: str
-    rec_reason: str
-    reward_score: float | None
-    reward_rank: int | None
-    decision: Literal["accept", "reject"]
-    user_reason: str
-    rec_fallback: bool
-    user_fallback: bool
-    rec_fallback_cause: str | None = Field(
-        None,
-        description="Why the offline policy recommended: 'kind: detail', kind one of budget, length, "
-        "content_filter, timeout, connection, http, invalid, error.",
-    )
-    user_fallback_cause: str | None = Field(None, description="Why the offline policy judged.")
+
+_RoundFactsPublic = create_model(
+    "RoundFactsPublic",
+    __config__=ConfigDict(from_attributes=True),
+    # The rounds table has allowed NULL scores since its first migration; the graph always scores.
+    **_fields_of(RoundFacts, nullable=frozenset({"reward_score", "reward_rank"})),
+)
+
+
+class RoundPublic(_RoundFactsPublic):
+    """A finished round: its facts (graph.state.RoundFacts, not restated here) and its LLM usage."""
+
     usage: UsagePublic = Field(default_factory=UsagePublic, description="Both agents' LLM usage.")
     rec_usage: UsagePublic | None = Field(None, description="The recommendation agent's share of usage.")
     user_usage: UsagePublic | None = Field(None, description="The user agent's share (null: no LLM call).")

@@ -14,21 +14,10 @@ from sqlalchemy.orm import selectinload
 
 from app.db.models import USAGE_COLUMNS, KeyUsage, Loop, Round, Session, SteeringCommand, usage_columns
 from app.db.sessions import loop_status_update
+from graph.state import RoundFacts
 
-ROUND_FIELDS = (
-    "round",
-    "item",
-    "item_title",
-    "rec_reason",
-    "reward_score",
-    "reward_rank",
-    "decision",
-    "user_reason",
-    "rec_fallback",
-    "user_fallback",
-    "rec_fallback_cause",
-    "user_fallback_cause",
-)
+ROUND_FIELDS = tuple(RoundFacts.__annotations__)
+"""The rounds table's own columns: a round's facts as the graph records them (graph.state.RoundFacts)."""
 
 
 def round_rows(rounds: Iterable[dict[str, Any]]) -> list[Round]:
