@@ -30,7 +30,7 @@ from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
 from app.services import loops, recovery, startup
 from app.services import steering as steering_service
-from app.services.runtime import ServiceResources, open_resources
+from app.services.runtime import Worker, open_worker
 from app.settings import Settings, get_settings
 
 DESCRIPTION = """Agentic recommendation with a feedback loop (AFL/FLOW, arXiv 2410.20027).
@@ -42,28 +42,30 @@ A browser UI over this same API is at `/ui/`.
 """
 
 
-def create_app(settings: Settings | None = None, *, resources: ServiceResources | None = None) -> FastAPI:
-    """The app. Given ``resources`` (tests), it uses them and leaves closing them to the caller."""
+def create_app(settings: Settings | None = None, *, worker: Worker | None = None) -> FastAPI:
+    """The app. Given ``worker`` (tests), it uses it and leaves closing it to the caller."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if resources is not None:
-            app.state.resources = resources
+        if worker is not None:
+            app.state.worker = worker
             yield
             return
         async with AsyncExitStack() as stack:
             # Models, calibrations and title vectors load here: a stop signal must end it at once.
             with startup.interruptible():
-                opened = await stack.enter_async_context(open_resources(settings))
-            app.state.resources = opened
+                opened = await stack.enter_async_context(open_worker(settings))
+            app.state.worker = opened
             warm_up = None
             if settings.steering_warmup:
-                warm_up = asyncio.create_task(steering_service.warm_up(opened))
+                warm_up = asyncio.create_task(steering_service.warm_up(opened.steering))
             app.state.steering_warmup = warm_up
             # Resumes (or resolves) loops left running by this worker or by dead ones
             # (app/services/recovery.py, app/services/resume.py).
-            watch = asyncio.create_task(recovery.watch(opened, run=loops.run_takeover))
+            watch = asyncio.create_task(
+                recovery.watch(opened.database, opened.runner, run=loops.run_takeover)
+            )
             try:
                 yield
             finally:
@@ -73,8 +75,8 @@ def create_app(settings: Settings | None = None, *, resources: ServiceResources 
 
     app = FastAPI(title="recloop", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
-    if resources is not None:
-        app.state.resources = resources  # usable without running the lifespan (in-process test clients)
+    if worker is not None:
+        app.state.worker = worker  # usable without running the lifespan (in-process test clients)
     install_error_handlers(app)
     install_openapi(app)
     for module in (sessions, recommendations, steering, catalog, usage, eval_runs, health, inspection, ui):

@@ -33,7 +33,7 @@ def _disk_bytes(url: str, schema: str) -> int:
 
 
 async def _run(args: argparse.Namespace, url: str, settings: Settings) -> dict:
-    async with service_client(settings, url) as (client, resources):
+    async with service_client(settings, url) as (client, worker):
         rounds = 0
         for s in range(args.sessions):
             history = HISTORY[s % len(HISTORY) :] + HISTORY[: s % len(HISTORY)]
@@ -48,7 +48,10 @@ async def _run(args: argparse.Namespace, url: str, settings: Settings) -> dict:
                 rounds += len(ran.json()["rounds"])
         loops = args.sessions * args.loops
         store = RetentionStore(
-            resources.sessionmaker, resources.saver, resources.locks, settings.checkpoint_schema
+            worker.database.sessionmaker,
+            worker.runner.saver,
+            worker.database.locks,
+            settings.checkpoint_schema,
         )
         disk_before = _disk_bytes(url, settings.checkpoint_schema)
         pruned = await prune(store, settings.model_copy(update={"checkpoint_history_days": 0.0}))

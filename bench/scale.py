@@ -205,12 +205,14 @@ async def _measure(client, seeder: Seeder, repeats: int, rng: random.Random) -> 
 
 
 async def _run(args: argparse.Namespace, url: str, settings: Settings) -> dict:
-    async with service_client(settings, url) as (client, resources):
+    async with service_client(settings, url) as (client, worker):
         template = await client.post("/v1/sessions", json={"user_id": "template", "history": HISTORY})
         template.raise_for_status()
         template_id = uuid.UUID(template.json()["id"])
         (await client.post(f"/v1/sessions/{template_id}/recommendations", json={})).raise_for_status()
-        store = RetentionStore(resources.sessionmaker, resources.saver, resources.locks, "langgraph")
+        store = RetentionStore(
+            worker.database.sessionmaker, worker.runner.saver, worker.database.locks, "langgraph"
+        )
         # A finished session as retention keeps it: its newest checkpoint only.
         await prune(store, settings.model_copy(update={"checkpoint_history_days": 0.0}),
                     now=datetime.now(UTC) + timedelta(seconds=5))  # fmt: skip

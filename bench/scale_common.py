@@ -94,14 +94,14 @@ async def service_client(settings: Settings, url: str) -> AsyncIterator[tuple[ht
     """The app in-process on ``url`` (real pools, saver and models) and a client with a new key."""
     from app.main import create_app
     from app.services.keys import create_key
-    from app.services.runtime import open_resources
+    from app.services.runtime import open_worker
 
-    async with open_resources(settings, database_url=url) as resources:
-        key = await create_key(resources.sessionmaker, owner="bench")
+    async with open_worker(settings, database_url=url) as worker:
+        key = await create_key(worker.database.sessionmaker, owner="bench")
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=create_app(settings, resources=resources)),
+            transport=httpx.ASGITransport(app=create_app(settings, worker=worker)),
             base_url="http://recloop.bench",
             headers={"Authorization": f"Bearer {key.secret}"},
             timeout=60,
         ) as client:
-            yield client, resources
+            yield client, worker

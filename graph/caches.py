@@ -1,6 +1,6 @@
 """What the loops of one process compute once and share: :class:`LoopCaches`.
 
-Created by the caller and passed in (the service keeps one on its resources, an evaluation on
+Created by the caller and passed in (the service keeps one on its loop runner, an evaluation on
 its context, a test builds its own), never held at module level: a process decides what it
 shares and for how long, and nothing leaks between tests.
 """

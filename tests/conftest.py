@@ -293,28 +293,28 @@ def service_loop_deps(service_settings: Settings, ml_dataset, ml_scorers) -> dic
 
 
 @pytest.fixture
-async def service_resources(service_settings: Settings, service_db_url: str, ml_dataset, service_loop_deps):
-    from app.services.runtime import open_resources
+async def service_worker(service_settings: Settings, service_db_url: str, ml_dataset, service_loop_deps):
+    from app.services.runtime import open_worker
 
-    async with open_resources(
+    async with open_worker(
         service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
-    ) as resources:
-        yield resources
+    ) as worker:
+        yield worker
 
 
 @pytest.fixture
-async def make_api_client(service_settings: Settings, service_resources):
+async def make_api_client(service_settings: Settings, service_worker):
     """Factory: an httpx client on the app (in-process ASGI) authenticated with a new key of ``owner``."""
     import httpx
 
     from app.main import create_app
     from tests.api_client import authed_client
 
-    app = create_app(service_settings, resources=service_resources)
+    app = create_app(service_settings, worker=service_worker)
     clients: list[httpx.AsyncClient] = []
 
     async def make(owner: str = "tester") -> httpx.AsyncClient:
-        client = await authed_client(service_settings, service_resources, owner, app=app)
+        client = await authed_client(service_settings, service_worker, owner, app=app)
         clients.append(client)
         return client
 
@@ -364,7 +364,7 @@ def held_judge(monkeypatch):
 
 
 @pytest.fixture
-async def served(service_settings, service_resources):
+async def served(service_settings, service_worker):
     """The app behind a real uvicorn server on 127.0.0.1 (a free port), and a client with a new key."""
     import asyncio
 
@@ -375,13 +375,13 @@ async def served(service_settings, service_resources):
     from app.services.keys import create_key
 
     server = uvicorn.Server(
-        uvicorn.Config(create_app(service_settings, resources=service_resources), port=0, log_level="warning")
+        uvicorn.Config(create_app(service_settings, worker=service_worker), port=0, log_level="warning")
     )
     serving = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]  # port 0: the OS picked a free one
-    key = await create_key(service_resources.sessionmaker, owner="served")
+    key = await create_key(service_worker.database.sessionmaker, owner="served")
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
     ) as client:
@@ -469,7 +469,7 @@ def write_eval_run():
 
 
 @pytest.fixture
-async def sdk(served, service_resources):
+async def sdk(served, service_worker):
     """A langgraph-sdk client of a new owner, and a factory for more owners."""
     from langgraph_sdk import get_client
 
@@ -478,7 +478,7 @@ async def sdk(served, service_resources):
     clients = []
 
     async def client_of(owner: str):
-        key = await create_key(service_resources.sessionmaker, owner=owner)
+        key = await create_key(service_worker.database.sessionmaker, owner=owner)
         client = get_client(url=str(served.base_url), api_key=key.secret)
         client.recloop_key = key.secret  # for the same owner's /v1 calls
         clients.append(client)

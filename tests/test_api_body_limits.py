@@ -20,14 +20,14 @@ TOO_LARGE = {
 }
 
 
-async def _sessions(resources) -> int:
-    async with resources.sessionmaker() as db:
+async def _sessions(worker) -> int:
+    async with worker.database.sessionmaker() as db:
         return int((await db.execute(select(func.count()).select_from(SessionRow))).scalar_one())
 
 
 @pytest.mark.parametrize("keyed", [False, True])
-async def test_a_30_mb_body_is_413_and_stores_nothing(served, service_resources, keyed):
-    before = await _sessions(service_resources)
+async def test_a_30_mb_body_is_413_and_stores_nothing(served, service_worker, keyed):
+    before = await _sessions(service_worker)
     body = b'{"user_id": "big", "history": [' + b"1, " * 10_000_000 + b"1]}"
     headers = {"Content-Type": "application/json"} | ({"Idempotency-Key": str(uuid.uuid4())} if keyed else {})
     try:
@@ -35,11 +35,11 @@ async def test_a_30_mb_body_is_413_and_stores_nothing(served, service_resources,
     except httpx.WriteError:  # the server answered and closed before the client finished sending
         pytest.fail("the 413 did not reach the client")
     assert response.status_code == 413 and response.json() == TOO_LARGE
-    assert await _sessions(service_resources) == before
+    assert await _sessions(service_worker) == before
 
 
-async def test_a_chunked_body_over_the_limit_is_413(served, service_resources):
-    before = await _sessions(service_resources)
+async def test_a_chunked_body_over_the_limit_is_413(served, service_worker):
+    before = await _sessions(service_worker)
 
     async def chunks():  # no Content-Length: the limit is counted as the body arrives
         yield b'{"user_id": "chunked", "history": ['
@@ -50,13 +50,13 @@ async def test_a_chunked_body_over_the_limit_is_413(served, service_resources):
     headers = {"Content-Type": "application/json", "Idempotency-Key": str(uuid.uuid4())}
     response = await served.post("/v1/sessions", content=chunks(), headers=headers)
     assert response.status_code == 413 and response.json() == TOO_LARGE
-    assert await _sessions(service_resources) == before
+    assert await _sessions(service_worker) == before
 
 
-async def test_unknown_fields_are_refused_on_every_body(api, service_resources):
+async def test_unknown_fields_are_refused_on_every_body(api, service_worker):
     created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
     url = f"/v1/sessions/{created.json()['id']}"
-    before = await _sessions(service_resources)
+    before = await _sessions(service_worker)
     cases = [
         ("/v1/sessions", {"user_id": "u", "history": HISTORY, "colour": "red"}),
         (f"{url}/consumed", {"items": [1], "colour": "red"}),
@@ -68,7 +68,7 @@ async def test_unknown_fields_are_refused_on_every_body(api, service_resources):
         response = await api.post(path, json=body)
         assert response.status_code == 422, (path, response.text)
         assert response.json() == {"detail": "colour: Extra inputs are not permitted", "field": "colour"}
-    assert await _sessions(service_resources) == before
+    assert await _sessions(service_worker) == before
     state = (await api.get(url)).json()
     assert state["history"] == HISTORY and state["n_loops"] == 0
 

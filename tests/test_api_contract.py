@@ -50,10 +50,10 @@ async def _schemathesis(
     return process.returncode, summary
 
 
-async def test_schemathesis_finds_no_failure(served, service_resources, tmp_path: Path):
+async def test_schemathesis_finds_no_failure(served, service_worker, tmp_path: Path):
     from app.services.steering import warm_up
 
-    await warm_up(service_resources)  # as a worker's start-up does (the text model takes seconds)
+    await warm_up(service_worker.steering)  # as a worker's start-up does (the text model takes seconds)
     _, summary = await _schemathesis(served, tmp_path, "/openapi.json", "all")
     counts = re.search(r"(\d+) generated, (\d+) passed\s*$", summary, re.MULTILINE)
     assert counts and counts[1] == counts[2] and int(counts[1]) >= 1000, summary  # all passed
@@ -134,7 +134,7 @@ async def test_the_schema_states_the_catalog_and_settings_limits(api, service_se
     ],
 )
 async def test_values_json_schema_does_not_call_integers_or_storable_text_are_refused(
-    api, service_resources, body, field
+    api, service_worker, body, field
 ):
     response = await api.post("/v1/sessions", json=body)
     assert response.status_code == 422 and response.json()["field"] == field

@@ -27,8 +27,8 @@ async def _new_session(api) -> str:
     return response.json()["id"]
 
 
-async def _rows(resources, session_id: str) -> tuple[SessionRow, list[Loop]]:
-    async with resources.sessionmaker() as db:
+async def _rows(worker, session_id: str) -> tuple[SessionRow, list[Loop]]:
+    async with worker.database.sessionmaker() as db:
         session = await db.get(SessionRow, session_id)
         loops = (await db.execute(select(Loop).where(Loop.session_id == session.id))).scalars()
         return session, sorted(loops, key=lambda loop: loop.loop_index)
@@ -47,7 +47,7 @@ def rejecting_user(monkeypatch):
 
 
 async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_its_number(
-    api, service_resources, monkeypatch, rejecting_user
+    api, service_worker, monkeypatch, rejecting_user
 ):
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}"
@@ -73,7 +73,7 @@ async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_i
     assert loop["error"] == "RuntimeError: the recommender fell over"
     assert [r["round"] for r in loop["rounds"]] == [1, 2]  # the rounds it finished are kept
     assert loop["finished_at"] is not None and loop["final_item"] is None
-    session, rows = await _rows(service_resources, session_id)
+    session, rows = await _rows(service_worker, session_id)
     assert session.status == "idle" and session.n_loops == 1
     assert [(row.loop_index, row.status) for row in rows] == [(1, "failed")]
 
@@ -89,7 +89,7 @@ async def test_a_loop_that_raises_is_recorded_failed_with_its_rounds_and_keeps_i
     assert (await api.get(f"{url}/loops", params={"status": "completed"})).json()["count"] == 1
 
 
-async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_resources, held_rec_agent):
+async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_worker, held_rec_agent):
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}"
     release = held_rec_agent
@@ -113,7 +113,7 @@ async def test_a_running_loop_shows_in_the_history_and_the_filters(api, service_
 
 
 async def test_a_run_whose_worker_stopped_is_resumed_when_the_session_is_next_touched(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}"
@@ -130,7 +130,7 @@ async def test_a_run_whose_worker_stopped_is_resumed_when_the_session_is_next_to
     stopped.cancel()  # what a worker's shutdown does to a request in flight
     with pytest.raises(asyncio.CancelledError):
         await stopped
-    session, rows = await _rows(service_resources, session_id)
+    session, rows = await _rows(service_worker, session_id)
     assert session.status == "running" and [(r.loop_index, r.status) for r in rows] == [(1, "running")]
 
     monkeypatch.setattr(OfflineRecAgent, "propose", propose)

@@ -21,13 +21,13 @@ def _key() -> dict[str, str]:
     return {"Idempotency-Key": str(uuid.uuid4())}
 
 
-async def _count(resources, model, **where) -> int:
-    async with resources.sessionmaker() as db:
+async def _count(worker, model, **where) -> int:
+    async with worker.database.sessionmaker() as db:
         stmt = select(func.count()).select_from(model).filter_by(**where)
         return int((await db.execute(stmt)).scalar_one())
 
 
-async def test_a_retried_session_creation_creates_one_session(api, service_resources):
+async def test_a_retried_session_creation_creates_one_session(api, service_worker):
     headers = _key()
     body = {"user_id": "idem-user", "history": HISTORY}
     first = await api.post("/v1/sessions", json=body, headers=headers)
@@ -35,10 +35,10 @@ async def test_a_retried_session_creation_creates_one_session(api, service_resou
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
     assert "idempotent-replayed" not in first.headers
-    assert await _count(service_resources, SessionRow, user_id="idem-user") == 1
+    assert await _count(service_worker, SessionRow, user_id="idem-user") == 1
 
 
-async def test_a_retried_recommendation_replays_the_loop_and_runs_none(api, service_resources):
+async def test_a_retried_recommendation_replays_the_loop_and_runs_none(api, service_worker):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
     headers = _key()
@@ -47,7 +47,7 @@ async def test_a_retried_recommendation_replays_the_loop_and_runs_none(api, serv
     for _ in range(2):
         again = await api.post(url, json=BODY, headers=headers)
         assert again.status_code == 200 and again.json() == first.json()
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 1
     other = await api.post(url, json=BODY, headers=_key())  # a new key is a new request
     assert other.json()["loop_index"] == 2
 
@@ -61,7 +61,7 @@ async def test_a_retried_consumption_appends_once(api):
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == [*HISTORY, 7, 8]
 
 
-async def test_the_same_key_for_another_request_is_422_and_changes_nothing(api, service_resources):
+async def test_the_same_key_for_another_request_is_422_and_changes_nothing(api, service_worker):
     headers = _key()
     session_id = (
         await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY}, headers=headers)
@@ -75,7 +75,7 @@ async def test_the_same_key_for_another_request_is_422_and_changes_nothing(api, 
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == HISTORY
 
 
-async def test_a_retry_while_the_first_runs_is_409(api, service_resources, held_rec_agent):
+async def test_a_retry_while_the_first_runs_is_409(api, service_worker, held_rec_agent):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
     release = held_rec_agent
@@ -94,17 +94,17 @@ async def test_a_retry_while_the_first_runs_is_409(api, service_resources, held_
     assert (await first).status_code == 200
     replayed = await api.post(url, json=BODY, headers=headers)
     assert replayed.json() == (await first).json()
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 1
 
 
-async def test_keys_are_per_owner_and_expire(make_api_client, service_resources):
+async def test_keys_are_per_owner_and_expire(make_api_client, service_worker):
     alice, bob = await make_api_client("idem-alice"), await make_api_client("idem-bob")
     headers = _key()
     a = await alice.post("/v1/sessions", json={"user_id": "a", "history": HISTORY}, headers=headers)
     b = await bob.post("/v1/sessions", json={"user_id": "b", "history": [1]}, headers=headers)
     assert a.status_code == b.status_code == 201 and a.json()["id"] != b.json()["id"]
 
-    async with service_resources.sessionmaker.begin() as db:  # 24 h later
+    async with service_worker.database.sessionmaker.begin() as db:  # 24 h later
         await db.execute(
             update(IdempotencyKey)
             .where(IdempotencyKey.key == headers["Idempotency-Key"])
@@ -116,13 +116,13 @@ async def test_keys_are_per_owner_and_expire(make_api_client, service_resources)
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 256, "tab\there"])
-async def test_malformed_keys_are_refused(api, service_resources, key):
-    before = await _count(service_resources, SessionRow)
+async def test_malformed_keys_are_refused(api, service_worker, key):
+    before = await _count(service_worker, SessionRow)
     response = await api.post(
         "/v1/sessions", json={"user_id": "u", "history": HISTORY}, headers={"Idempotency-Key": key}
     )
     assert response.status_code == 422 and response.json()["field"] == "Idempotency-Key"
-    assert await _count(service_resources, SessionRow) == before
+    assert await _count(service_worker, SessionRow) == before
 
 
 # --- exactly once across outages: the key is written with the work it stands for -------------------
@@ -143,7 +143,7 @@ def answers_not_stored(monkeypatch):
 
 
 async def test_a_retry_whose_answer_was_lost_replays_the_loop_from_the_history(
-    api, service_resources, answers_not_stored
+    api, service_worker, answers_not_stored
 ):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
@@ -153,7 +153,7 @@ async def test_a_retry_whose_answer_was_lost_replays_the_loop_from_the_history(
     again = await api.post(url, json=BODY, headers=headers)
     assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
     assert again.json() == first.json()  # rebuilt from the loop history, field for field
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 1
 
     streamed = {**_key(), "Accept": "text/event-stream"}
     live = await api.post(url, json=BODY, headers=streamed)
@@ -161,11 +161,11 @@ async def test_a_retry_whose_answer_was_lost_replays_the_loop_from_the_history(
     result = [line for line in live.text.splitlines() if line.startswith("data: ") and '"loop_index"' in line]
     assert replay.headers["content-type"].startswith("text/event-stream")
     assert replay.text.split("\r\n")[:2] == ["event: result", result[-1]]
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 2
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 2
 
 
 async def test_a_lost_answer_replays_the_loop_as_it_answered_even_after_it_was_judged(
-    api, service_resources, answers_not_stored
+    api, service_worker, answers_not_stored
 ):
     """A paused loop's answer (and its first judgement's) could not be stored, then the loop went
     on: each retry still replays what its own request answered, not the loop as it is now."""
@@ -185,11 +185,11 @@ async def test_a_lost_answer_replays_the_loop_as_it_answered_even_after_it_was_j
     assert again.headers["idempotent-replayed"] == "true" and again.json() == paused.json()
     again = await api.post(f"{url}/feedback", json=reject, headers=rejected_key)
     assert again.headers["idempotent-replayed"] == "true" and again.json() == rejected.json()
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 1
 
 
 async def test_a_retried_session_creation_whose_answer_was_lost_creates_one_session(
-    api, service_resources, answers_not_stored
+    api, service_worker, answers_not_stored
 ):
     headers = _key()
     body = {"user_id": "lost-answer", "history": HISTORY}
@@ -197,7 +197,7 @@ async def test_a_retried_session_creation_whose_answer_was_lost_creates_one_sess
     again = await api.post("/v1/sessions", json=body, headers=headers)
     assert first.status_code == again.status_code == 201 and again.json() == first.json()
     assert again.headers["idempotent-replayed"] == "true"
-    assert await _count(service_resources, SessionRow, user_id="lost-answer") == 1
+    assert await _count(service_worker, SessionRow, user_id="lost-answer") == 1
 
     url = f"/v1/sessions/{first.json()['id']}/consumed"
     headers = _key()
@@ -207,9 +207,9 @@ async def test_a_retried_session_creation_whose_answer_was_lost_creates_one_sess
     assert retried.json()["history"] == [*HISTORY, 7, 8]  # appended once
 
 
-async def _drop_lock_connections(resources) -> int:
+async def _drop_lock_connections(worker) -> int:
     """Cut the connections holding advisory locks, as a database restart does (their locks go too)."""
-    async with resources.sessionmaker() as db:
+    async with worker.database.sessionmaker() as db:
         killed = await db.execute(
             text(
                 "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
@@ -220,17 +220,17 @@ async def _drop_lock_connections(resources) -> int:
 
 
 async def test_a_retry_while_the_loop_runs_is_409_even_when_its_lock_was_lost(
-    api, service_resources, held_rec_agent
+    api, service_worker, held_rec_agent
 ):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     url = f"/v1/sessions/{session_id}/recommendations"
     headers = _key()
     first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
     for _ in range(100):
-        if await _count(service_resources, Loop, session_id=uuid.UUID(session_id), status="running"):
+        if await _count(service_worker, Loop, session_id=uuid.UUID(session_id), status="running"):
             break
         await asyncio.sleep(0.05)
-    assert await _drop_lock_connections(service_resources) >= 2  # the key's and the session's
+    assert await _drop_lock_connections(service_worker) >= 2  # the key's and the session's
     try:
         retry = await api.post(url, json=BODY, headers=headers)
         assert retry.status_code == 409 and retry.headers["retry-after"] == "2"
@@ -241,10 +241,10 @@ async def test_a_retry_while_the_loop_runs_is_409_even_when_its_lock_was_lost(
     assert done.status_code == 200  # its lock's release failed with the connection: no error for it
     replayed = await api.post(url, json=BODY, headers=headers)
     assert replayed.status_code == 200 and replayed.json() == done.json()
-    assert await _count(service_resources, Loop, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, Loop, session_id=uuid.UUID(session_id)) == 1
 
 
-async def test_a_keyed_loop_that_failed_runs_again_on_retry(api, service_resources, monkeypatch):
+async def test_a_keyed_loop_that_failed_runs_again_on_retry(api, service_worker, monkeypatch):
     from graph.agents.offline import OfflineRecAgent
 
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
@@ -265,7 +265,7 @@ async def test_a_keyed_loop_that_failed_runs_again_on_retry(api, service_resourc
 
 
 async def test_a_keyed_command_answered_503_after_its_commit_applies_once_on_retry(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     """The outage strikes after the command committed and before its answer (and the key's answer)
     could be stored: the client sees 503; its retry replays the command, it is not parsed again."""
@@ -290,14 +290,14 @@ async def test_a_keyed_command_answered_503_after_its_commit_applies_once_on_ret
     assert again.status_code == 200, again.text
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json()["preferences"]["negative"]["genres"] == ["Horror"]
-    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
     history = (await api.get(url)).json()
     assert history["count"] == 1 and history["data"][0]["preferences"] == again.json()["preferences"]
     assert (await api.post(url, json={"text": "no horror"}, headers=headers)).json() == again.json()
 
 
 async def test_a_keyed_command_whose_answer_was_lost_replays_field_for_field(
-    api, service_resources, answers_not_stored
+    api, service_worker, answers_not_stored
 ):
     from app.db.models import SteeringCommand
 
@@ -308,21 +308,21 @@ async def test_a_keyed_command_whose_answer_was_lost_replays_field_for_field(
     again = await api.post(url, json={"text": "from the 90s, no horror"}, headers=headers)
     assert first.status_code == again.status_code == 200 and again.json() == first.json()
     assert again.headers["idempotent-replayed"] == "true"
-    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
     other = await api.post(url, json={"text": "no comedy"}, headers=headers)
     assert other.status_code == 422 and other.json()["field"] == "Idempotency-Key"  # nothing applied
-    assert await _count(service_resources, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
+    assert await _count(service_worker, SteeringCommand, session_id=uuid.UUID(session_id)) == 1
 
 
 async def test_keyed_protocol_posts_whose_answers_were_lost_replay_their_shapes(
-    api, service_resources, answers_not_stored
+    api, service_worker, answers_not_stored
 ):
     headers = _key()
     body = {"metadata": {"user_id": "lost-thread", "history": HISTORY}}
     thread = await api.post("/threads", json=body, headers=headers)
     again = await api.post("/threads", json=body, headers=headers)
     assert thread.status_code == again.status_code == 200 and again.json() == thread.json()
-    assert await _count(service_resources, SessionRow, user_id="lost-thread") == 1
+    assert await _count(service_worker, SessionRow, user_id="lost-thread") == 1
 
     url = f"/threads/{thread.json()['thread_id']}/runs"
     run = {"assistant_id": "recloop", "input": {"candidates": [5, 10, 15, 20, 25, 30], "max_rounds": 2}}
@@ -340,4 +340,4 @@ async def test_keyed_protocol_posts_whose_answers_were_lost_replay_their_shapes(
     recorded = await api.post(url, json=run, headers=headers)
     assert recorded.json()["run_id"] == started.json()["run_id"] and recorded.json()["status"] == "success"
     thread_id = uuid.UUID(thread.json()["thread_id"])
-    assert await _count(service_resources, Loop, session_id=thread_id) == 2
+    assert await _count(service_worker, Loop, session_id=thread_id) == 2

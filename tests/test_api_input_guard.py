@@ -101,8 +101,8 @@ async def test_a_refused_request_leaves_its_keep_alive_connection_usable(served)
         writer.close()
 
 
-async def test_only_bearer_or_x_api_key_carry_the_key(served, service_resources):
-    key = (await create_key(service_resources.sessionmaker, owner="auth-forms")).secret
+async def test_only_bearer_or_x_api_key_carry_the_key(served, service_worker):
+    key = (await create_key(service_worker.database.sessionmaker, owner="auth-forms")).secret
     base = str(served.base_url)
     import httpx
 

@@ -244,7 +244,7 @@ async def test_another_owners_thread_is_not_found(sdk):
 
 
 async def test_twenty_concurrent_runs_on_one_thread_one_runs_the_rest_are_refused(
-    sdk, held_rec_agent, service_resources
+    sdk, held_rec_agent, service_worker
 ):
     client = await sdk("concurrent")
     thread = await _thread(client)
@@ -263,7 +263,7 @@ async def test_twenty_concurrent_runs_on_one_thread_one_runs_the_rest_are_refuse
     values = await client.runs.join(thread["thread_id"], started[0]["run_id"])
     assert values["loop_index"] == 1 and values["final_item"] in CANDIDATES
     assert (await client.runs.get(thread["thread_id"], started[0]["run_id"]))["status"] == "success"
-    async with service_resources.sessionmaker() as db:
+    async with service_worker.database.sessionmaker() as db:
         rows, count = await loops_repo.list_loops(
             db, session_id=uuid.UUID(thread["thread_id"]), limit=50, offset=0
         )
@@ -297,10 +297,10 @@ async def test_info_and_ok_answer_without_a_key(served):
 DOC = Path(__file__).parents[1] / "docs" / "langgraph.md"
 
 
-async def test_the_snippets_of_the_langgraph_docs_run(served, service_resources, monkeypatch):
+async def test_the_snippets_of_the_langgraph_docs_run(served, service_worker, monkeypatch):
     snippets = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
     assert len(snippets) == 2  # langgraph-sdk, RemoteGraph
-    key = await create_key(service_resources.sessionmaker, owner="docs")
+    key = await create_key(service_worker.database.sessionmaker, owner="docs")
     monkeypatch.setenv("RECLOOP_URL", str(served.base_url))
     monkeypatch.setenv("RECLOOP_API_KEY", key.secret)
     for snippet in snippets:  # sync clients: in a thread, while the server runs on this loop

@@ -62,11 +62,11 @@ def _snippet() -> str:
     return snippet
 
 
-async def test_the_javascript_snippet_of_the_langgraph_docs_runs(node, served, service_resources, tmp_path):
+async def test_the_javascript_snippet_of_the_langgraph_docs_runs(node, served, service_worker, tmp_path):
     script = tmp_path / "snippet.mjs"
     script.write_text(_snippet(), encoding="utf-8")
     (tmp_path / "node_modules").symlink_to(PROJECT / "node_modules", target_is_directory=True)
-    key = await create_key(service_resources.sessionmaker, owner=f"js-{uuid.uuid4().hex[:8]}")
+    key = await create_key(service_worker.database.sessionmaker, owner=f"js-{uuid.uuid4().hex[:8]}")
     process = await asyncio.create_subprocess_exec(
         node,
         str(script),

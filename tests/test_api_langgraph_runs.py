@@ -74,10 +74,10 @@ async def test_the_whole_command_remotegraph_sends_resumes_and_what_it_cannot_as
     )
 
 
-async def test_remotegraph_interrupts_and_resumes_the_human_judge(served, service_resources):
+async def test_remotegraph_interrupts_and_resumes_the_human_judge(served, service_worker):
     from app.services.keys import create_key
 
-    key = (await create_key(service_resources.sessionmaker, owner="remote")).secret
+    key = (await create_key(service_worker.database.sessionmaker, owner="remote")).secret
     url = str(served.base_url)
     remote = RemoteGraph("recloop-human", url=url, api_key=key)
     thread = await remote.client.threads.create(metadata={"history": HISTORY})
@@ -106,13 +106,13 @@ class Caller(TypedDict, total=False):
 
 
 async def test_remotegraph_as_a_node_of_the_callers_graph_pauses_it_and_is_resumed_through_it(
-    served, service_resources
+    served, service_worker
 ):
     """The caller's graph asks recloop, which pauses for a person; the caller's graph pauses with
     recloop's proposal, and resuming it passes the person's judgement on to recloop's run."""
     from app.services.keys import create_key
 
-    key = (await create_key(service_resources.sessionmaker, owner="remote-node")).secret
+    key = (await create_key(service_worker.database.sessionmaker, owner="remote-node")).secret
     remote = RemoteGraph("recloop-human", url=str(served.base_url), api_key=key)
 
     async def recommend_with_recloop(state: Caller) -> Caller:

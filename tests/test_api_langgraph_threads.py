@@ -116,11 +116,11 @@ async def test_search_sorts_as_asked_and_refuses_unknown_orders(sdk):
 
 
 @pytest.fixture
-async def owner_of_many_threads(service_resources):
+async def owner_of_many_threads(service_worker):
     """An owner with 3,000 threads (statuses and update times mixed), the table analysed: the
     planner's choices are then the ones a real listing gets. Removed afterwards."""
-    key = await create_key(service_resources.sessionmaker, owner=f"many-{uuid.uuid4().hex[:8]}")
-    async with service_resources.sessionmaker.begin() as db:
+    key = await create_key(service_worker.database.sessionmaker, owner=f"many-{uuid.uuid4().hex[:8]}")
+    async with service_worker.database.sessionmaker.begin() as db:
         await db.execute(
             text(
                 "INSERT INTO sessions (id, owner_key_id, user_id, dataset, thread_id, status, history, "
@@ -135,14 +135,14 @@ async def owner_of_many_threads(service_resources):
         )
         await db.execute(text("ANALYZE sessions"))
     yield key.key_id
-    async with service_resources.sessionmaker.begin() as db:
+    async with service_worker.database.sessionmaker.begin() as db:
         await db.execute(text("DELETE FROM sessions WHERE owner_key_id = :owner"), {"owner": key.key_id})
 
 
 @pytest.mark.parametrize("sort_by", ["created_at", "updated_at", "status", "thread_id"])
 @pytest.mark.parametrize("descending", [True, False])
 async def test_every_sort_reads_one_index_in_order(
-    service_resources, owner_of_many_threads, sort_by, descending
+    service_worker, owner_of_many_threads, sort_by, descending
 ):
     """The query threads.search runs, as PostgreSQL plans it for an owner of 3,000 threads: an index
     scan in the asked order, no sort, with or without a status filter."""
@@ -152,7 +152,7 @@ async def test_every_sort_reads_one_index_in_order(
         )
         stmt = stmt.order_by(*sessions_repo.sort_order(sort_by, descending=descending)).limit(10).offset(20)
         sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
-        async with service_resources.sessionmaker() as db:
+        async with service_worker.database.sessionmaker() as db:
             plan = "\n".join(row[0] for row in await db.execute(text("EXPLAIN " + sql)))
         assert "Sort" not in plan, plan
         assert "Index Scan" in plan and "ix_sessions_owner_" in plan, plan

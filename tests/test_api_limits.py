@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.db.models import Loop
 from app.main import create_app
 from app.services.keys import create_key
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 from graph.agents.llm_evidence import LLMWeights
 from lab.calibration.deps import calibrated_deps
 from tests.api_client import authed_client
@@ -26,18 +26,18 @@ def obeyed(mode: str) -> LLMWeights | None:
 
 
 async def test_the_request_rate_is_counted_across_workers(
-    service_settings, service_resources, service_db_url, ml_dataset, service_loop_deps
+    service_settings, service_worker, service_db_url, ml_dataset, service_loop_deps
 ):
     settings = service_settings.model_copy(update={"rate_limit_per_minute": 4})
-    key = await create_key(service_resources.sessionmaker, owner="rate")
+    key = await create_key(service_worker.database.sessionmaker, owner="rate")
     headers = {"Authorization": f"Bearer {key.secret}"}
-    worker_a = create_app(settings, resources=dataclasses.replace(service_resources, settings=settings))
-    async with open_resources(
+    worker_a = create_app(settings, worker=dataclasses.replace(service_worker, settings=settings))
+    async with open_worker(
         settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
-    ) as resources_b:
+    ) as worker_b:
         clients = [
             httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", headers=headers)
-            for app in (worker_a, create_app(settings, resources=resources_b))
+            for app in (worker_a, create_app(settings, worker=worker_b))
         ]
         statuses = [
             (await clients[i % 2].get("/v1/items", params={"q": "toy"})).status_code for i in range(4)
@@ -76,10 +76,8 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             Reply.json({"thoughts": "t", "decision": "accept", "reason": "Yes."}),
         )
         async with (
-            open_resources(
-                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-            ) as resources,
-            await authed_client(settings, resources, "budget") as api,
+            open_worker(settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps) as worker,
+            await authed_client(settings, worker, "budget") as api,
         ):
             session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
             url = f"/v1/sessions/{session.json()['id']}/recommendations"
@@ -88,7 +86,7 @@ async def test_the_daily_llm_token_budget_stops_llm_requests_only(
             assert first.status_code == 200 and first.json()["usage"]["prompt_tokens"] > 0
             refused = await api.post(url, json=body)
             offline = await api.post(url, json={**body, "agents": "offline"})
-            async with resources.sessionmaker() as db:
+            async with worker.database.sessionmaker() as db:
                 loops = (await db.execute(select(func.count()).select_from(Loop))).scalar_one()
 
     assert refused.status_code == 429 and refused.json()["field"] is None

@@ -8,7 +8,7 @@ from fake_openai import FakeOpenAI, Reply
 
 from app.main import create_app
 from app.services.keys import create_key
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 from graph.agents.llm_evidence import LLMWeights
 from lab.calibration.deps import calibrated_deps
 from tests.api_client import authed_client
@@ -43,10 +43,8 @@ async def test_llm_agents_answer_over_http_and_their_usage_is_stored(
             Reply.json({"thoughts": "t", "decision": "reject", "reason": "Seen it twice."}),
         )
         async with (
-            open_resources(
-                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-            ) as resources,
-            await authed_client(settings, resources, "llm") as api,
+            open_worker(settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps) as worker,
+            await authed_client(settings, worker, "llm") as api,
         ):
             session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
             url = f"/v1/sessions/{session.json()['id']}"
@@ -110,10 +108,8 @@ async def test_llm_failures_over_http_complete_the_loop_with_the_fallback_and_it
             for mode in ("offline", "llm")
         }
         async with (
-            open_resources(
-                settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-            ) as resources,
-            await authed_client(settings, resources, f"llm-{failure}") as api,
+            open_worker(settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps) as worker,
+            await authed_client(settings, worker, f"llm-{failure}") as api,
         ):
             session = await api.post("/v1/sessions", json={"user_id": "u", "history": [49, 180, 257]})
             url = f"/v1/sessions/{session.json()['id']}"
@@ -162,12 +158,12 @@ async def test_usage_of_a_key_survives_deleting_its_sessions_and_a_reversed_rang
             )
             for mode in ("offline", "llm")
         }
-        async with open_resources(
+        async with open_worker(
             settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=deps
-        ) as resources:
-            owner = await create_key(resources.sessionmaker, owner="keep")
-            other = await create_key(resources.sessionmaker, owner="other")
-            app = create_app(settings, resources=resources)
+        ) as worker:
+            owner = await create_key(worker.database.sessionmaker, owner="keep")
+            other = await create_key(worker.database.sessionmaker, owner="other")
+            app = create_app(settings, worker=worker)
 
             def client(secret: str) -> httpx.AsyncClient:
                 transport = httpx.ASGITransport(app=app)

@@ -24,8 +24,8 @@ async def _new_session(api, history=HISTORY) -> str:
     return response.json()["id"]
 
 
-async def _db_counts(resources) -> tuple[int, int]:
-    async with resources.sessionmaker() as db:
+async def _db_counts(worker) -> tuple[int, int]:
+    async with worker.database.sessionmaker() as db:
         loops = (await db.execute(select(func.count()).select_from(Loop))).scalar_one()
         rounds = (await db.execute(select(func.count()).select_from(Round))).scalar_one()
     return int(loops), int(rounds)
@@ -185,21 +185,21 @@ class _SlowRecAgent(RecAgent):
 @pytest.fixture
 async def slow_api(service_settings, service_db_url, ml_dataset, service_loop_deps):
 
-    from app.services.runtime import open_resources
+    from app.services.runtime import open_worker
 
     offline = service_loop_deps["offline"]
     slow = {"offline": dataclasses.replace(offline, rec_agent=_SlowRecAgent(offline.rec_agent, 0.2))}
     async with (
-        open_resources(
+        open_worker(
             service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=slow
-        ) as resources,
-        await authed_client(service_settings, resources, "slow") as client,
+        ) as worker,
+        await authed_client(service_settings, worker, "slow") as client,
     ):
-        yield client, resources
+        yield client, worker
 
 
 async def test_twenty_simultaneous_requests_on_one_session_run_exactly_one_loop(slow_api):
-    api, resources = slow_api
+    api, worker = slow_api
     session_id = await _new_session(api)
     url = f"/v1/sessions/{session_id}/recommendations"
     responses = await asyncio.gather(
@@ -232,16 +232,16 @@ async def test_twenty_simultaneous_requests_on_one_session_run_exactly_one_loop(
     ],
 )
 async def test_bad_recommendation_requests_leave_the_session_unchanged(
-    api, service_resources, body, field, detail_part
+    api, service_worker, body, field, detail_part
 ):
     session_id = await _new_session(api)
-    before = await _db_counts(service_resources)
+    before = await _db_counts(service_worker)
     response = await api.post(f"/v1/sessions/{session_id}/recommendations", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field and detail_part in response.json()["detail"]
-    assert await _db_counts(service_resources) == before
+    assert await _db_counts(service_worker) == before
     config = {"configurable": {"thread_id": session_id}}
-    assert await service_resources.saver.aget_tuple(config) is None
+    assert await service_worker.runner.saver.aget_tuple(config) is None
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["n_loops"] == 0
 
 
@@ -262,16 +262,16 @@ async def test_two_workers_on_one_database_share_sessions_but_never_run_one_twic
     import httpx
 
     from app.main import create_app
-    from app.services.runtime import open_resources
+    from app.services.runtime import open_worker
 
     worker_a, _ = slow_api
     session_id = await _new_session(worker_a)
     url = f"/v1/sessions/{session_id}/recommendations"
     body = {"candidates": [5, 10, 15, 20, 25], "max_rounds": 2}
-    async with open_resources(
+    async with open_worker(
         service_settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=service_loop_deps
-    ) as resources_b:
-        transport = httpx.ASGITransport(app=create_app(service_settings, resources=resources_b))
+    ) as worker_b:
+        transport = httpx.ASGITransport(app=create_app(service_settings, worker=worker_b))
         async with httpx.AsyncClient(
             transport=transport, base_url="http://t", headers=dict(worker_a.headers)
         ) as worker_b:

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.urls import sqlalchemy_url
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 from tests.api_client import authed_client
 from tests.tcp_proxy import TcpProxy
 
@@ -67,10 +67,10 @@ async def test_database_outage_gives_503_with_retry_after_and_the_service_recove
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     settings = service_settings.model_copy(update={"db_connect_timeout_s": 1.0})
     async with (
-        open_resources(
+        open_worker(
             settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
-        ) as resources,
-        await authed_client(settings, resources, "outage") as client,
+        ) as worker,
+        await authed_client(settings, worker, "outage") as client,
     ):
         session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": [1, 2]})).json()[
             "id"

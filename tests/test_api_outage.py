@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.db.urls import sqlalchemy_url
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 from tests.api_client import authed_client
 from tests.tcp_proxy import TcpProxy
 
@@ -31,15 +31,15 @@ async def test_requests_in_an_outage_get_503_at_once_and_the_first_after_it_succ
     # The pool's wait under load stays long: only an outage makes it short.
     settings = service_settings.model_copy(update={"db_pool_timeout_s": 15.0, "db_outage_timeout_s": 1.0})
     async with (
-        open_resources(
+        open_worker(
             settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
-        ) as resources,
-        await authed_client(settings, resources, "outage") as client,
+        ) as worker,
+        await authed_client(settings, worker, "outage") as client,
     ):
         session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": [1, 2]})).json()[
             "id"
         ]
-        assert not resources.outage.is_down
+        assert not worker.database.outage.is_down
 
         await proxy.stop()
         answers = []
@@ -54,8 +54,8 @@ async def test_requests_in_an_outage_get_503_at_once_and_the_first_after_it_succ
             assert response.status_code == 503 and response.json() == DOWN, response.text
             assert response.headers["Retry-After"] == str(settings.db_retry_after_s)
             assert seconds < 2.5, [round(s, 2) for _, s in answers]  # not db_pool_timeout_s (15 s)
-        assert resources.outage.is_down
-        assert resources.locks.pool.timeout == settings.db_outage_timeout_s
+        assert worker.database.outage.is_down
+        assert worker.database.locks.pool.timeout == settings.db_outage_timeout_s
 
         await proxy.start()  # same port: the database is back
         started = time.perf_counter()
@@ -64,6 +64,6 @@ async def test_requests_in_an_outage_get_503_at_once_and_the_first_after_it_succ
         assert time.perf_counter() - started < 10
         recovered = await client.get(f"/v1/sessions/{session_id}")
         assert recovered.status_code == 200 and recovered.json()["history"] == [1, 2]
-        assert not resources.outage.is_down
-        assert resources.locks.pool.timeout == settings.db_pool_timeout_s
+        assert not worker.database.outage.is_down
+        assert worker.database.locks.pool.timeout == settings.db_pool_timeout_s
     await proxy.stop()

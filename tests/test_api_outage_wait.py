@@ -32,8 +32,8 @@ async def _session(api) -> str:
     return created.json()["id"]
 
 
-async def _loops(resources, session_id: str) -> list[Loop]:
-    async with resources.sessionmaker() as db:
+async def _loops(worker, session_id: str) -> list[Loop]:
+    async with worker.database.sessionmaker() as db:
         found = await db.execute(
             select(Loop)
             .where(Loop.session_id == uuid.UUID(session_id))
@@ -44,7 +44,7 @@ async def _loops(resources, session_id: str) -> list[Loop]:
 
 
 async def test_a_record_cut_off_before_its_commit_is_recorded_again_and_answered(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     session_id = await _session(api)
     record, cuts = LoopLedger.record, []
@@ -61,16 +61,14 @@ async def test_a_record_cut_off_before_its_commit_is_recorded_again_and_answered
     )
     assert answer.status_code == 200, answer.text
     assert cuts == [1] and answer.json()["status"] == "completed" and answer.json()["loop_index"] == 1
-    (loop,) = await _loops(service_resources, session_id)
+    (loop,) = await _loops(service_worker, session_id)
     assert (loop.status, loop.resumed_from) == ("completed", None)
     assert loop.final_item == answer.json()["item"]["id"]
     assert [r.round for r in loop.rounds] == [r["round"] for r in answer.json()["rounds"]]
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["status"] == "idle"
 
 
-async def test_a_record_whose_commit_landed_before_the_cut_is_answered_once(
-    api, service_resources, monkeypatch
-):
+async def test_a_record_whose_commit_landed_before_the_cut_is_answered_once(api, service_worker, monkeypatch):
     session_id = await _session(api)
     record = LoopLedger.record
 
@@ -83,13 +81,13 @@ async def test_a_record_whose_commit_landed_before_the_cut_is_answered_once(
         f"/v1/sessions/{session_id}/recommendations", json={"candidates": CANDIDATES, "max_rounds": 2}
     )
     assert answer.status_code == 200 and answer.json()["status"] == "completed", answer.text
-    assert [(loop.loop_index, loop.status) for loop in await _loops(service_resources, session_id)] == [
+    assert [(loop.loop_index, loop.status) for loop in await _loops(service_worker, session_id)] == [
         (1, "completed")
     ]
 
 
 async def test_a_judgement_whose_run_lost_the_database_is_applied_once_in_the_same_request(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     """The cut comes before the judgement committed: the run applies it itself once the database
     answers (the thread still waits for it), and the loop goes on to its next question."""
@@ -116,17 +114,15 @@ async def test_a_judgement_whose_run_lost_the_database_is_applied_once_in_the_sa
     assert [(r["item"], r["decision"], r["user_reason"]) for r in body["rounds"]] == [
         (proposed, "reject", "Too dark.")
     ]
-    (loop,) = await _loops(service_resources, session_id)
+    (loop,) = await _loops(service_worker, session_id)
     assert loop.status == "awaiting_feedback" and [r.round for r in loop.rounds] == [1]
     assert loop.resumed_from["times"] == 1 and loop.resumed_from["next"] == ["judge"], loop.resumed_from
 
 
 async def test_past_the_wait_the_request_answers_503_and_the_loop_is_left_to_resume(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
-    monkeypatch.setattr(
-        service_resources, "settings", service_resources.settings.model_copy(update={"run_outage_wait_s": 0})
-    )
+    monkeypatch.setattr(service_worker.settings, "run_outage_wait_s", 0)
     session_id = await _session(api)
     url = f"/v1/sessions/{session_id}"
     await api.post(f"{url}/recommendations", json={"candidates": CANDIDATES, "judge_mode": "human"})
@@ -137,5 +133,5 @@ async def test_past_the_wait_the_request_answers_503_and_the_loop_is_left_to_res
     monkeypatch.setattr(loops_service, "stream_loop", cut)
     lost = await api.post(f"{url}/feedback", json={"decision": "reject", "reason": "Too dark."})
     assert lost.status_code == 503 and lost.headers["retry-after"] == "2", lost.text
-    (loop,) = await _loops(service_resources, session_id)
+    (loop,) = await _loops(service_worker, session_id)
     assert loop.status == "running" and loop.rounds == []  # resumed later from its checkpoint

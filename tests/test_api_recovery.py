@@ -44,18 +44,18 @@ async def _abandoned_loop(api, monkeypatch) -> str:
     return session_id
 
 
-async def _settled(resources, session_id: str, timeout_s: float = 30.0):
+async def _settled(worker, session_id: str, timeout_s: float = 30.0):
     """The session's state once no loop of it runs (a resumed one has been recorded)."""
     for _ in range(int(timeout_s / 0.1)):
-        state = await _state(resources, session_id)
-        if state[0] != "running" and not resources.inflight:
+        state = await _state(worker, session_id)
+        if state[0] != "running" and not worker.runner.inflight:
             return state
         await asyncio.sleep(0.1)
-    return await _state(resources, session_id)
+    return await _state(worker, session_id)
 
 
-async def _resumed_from(resources, session_id: str, loop_index: int = 1) -> dict | None:
-    async with resources.sessionmaker() as db:
+async def _resumed_from(worker, session_id: str, loop_index: int = 1) -> dict | None:
+    async with worker.database.sessionmaker() as db:
         loop = (
             await db.execute(
                 select(Loop).where(Loop.session_id == uuid.UUID(session_id), Loop.loop_index == loop_index)
@@ -64,45 +64,47 @@ async def _resumed_from(resources, session_id: str, loop_index: int = 1) -> dict
         return loop.resumed_from
 
 
-async def _state(resources, session_id: str) -> tuple[str, list[tuple[int, str, str | None]]]:
-    async with resources.sessionmaker() as db:
+async def _state(worker, session_id: str) -> tuple[str, list[tuple[int, str, str | None]]]:
+    async with worker.database.sessionmaker() as db:
         session = await db.get(SessionRow, uuid.UUID(session_id))
         loops = (await db.execute(select(Loop).where(Loop.session_id == session.id))).scalars()
         return session.status, sorted((loop.loop_index, loop.status, loop.error) for loop in loops)
 
 
 async def test_the_watch_records_a_loop_its_worker_could_not_record_as_database_unavailable(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     session_id = await _abandoned_loop(api, monkeypatch)
     error = recovery.database_error(OperationalError("server closed the connection unexpectedly"))
-    service_resources.unrecorded[(uuid.UUID(session_id), 1)] = error  # its failure could not be written
+    service_worker.runner.unrecorded[(uuid.UUID(session_id), 1)] = error  # its failure could not be written
     watch = recovery._Watch(run_takeover)
-    await watch.sweep(service_resources)
-    assert (await _state(service_resources, session_id))[0] == "running"  # one look is not enough
-    await watch.sweep(service_resources)
-    assert await _state(service_resources, session_id) == ("idle", [(1, "failed", error)])
+    await watch.sweep(service_worker.database, service_worker.runner)
+    assert (await _state(service_worker, session_id))[0] == "running"  # one look is not enough
+    await watch.sweep(service_worker.database, service_worker.runner)
+    assert await _state(service_worker, session_id) == ("idle", [(1, "failed", error)])
     assert error.startswith("database unavailable: the loop could not be recorded (OperationalError")
-    assert (uuid.UUID(session_id), 1) not in service_resources.unrecorded
+    assert (uuid.UUID(session_id), 1) not in service_worker.runner.unrecorded
 
 
 async def test_the_watch_leaves_a_live_worker_alone_and_resumes_a_dead_ones_loop(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     session_id = await _abandoned_loop(api, monkeypatch)
     other = str(uuid.uuid4())  # another worker's loop, as far as this one can tell
-    async with service_resources.sessionmaker.begin() as db:
+    async with service_worker.database.sessionmaker.begin() as db:
         await db.execute(update(Loop).where(Loop.session_id == uuid.UUID(session_id)).values(worker_id=other))
-    settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
-    resources = dataclasses.replace(service_resources, settings=settings)
-    alive = asyncio.create_task(resources.locks.keep(recovery.worker_lock(other), retry_s=0.1))
+    settings = service_worker.settings.model_copy(update={"stale_grace_s": 0.3})
+    worker = dataclasses.replace(
+        service_worker, runner=dataclasses.replace(service_worker.runner, settings=settings)
+    )
+    alive = asyncio.create_task(worker.database.locks.keep(recovery.worker_lock(other), retry_s=0.1))
     watch = recovery._Watch(run_takeover)
     try:
         await asyncio.sleep(0.5)  # it holds its lock
         for _ in range(3):
-            await watch.sweep(resources)
+            await watch.sweep(worker.database, worker.runner)
             await asyncio.sleep(0.2)
-        assert (await _state(resources, session_id))[1] == [(1, "running", None)]
+        assert (await _state(worker, session_id))[1] == [(1, "running", None)]
         busy = await api.post(f"/v1/sessions/{session_id}/recommendations", json=BODY)
         assert busy.status_code == 409 and busy.headers["retry-after"] == "2"
         assert busy.json()["detail"].startswith("loop 1 of the session is still running")
@@ -110,12 +112,12 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resumes_a_dead_ones_loop
         alive.cancel()
     await asyncio.sleep(0.3)  # the worker is gone: its lock stays free
     for _ in range(3):
-        await watch.sweep(resources)
+        await watch.sweep(worker.database, worker.runner)
         await asyncio.sleep(0.2)
     # Resumed by this worker, to its end, from the checkpoint its cancelled run flushed (its first
     # step, before the recommendation agent answered).
-    assert await _settled(resources, session_id) == ("idle", [(1, "completed", None)])
-    resumed = await _resumed_from(resources, session_id)
+    assert await _settled(worker, session_id) == ("idle", [(1, "completed", None)])
+    resumed = await _resumed_from(worker, session_id)
     assert (resumed["next"], resumed["times"]) == (["recommend"], 1), resumed
     assert isinstance(resumed["step"], int) and isinstance(resumed["checkpoint_id"], str), resumed
     loop = (await api.get(f"/v1/sessions/{session_id}/loops")).json()["data"][0]
@@ -126,21 +128,23 @@ async def test_the_watch_leaves_a_live_worker_alone_and_resumes_a_dead_ones_loop
 
 
 async def test_a_dead_workers_loop_waits_while_its_session_lock_is_still_held(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     session_id = await _abandoned_loop(api, monkeypatch)
-    async with service_resources.sessionmaker.begin() as db:  # another worker's, whose lock is free
+    async with service_worker.database.sessionmaker.begin() as db:  # another worker's, whose lock is free
         await db.execute(
             update(Loop).where(Loop.session_id == uuid.UUID(session_id)).values(worker_id=str(uuid.uuid4()))
         )
-    settings = service_resources.settings.model_copy(update={"stale_grace_s": 0.3})
-    resources = dataclasses.replace(service_resources, settings=settings)
+    settings = service_worker.settings.model_copy(update={"stale_grace_s": 0.3})
+    worker = dataclasses.replace(
+        service_worker, runner=dataclasses.replace(service_worker.runner, settings=settings)
+    )
     watch = recovery._Watch(run_takeover)
     session_lock = asyncio.Event()
     release = asyncio.Event()
 
     async def hold_the_session() -> None:  # the run's own connection, still seen by PostgreSQL
-        async with resources.locks.hold(session_id, busy=RuntimeError("busy")):
+        async with worker.database.locks.hold(session_id, busy=RuntimeError("busy")):
             session_lock.set()
             await release.wait()
 
@@ -148,20 +152,20 @@ async def test_a_dead_workers_loop_waits_while_its_session_lock_is_still_held(
     await session_lock.wait()
     try:
         for _ in range(4):
-            await watch.sweep(resources)
+            await watch.sweep(worker.database, worker.runner)
             await asyncio.sleep(0.2)
-        assert (await _state(resources, session_id))[1] == [(1, "running", None)]
+        assert (await _state(worker, session_id))[1] == [(1, "running", None)]
     finally:
         release.set()
         await holder
     for _ in range(3):
-        await watch.sweep(resources)
+        await watch.sweep(worker.database, worker.runner)
         await asyncio.sleep(0.2)
-    assert await _settled(resources, session_id) == ("idle", [(1, "completed", None)])
+    assert await _settled(worker, session_id) == ("idle", [(1, "completed", None)])
 
 
 async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_says_so(
-    api, service_resources, held_rec_agent
+    api, service_worker, held_rec_agent
 ):
     """A worker cut off for longer than the grace: another worker resolved its loop as abandoned,
     then it finished after all. Its result is discarded under the loop's row lock (503, the
@@ -174,10 +178,10 @@ async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_sa
     headers = {"Idempotency-Key": str(uuid.uuid4())}
     first = asyncio.create_task(api.post(url, json=BODY, headers=headers))
     for _ in range(200):
-        if (await _state(service_resources, session_id))[1] == [(1, "running", None)]:
+        if (await _state(service_worker, session_id))[1] == [(1, "running", None)]:
             break
         await asyncio.sleep(0.05)
-    async with service_resources.sessionmaker.begin() as db:  # what another worker's sweep does
+    async with service_worker.database.sessionmaker.begin() as db:  # what another worker's sweep does
         assert await loops_repo.resolve_running(
             db, session_id=uuid.UUID(session_id), loop_index=1, error=recovery.ABANDONED
         )
@@ -185,7 +189,7 @@ async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_sa
     late = await first
     assert late.status_code == 503 and late.headers["retry-after"] == "2", late.text
     assert "its result was discarded" in late.json()["detail"]
-    assert await _state(service_resources, session_id) == (
+    assert await _state(service_worker, session_id) == (
         "idle",
         [(1, "failed", recovery.ABANDONED + DISCARDED)],
     )
@@ -193,12 +197,12 @@ async def test_a_late_finisher_of_a_loop_resolved_meanwhile_lands_nothing_and_sa
     assert retry.status_code == 200 and retry.json()["loop_index"] == 2
     replay = await api.post(url, json=BODY, headers=headers)
     assert replay.headers["idempotent-replayed"] == "true" and replay.json() == retry.json()
-    status, loops = await _state(service_resources, session_id)
+    status, loops = await _state(service_worker, session_id)
     assert status == "idle" and [(i, s) for i, s, _ in loops] == [(1, "failed"), (2, "completed")]
 
 
 async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unavailable(
-    api, service_resources, monkeypatch
+    api, service_worker, monkeypatch
 ):
     """The database went away at the COMMIT of a loop's start: the row is in, ``running``, but the
     run saw the error and answered 503, and nothing runs the loop. A live worker's loop: resolved
@@ -218,11 +222,11 @@ async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unav
     monkeypatch.setattr(LoopLedger, "write_start", committed_then_cut)
     lost = await api.post(url, json=BODY)
     assert lost.status_code == 503 and lost.headers["retry-after"] == "2", lost.text
-    assert await _state(service_resources, session_id) == ("running", [(1, "running", None)])
+    assert await _state(service_worker, session_id) == ("running", [(1, "running", None)])
     watch = recovery._Watch(run_takeover)
     for _ in range(2):
-        await watch.sweep(service_resources)
-    assert await _state(service_resources, session_id) == (
+        await watch.sweep(service_worker.database, service_worker.runner)
+    assert await _state(service_worker, session_id) == (
         "idle",
         [(1, "failed", recovery.database_error(cut))],
     )
@@ -232,10 +236,10 @@ async def test_a_start_whose_commit_lost_its_answer_is_resolved_as_database_unav
 
     monkeypatch.setattr(LoopLedger, "write_start", cut_before_commit)
     assert (await api.post(url, json=BODY)).status_code == 503
-    assert (uuid.UUID(session_id), 2) in service_resources.unrecorded  # the row may have landed
+    assert (uuid.UUID(session_id), 2) in service_worker.runner.unrecorded  # the row may have landed
     for _ in range(2):
-        await watch.sweep(service_resources)
-    assert not service_resources.unrecorded  # it did not: forgotten
+        await watch.sweep(service_worker.database, service_worker.runner)
+    assert not service_worker.runner.unrecorded  # it did not: forgotten
     monkeypatch.setattr(LoopLedger, "write_start", write_start)
     again = await api.post(url, json=BODY)
     assert again.status_code == 200 and again.json()["loop_index"] == 2

@@ -12,7 +12,7 @@ import pytest
 from app.main import create_app
 from app.services import steering as steering_service
 from app.services.keys import create_key
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 
 pytestmark = pytest.mark.integration
 
@@ -22,18 +22,18 @@ CANDIDATES = [5, 10, 15, 20, 25, 30, 35, 40]
 
 @asynccontextmanager
 async def _running_app(settings, **resources_kwargs) -> AsyncIterator[tuple[httpx.AsyncClient, object]]:
-    async with open_resources(settings, **resources_kwargs) as resources:
-        transport = httpx.ASGITransport(app=create_app(settings, resources=resources))
+    async with open_worker(settings, **resources_kwargs) as worker:
+        transport = httpx.ASGITransport(app=create_app(settings, worker=worker))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            yield client, resources
+            yield client, worker
 
 
 async def test_a_session_continues_after_a_restart_with_memory_and_history_intact(
     service_settings, service_db_url, ml_dataset, service_loop_deps
 ):
     kwargs = {"database_url": service_db_url, "catalog": ml_dataset, "loop_deps": service_loop_deps}
-    async with _running_app(service_settings, **kwargs) as (client, resources):
-        key = await create_key(resources.sessionmaker, owner="restart")
+    async with _running_app(service_settings, **kwargs) as (client, worker):
+        key = await create_key(worker.database.sessionmaker, owner="restart")
         client.headers["Authorization"] = f"Bearer {key.secret}"
         session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()[
             "id"
@@ -86,9 +86,12 @@ async def test_the_app_lifespan_loads_models_from_disk_and_serves_a_paused_loop_
         state = client._transport.app.state
         warmed = await state.steering_warmup
         assert warmed is not None and warmed.name == "collaborative"
-        resources = state.resources
-        assert steering_service._similarity(resources, resources.loop_deps["offline"].rec_scorer) is warmed
-        key = await create_key(client._transport.app.state.resources.sessionmaker, owner="lifespan")
+        worker = state.worker
+        assert (
+            steering_service._similarity(worker.steering, worker.runner.loop_deps["offline"].rec_scorer)
+            is warmed
+        )
+        key = await create_key(client._transport.app.state.worker.database.sessionmaker, owner="lifespan")
         client.headers["Authorization"] = f"Bearer {key.secret}"
         session_id = (await client.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()[
             "id"

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.integration
 HISTORY = [49, 180, 257, 293, 0]
 
 
-async def _count_sessions(resources) -> int:
-    async with resources.sessionmaker() as db:
+async def _count_sessions(worker) -> int:
+    async with worker.database.sessionmaker() as db:
         return int((await db.execute(select(func.count()).select_from(Session))).scalar_one())
 
 
@@ -86,7 +86,7 @@ async def test_requests_without_a_valid_key_are_refused(api):
 
 
 async def test_a_revoked_key_is_refused_by_every_worker_once_its_key_cache_expires(
-    make_api_client, service_resources
+    make_api_client, service_worker
 ):
     """Revoking is a database write (``recloop keys revoke`` runs in a process that serves nothing);
     a worker that verified the key trusts it for ``api_key_cache_s`` more, then asks again."""
@@ -94,20 +94,22 @@ async def test_a_revoked_key_is_refused_by_every_worker_once_its_key_cache_expir
 
     client = await make_api_client("soon-revoked")
     assert (await client.get("/v1/sessions")).status_code == 200  # verified, so now cached
-    key_id = max(k.id for k in await list_keys(service_resources.sessionmaker) if k.owner == "soon-revoked")
+    key_id = max(
+        k.id for k in await list_keys(service_worker.database.sessionmaker) if k.owner == "soon-revoked"
+    )
 
-    assert await revoke_key(service_resources.sessionmaker, key_id=key_id)
+    assert await revoke_key(service_worker.database.sessionmaker, key_id=key_id)
     assert (await client.get("/v1/sessions")).status_code == 200  # still inside this worker's cache time
-    cache, clock = service_resources.verified_keys, service_resources.verified_keys.clock
-    later = clock() + service_resources.settings.api_key_cache_s
+    cache, clock = service_worker.verified_keys, service_worker.verified_keys.clock
+    later = clock() + service_worker.settings.api_key_cache_s
     cache.clock = lambda: later
     try:
         refused = await client.get("/v1/sessions")
     finally:
         cache.clock = clock
     assert refused.status_code == 401 and refused.json()["detail"] == "invalid or revoked API key"
-    assert not await revoke_key(service_resources.sessionmaker, key_id=key_id)  # already revoked
-    keys = {k.id: k for k in await list_keys(service_resources.sessionmaker)}
+    assert not await revoke_key(service_worker.database.sessionmaker, key_id=key_id)  # already revoked
+    keys = {k.id: k for k in await list_keys(service_worker.database.sessionmaker)}
     assert keys[key_id].revoked_at is not None
 
 
@@ -119,17 +121,17 @@ async def test_consumption_appends_to_the_history(api):
     assert (await api.get(f"/v1/sessions/{session_id}")).json()["history"] == [*HISTORY, 7, 8]
 
 
-async def test_delete_removes_the_session_its_history_and_checkpoints(api, service_resources):
+async def test_delete_removes_the_session_its_history_and_checkpoints(api, service_worker):
     session_id = (await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})).json()["id"]
     run = await api.post(f"/v1/sessions/{session_id}/recommendations", json={"candidates": [1, 2, 3, 4]})
     assert run.status_code == 200, run.text
     config = {"configurable": {"thread_id": session_id}}
-    assert await service_resources.saver.aget_tuple(config) is not None
+    assert await service_worker.runner.saver.aget_tuple(config) is not None
 
     deleted = await api.delete(f"/v1/sessions/{session_id}")
     assert deleted.status_code == 204
     assert (await api.get(f"/v1/sessions/{session_id}")).status_code == 404
-    assert await service_resources.saver.aget_tuple(config) is None
+    assert await service_worker.runner.saver.aget_tuple(config) is None
     assert (await api.delete(f"/v1/sessions/{session_id}")).status_code == 404
 
 
@@ -145,13 +147,13 @@ async def test_delete_removes_the_session_its_history_and_checkpoints(api, servi
     ],
 )
 async def test_bad_sessions_are_refused_and_nothing_is_stored(
-    api, service_resources, body, status, field, detail_part
+    api, service_worker, body, status, field, detail_part
 ):
-    before = await _count_sessions(service_resources)
+    before = await _count_sessions(service_worker)
     response = await api.post("/v1/sessions", json=body)
     assert response.status_code == status
     assert response.json()["field"] == field and detail_part in response.json()["detail"]
-    assert await _count_sessions(service_resources) == before
+    assert await _count_sessions(service_worker) == before
 
 
 async def test_malformed_json_is_a_422_naming_the_body(api):

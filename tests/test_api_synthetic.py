@@ -27,7 +27,7 @@ def synthetic_models_dir(synthetic_dataset, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture
 async def synthetic_api(synthetic_dataset, synthetic_models_dir: Path, service_db_url: str, tmp_path: Path):
     from app.main import create_app
-    from app.services.runtime import load_loop_deps, open_resources
+    from app.services.runtime import load_loop_deps, open_worker
     from tests.api_client import authed_client
 
     (tmp_path / "data").mkdir()
@@ -43,12 +43,10 @@ async def synthetic_api(synthetic_dataset, synthetic_models_dir: Path, service_d
     # `recloop prepare`'s calibration fit, repeats and all (a worker only reads it)
     await asyncio.to_thread(prepare.ensure_calibration, settings, synthetic_dataset, lambda _line: None)
     deps = await load_loop_deps(settings, synthetic_dataset)
-    async with open_resources(
+    async with open_worker(
         settings, database_url=service_db_url, catalog=synthetic_dataset, loop_deps=deps
-    ) as resources:
-        client = await authed_client(
-            settings, resources, "synthetic", app=create_app(settings, resources=resources)
-        )
+    ) as worker:
+        client = await authed_client(settings, worker, "synthetic", app=create_app(settings, worker=worker))
         async with client:
             yield client
 

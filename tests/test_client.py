@@ -17,8 +17,10 @@ CANDIDATES = [5, 10, 15, 20, 25, 30, 35, 40]
 
 
 @pytest.fixture
-async def key(service_resources) -> str:
-    return (await create_key(service_resources.sessionmaker, owner=f"client-{uuid.uuid4().hex[:6]}")).secret
+async def key(service_worker) -> str:
+    return (
+        await create_key(service_worker.database.sessionmaker, owner=f"client-{uuid.uuid4().hex[:6]}")
+    ).secret
 
 
 async def test_the_async_client_runs_the_main_flow(served, key):

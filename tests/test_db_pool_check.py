@@ -52,7 +52,7 @@ async def test_the_service_engine_replaces_a_connection_the_server_closed(servic
 
 
 async def test_a_read_session_runs_its_query_outside_a_transaction(service_db_url):
-    """res.read(): one round trip per read (no BEGIN before it, no ROLLBACK after it)."""
+    """Database.read(): one round trip per read (no BEGIN before it, no ROLLBACK after it)."""
     from psycopg.pq import TransactionStatus
     from sqlalchemy import text
 

@@ -21,19 +21,19 @@ HISTORY = [49, 180, 257, 293, 0, 171]
 LATER = timedelta(seconds=5)  # "now" for the prune, a little after the loops ran
 
 
-def _store(resources) -> RetentionStore:
+def _store(worker) -> RetentionStore:
     return RetentionStore(
-        sessionmaker=resources.sessionmaker,
-        saver=resources.saver,
-        locks=resources.locks,
-        schema=resources.settings.checkpoint_schema,
+        sessionmaker=worker.database.sessionmaker,
+        saver=worker.runner.saver,
+        locks=worker.database.locks,
+        schema=worker.settings.checkpoint_schema,
     )
 
 
-async def _checkpoint_rows(resources, thread_id: str) -> dict[str, int]:
-    schema = resources.settings.checkpoint_schema
+async def _checkpoint_rows(worker, thread_id: str) -> dict[str, int]:
+    schema = worker.settings.checkpoint_schema
     counts = {}
-    async with resources.sessionmaker() as db:
+    async with worker.database.sessionmaker() as db:
         for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs"):
             found = await db.execute(
                 text(f'SELECT count(*) FROM "{schema}".{table} WHERE thread_id = :t'), {"t": thread_id}
@@ -52,18 +52,18 @@ async def _session_with_loops(api, n_loops: int) -> str:
     return session_id
 
 
-async def test_a_pruned_session_lists_shows_its_history_and_runs_a_new_loop(api, service_resources):
-    settings = service_resources.settings.model_copy(update={"checkpoint_history_days": 0.0})
+async def test_a_pruned_session_lists_shows_its_history_and_runs_a_new_loop(api, service_worker):
+    settings = service_worker.settings.model_copy(update={"checkpoint_history_days": 0.0})
     session_id = await _session_with_loops(api, 2)
     before_state = (await api.get(f"/v1/sessions/{session_id}")).json()
     before_loops = (await api.get(f"/v1/sessions/{session_id}/loops")).json()
-    before_rows = await _checkpoint_rows(service_resources, session_id)
+    before_rows = await _checkpoint_rows(service_worker, session_id)
     assert before_rows["checkpoints"] > 2
 
-    report = await prune(_store(service_resources), settings, now=datetime.now(UTC) + LATER)
+    report = await prune(_store(service_worker), settings, now=datetime.now(UTC) + LATER)
 
     assert report.sessions_pruned >= 1 and report.sessions_expired == 0
-    after_rows = await _checkpoint_rows(service_resources, session_id)
+    after_rows = await _checkpoint_rows(service_worker, session_id)
     assert after_rows["checkpoints"] == 1
     assert after_rows["checkpoint_blobs"] < before_rows["checkpoint_blobs"]
     assert after_rows["checkpoint_writes"] < before_rows["checkpoint_writes"]
@@ -85,69 +85,69 @@ async def test_a_pruned_session_lists_shows_its_history_and_runs_a_new_loop(api,
     assert state["n_loops"] == 3 and state["history"] == before_state["history"]
 
 
-async def test_recent_and_waiting_sessions_keep_every_checkpoint(api, service_resources):
+async def test_recent_and_waiting_sessions_keep_every_checkpoint(api, service_worker):
     recent = await _session_with_loops(api, 1)
     waiting = await _session_with_loops(api, 0)
     paused = await api.post(f"/v1/sessions/{waiting}/recommendations", json={"judge_mode": "human"})
     assert paused.status_code == 200 and paused.json()["status"] == "awaiting_feedback", paused.text
-    rows = {s: await _checkpoint_rows(service_resources, s) for s in (recent, waiting)}
+    rows = {s: await _checkpoint_rows(service_worker, s) for s in (recent, waiting)}
 
-    week = service_resources.settings.model_copy(update={"checkpoint_history_days": 7.0})
-    await prune(_store(service_resources), week, now=datetime.now(UTC) + LATER)
-    assert await _checkpoint_rows(service_resources, recent) == rows[recent]  # not 7 days old yet
+    week = service_worker.settings.model_copy(update={"checkpoint_history_days": 7.0})
+    await prune(_store(service_worker), week, now=datetime.now(UTC) + LATER)
+    assert await _checkpoint_rows(service_worker, recent) == rows[recent]  # not 7 days old yet
 
-    now = service_resources.settings.model_copy(update={"checkpoint_history_days": 0.0})
-    await prune(_store(service_resources), now, now=datetime.now(UTC) + LATER)
-    assert await _checkpoint_rows(service_resources, waiting) == rows[waiting]  # its loop is open
+    now = service_worker.settings.model_copy(update={"checkpoint_history_days": 0.0})
+    await prune(_store(service_worker), now, now=datetime.now(UTC) + LATER)
+    assert await _checkpoint_rows(service_worker, waiting) == rows[waiting]  # its loop is open
     answered = await api.post(f"/v1/sessions/{waiting}/feedback", json={"decision": "accept", "reason": "ok"})
     assert answered.status_code == 200, answered.text
 
 
-async def test_a_busy_session_is_skipped_not_raced(api, service_resources):
+async def test_a_busy_session_is_skipped_not_raced(api, service_worker):
     session_id = await _session_with_loops(api, 1)
-    rows = await _checkpoint_rows(service_resources, session_id)
-    settings = service_resources.settings.model_copy(update={"checkpoint_history_days": 0.0})
-    async with service_resources.locks.hold(session_id, busy=RuntimeError("held")):  # a loop runs
-        report = await prune(_store(service_resources), settings, now=datetime.now(UTC) + LATER)
+    rows = await _checkpoint_rows(service_worker, session_id)
+    settings = service_worker.settings.model_copy(update={"checkpoint_history_days": 0.0})
+    async with service_worker.database.locks.hold(session_id, busy=RuntimeError("held")):  # a loop runs
+        report = await prune(_store(service_worker), settings, now=datetime.now(UTC) + LATER)
     assert report.sessions_skipped_busy >= 1
-    assert await _checkpoint_rows(service_resources, session_id) == rows
+    assert await _checkpoint_rows(service_worker, session_id) == rows
 
 
-async def test_idle_sessions_past_the_ttl_are_deleted_with_their_checkpoints(api, service_resources):
+async def test_idle_sessions_past_the_ttl_are_deleted_with_their_checkpoints(api, service_worker):
     session_id = await _session_with_loops(api, 1)
-    settings = service_resources.settings.model_copy(
+    settings = service_worker.settings.model_copy(
         update={"session_idle_ttl_days": 30.0, "checkpoint_retention": "all"}
     )
-    kept = await prune(_store(service_resources), settings, now=datetime.now(UTC) + LATER)
+    kept = await prune(_store(service_worker), settings, now=datetime.now(UTC) + LATER)
     assert (await api.get(f"/v1/sessions/{session_id}")).status_code == 200 and kept.sessions_pruned == 0
 
-    report = await prune(_store(service_resources), settings, now=datetime.now(UTC) + timedelta(days=31))
+    report = await prune(_store(service_worker), settings, now=datetime.now(UTC) + timedelta(days=31))
     assert report.sessions_expired >= 1
     gone = await api.get(f"/v1/sessions/{session_id}")
     assert gone.status_code == 404 and gone.json()["field"] == "session_id"
-    assert await _checkpoint_rows(service_resources, session_id) == {
+    assert await _checkpoint_rows(service_worker, session_id) == {
         "checkpoints": 0,
         "checkpoint_writes": 0,
         "checkpoint_blobs": 0,
     }
 
 
-async def test_idempotency_keys_past_their_ttl_are_deleted_and_fresh_ones_kept(api, service_resources):
+async def test_idempotency_keys_past_their_ttl_are_deleted_and_fresh_ones_kept(api, service_worker):
     old, fresh = str(uuid.uuid4()), str(uuid.uuid4())
     body = {"user_id": "retention-keys", "history": HISTORY}
     created = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": old})
     assert created.status_code == 201
     second = await api.post("/v1/sessions", json=body, headers={"Idempotency-Key": fresh})
     assert second.status_code == 201
-    async with service_resources.sessionmaker.begin() as db:  # the first key was stored a day ago
+    async with service_worker.database.sessionmaker.begin() as db:  # the first key was stored a day ago
         await db.execute(
             text("UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = :k"),
             {"k": old},
         )
-    settings = service_resources.settings.model_copy(update={"prune_batch_size": 1})  # batches of one
-    report = await prune(_store(service_resources), settings, now=datetime.now(UTC) + LATER)
+    settings = service_worker.settings.model_copy(update={"prune_batch_size": 1})  # batches of one
+    report = await prune(_store(service_worker), settings, now=datetime.now(UTC) + LATER)
     assert report.idempotency_keys_expired >= 1
-    async with service_resources.sessionmaker() as db:
+    async with service_worker.database.sessionmaker() as db:
         query = text("SELECT key FROM idempotency_keys WHERE key IN (:a, :b)")
         left = await db.execute(query, {"a": old, "b": fresh})
         assert [row[0] for row in left] == [fresh]

@@ -25,7 +25,7 @@ async def test_an_offline_loop_stays_within_its_round_trips(
 ):
     from app.db.urls import sqlalchemy_url
     from app.services import limits
-    from app.services.runtime import open_resources
+    from app.services.runtime import open_worker
     from tests.api_client import authed_client
 
     monkeypatch.setattr(limits, "PURGE_SHARE", 0.0)  # 1 % of requests purge old windows: not per loop
@@ -35,10 +35,10 @@ async def test_an_offline_loop_stays_within_its_round_trips(
     async with RoundTripProxy(server.host or "127.0.0.1", server.port or 5432) as proxy:
         proxied = server.set(host="127.0.0.1", port=proxy.port).render_as_string(False)
         async with (
-            open_resources(
+            open_worker(
                 settings, database_url=proxied, catalog=ml_dataset, loop_deps=service_loop_deps
-            ) as res,
-            await authed_client(settings, res, "round-trips") as api,
+            ) as worker,
+            await authed_client(settings, worker, "round-trips") as api,
         ):
             created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
             url = f"/v1/sessions/{created.json()['id']}/recommendations"
@@ -56,7 +56,7 @@ async def test_an_offline_loop_stays_within_its_round_trips(
     assert per_loop <= MAX_PER_LOOP, proxy.counted.table(LOOPS)
 
 
-async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api, service_resources):
+async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api, service_worker):
     """LoopLedger.write_start: the loop's ``running`` row and its session's status, atomic, in one
     statement whose commit skips the WAL flush, leaving its pooled connection as it was."""
     import uuid
@@ -68,8 +68,8 @@ async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api
 
     created = await api.post("/v1/sessions", json={"user_id": "u", "history": HISTORY})
     session_id = uuid.UUID(created.json()["id"])
-    res = service_resources
-    async with res.one_statement() as db:
+    database = service_worker.database
+    async with database.one_statement() as db:
         flushes = "SELECT wal_sync FROM pg_stat_wal"
         before = (await db.execute(text(flushes))).scalar_one()
         for loop_index in range(1, 21):  # a WAL flush each if their commits waited for one
@@ -79,7 +79,7 @@ async def test_a_loop_starts_running_in_one_statement_not_waited_for_on_disk(api
         after = (await db.execute(text(flushes))).scalar_one()
         assert (await db.execute(text("SHOW synchronous_commit"))).scalar_one() == "on"
     assert after - before < 10  # the WAL writer's own flushes (one per 200 ms) aside
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         session = await db.get(Session, session_id)
         loops = (await db.execute(select(Loop.status).where(Loop.session_id == session_id))).scalars()
         assert session is not None and (session.status, session.n_loops) == ("running", 20)

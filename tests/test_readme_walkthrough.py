@@ -24,8 +24,8 @@ def _walkthrough() -> str:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
-async def test_the_readme_curl_walkthrough_runs(served, service_resources):
-    key = await create_key(service_resources.sessionmaker, owner="readme")
+async def test_the_readme_curl_walkthrough_runs(served, service_worker):
+    key = await create_key(service_worker.database.sessionmaker, owner="readme")
     process = await asyncio.create_subprocess_exec(
         "bash",
         "-euo",
@@ -45,11 +45,11 @@ async def test_the_readme_curl_walkthrough_runs(served, service_resources):
     assert lines[5] == "2" and lines[6] == "idle"  # two loops, nothing running or pending
 
 
-async def test_the_readme_python_client_snippet_runs(served, service_resources, monkeypatch, capsys):
+async def test_the_readme_python_client_snippet_runs(served, service_worker, monkeypatch, capsys):
     text = README.read_text(encoding="utf-8")
     section = text[text.index("### The Python client") :]
     snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
-    key = await create_key(service_resources.sessionmaker, owner="readme-client")
+    key = await create_key(service_worker.database.sessionmaker, owner="readme-client")
     monkeypatch.setenv("RECLOOP_URL", str(served.base_url))
     monkeypatch.setenv("RECLOOP_API_KEY", key.secret)
     # The sync client in a thread: the server runs on this event loop.

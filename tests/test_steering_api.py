@@ -15,11 +15,11 @@ TOY_STORY = 0
 
 
 @pytest.fixture
-async def steering_client(service_resources, make_api_client, monkeypatch):
+async def steering_client(service_worker, make_api_client, monkeypatch):
     """Authenticated clients on the app with the offline parser and collaborative similarity
     (the text model would add seconds of loading to every run)."""
-    monkeypatch.setattr(service_resources.settings, "steering_similarity", "collaborative")
-    monkeypatch.setattr(service_resources.settings, "llm_base_url", None)
+    monkeypatch.setattr(service_worker.settings, "steering_similarity", "collaborative")
+    monkeypatch.setattr(service_worker.settings, "llm_base_url", None)
     return make_api_client
 
 
@@ -83,7 +83,7 @@ async def test_command_round_trip_and_memory_consolidation(steering_client, ml_d
     assert page["count"] == 5 and [c["kind"] for c in page["data"]] == ["reset"]
 
 
-async def test_bad_commands_and_foreign_sessions_are_refused(steering_client, service_resources):
+async def test_bad_commands_and_foreign_sessions_are_refused(steering_client, service_worker):
     owner, stranger = await steering_client("steer-a"), await steering_client("steer-b")
     sid = await _session(owner)
     empty = await owner.post(f"/v1/sessions/{sid}/commands", json={"text": "   "})
@@ -106,13 +106,13 @@ async def test_bad_commands_and_foreign_sessions_are_refused(steering_client, se
     assert (await owner.get(f"/v1/sessions/{sid}/commands")).json() == {"data": [], "count": 0}
 
 
-async def test_commands_are_deleted_with_their_session(steering_client, service_resources):
+async def test_commands_are_deleted_with_their_session(steering_client, service_worker):
     api = await steering_client("steer-del")
     sid = await _session(api)
     assert (await api.post(f"/v1/sessions/{sid}/commands", json={"text": "no war"})).status_code == 200
 
     async def count() -> int:
-        async with service_resources.sessionmaker() as db:
+        async with service_worker.database.sessionmaker() as db:
             stmt = select(func.count()).select_from(SteeringCommand).where(SteeringCommand.session_id == sid)
             return int((await db.execute(stmt)).scalar_one())
 
@@ -121,7 +121,7 @@ async def test_commands_are_deleted_with_their_session(steering_client, service_
     assert await count() == 0
 
 
-async def test_loop_candidates_follow_the_memory(steering_client, service_resources, ml_dataset):
+async def test_loop_candidates_follow_the_memory(steering_client, service_worker, ml_dataset):
     """What the recommendation service uses: steered candidates, filtered caller lists, clear errors."""
     from app.services import steering as service
     from app.services.errors import InvalidInput
@@ -135,25 +135,25 @@ async def test_loop_candidates_follow_the_memory(steering_client, service_resour
         return service.loop_preferences((await api.get(f"/v1/sessions/{sid}/preferences")).json())
 
     assert await loop_preferences() is None
-    assert await service.loop_candidates(service_resources, None, HISTORY) is None
-    assert await service.loop_candidates(service_resources, None, HISTORY, [1, 2]) == [1, 2]
+    assert await service.loop_candidates(service_worker.steering, None, HISTORY) is None
+    assert await service.loop_candidates(service_worker.steering, None, HISTORY, [1, 2]) == [1, 2]
 
     await api.post(f"/v1/sessions/{sid}/commands", json={"text": "only comedies"})
     memory = await loop_preferences()
     assert memory == Preferences(positive=Side(genres=["Comedy"]))
-    steered = await service.loop_candidates(service_resources, memory, HISTORY)
-    assert len(steered) == service_resources.settings.n_candidates
+    steered = await service.loop_candidates(service_worker.steering, memory, HISTORY)
+    assert len(steered) == service_worker.settings.n_candidates
     assert all("Comedy" in ml_dataset.item(i).genres for i in steered)
     given = [0, 1, 2, 3, 4]  # Toy Story and Get Shorty are comedies; GoldenEye (1) is not
-    kept = await service.loop_candidates(service_resources, memory, HISTORY, given)
+    kept = await service.loop_candidates(service_worker.steering, memory, HISTORY, given)
     assert kept == [i for i in given if "Comedy" in ml_dataset.item(i).genres] and 1 not in kept
 
     with pytest.raises(InvalidInput, match="every candidate violates") as bad:
-        await service.loop_candidates(service_resources, memory, HISTORY, [1])
+        await service.loop_candidates(service_worker.steering, memory, HISTORY, [1])
     assert bad.value.field == "candidates"
     impossible = Preferences(positive=Side(genres=["Western"], year_range=YearRange(start=2100)))
     with pytest.raises(PreferencesUnsatisfiable, match="no unseen item satisfies") as none_left:
-        await service.loop_candidates(service_resources, impossible, HISTORY)
+        await service.loop_candidates(service_worker.steering, impossible, HISTORY)
     assert none_left.value.status == 409
 
 

@@ -71,8 +71,8 @@ def test_the_rules_veto_is_a_setting_for_forms_they_invert(tiny_parser):
 
 
 @pytest.fixture
-def learned_client(service_resources, make_api_client, monkeypatch, tiny_parser):
-    settings = service_resources.settings
+def learned_client(service_worker, make_api_client, monkeypatch, tiny_parser):
+    settings = service_worker.settings
     monkeypatch.setattr(settings, "steering_similarity", "collaborative")
     monkeypatch.setattr(settings, "llm_base_url", None)
     monkeypatch.setattr(settings, "steering_parser", "learned")
@@ -148,7 +148,7 @@ async def test_edges_are_refused_with_a_reason_and_change_nothing(learned_client
     assert (await api.get(f"/v1/sessions/{sid}/preferences")).json() == before
 
 
-async def test_empty_and_oversized_commands_are_422_naming_text(learned_client, service_resources):
+async def test_empty_and_oversized_commands_are_422_naming_text(learned_client, service_worker):
     api = await learned_client("size-owner")
     sid = await _session(api)
     empty = await api.post(f"/v1/sessions/{sid}/commands", json={"text": "   "})
@@ -186,9 +186,9 @@ async def test_a_human_judges_reason_steers_the_rest_of_the_loop(learned_client,
 
 
 async def test_the_rule_parser_reads_judges_reasons_too(
-    learned_client, ml_dataset, monkeypatch, service_resources
+    learned_client, ml_dataset, monkeypatch, service_worker
 ):
-    monkeypatch.setattr(service_resources.settings, "steering_parser", "offline")
+    monkeypatch.setattr(service_worker.settings, "steering_parser", "offline")
     api = await learned_client("judge-offline-owner")
     sid = await _session(api)
     horror = [i.id for i in ml_dataset.items if "Horror" in i.genres and i.id not in HISTORY][:5]
@@ -207,7 +207,7 @@ async def test_the_rule_parser_reads_judges_reasons_too(
 
 
 async def test_a_prepared_data_directory_serves_the_learned_parser(
-    service_resources, make_api_client, monkeypatch, tiny_parser, ml_dataset, tmp_path
+    service_worker, make_api_client, monkeypatch, tiny_parser, ml_dataset, tmp_path
 ):
     """`recloop prepare` / `prepare-parser` put the learned parser where ``auto`` finds it; until then
     the rules answer and say when it is due; then the next command is read by it, without a restart
@@ -218,7 +218,7 @@ async def test_a_prepared_data_directory_serves_the_learned_parser(
     import cli.steering as cli_steering
     from app.services.parser_status import status_path, write_status
 
-    settings = service_resources.settings
+    settings = service_worker.settings
     monkeypatch.setattr(settings, "steering_similarity", "collaborative")
     monkeypatch.setattr(settings, "llm_base_url", None)
     monkeypatch.setattr(settings, "steering_parser", "auto")

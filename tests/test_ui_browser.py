@@ -30,7 +30,7 @@ from app.main import create_app
 from app.services import catalog as catalog_service
 from app.services.errors import Unavailable
 from app.services.keys import create_key
-from app.services.runtime import open_resources
+from app.services.runtime import open_worker
 from app.settings import Settings
 from graph.agents.llm_evidence import LLMWeights
 from graph.agents.offline import OfflineUserAgent
@@ -88,15 +88,15 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
     state: dict = {}
 
     async def serve() -> None:
-        async with open_resources(
+        async with open_worker(
             settings, database_url=service_db_url, catalog=ml_dataset, loop_deps=loop_deps
-        ) as resources:
-            app = create_app(settings, resources=resources)
+        ) as worker:
+            app = create_app(settings, worker=worker)
             server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
             serving = asyncio.create_task(server.serve())
             while not server.started and not serving.done():
                 await asyncio.sleep(0.02)
-            state.update(server=server, resources=resources, loop=asyncio.get_running_loop())
+            state.update(server=server, worker=worker, loop=asyncio.get_running_loop())
             if server.started:
                 state["port"] = server.servers[0].sockets[0].getsockname()[1]  # port 0: the OS picked
             ready.set()
@@ -117,7 +117,7 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
         raise RuntimeError(f"the UI server failed to start: {state.get('error')!r}")
 
     def new_key(owner: str) -> str:
-        making = create_key(state["resources"].sessionmaker, owner=owner)
+        making = create_key(state["worker"].sessionmaker, owner=owner)
         return asyncio.run_coroutine_threadsafe(making, state["loop"]).result(timeout=30).secret
 
     yield UIServer(base_url=f"http://127.0.0.1:{state['port']}", settings=settings, new_key=new_key, llm=llm)

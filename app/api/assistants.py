@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 
-from app.api.deps import CallerDep, ResourcesDep
+from app.api.deps import CallerDep, RunnerDep
 from app.api.openapi import PROTOCOL_ERRORS, PROTOCOL_PATH, PROTOCOL_TAG
 from app.api.protocol_schemas import AssistantCount, AssistantSearch, refuse
 from app.services import protocol as service
@@ -44,10 +44,10 @@ async def info() -> dict[str, Any]:
 
 @router.post("/assistants/search")
 async def search_assistants(
-    body: AssistantSearch, res: ResourcesDep, caller: CallerDep
+    body: AssistantSearch, runner: RunnerDep, caller: CallerDep
 ) -> list[dict[str, Any]]:
     found = service.search_assistants(
-        res,
+        runner,
         graph_id=body.graph_id,
         name=body.name,
         metadata=body.metadata,
@@ -58,37 +58,39 @@ async def search_assistants(
 
 
 @router.post("/assistants/count")
-async def count_assistants(body: AssistantCount, res: ResourcesDep, caller: CallerDep) -> int:
+async def count_assistants(body: AssistantCount, runner: RunnerDep, caller: CallerDep) -> int:
     refuse(body)
-    return len(service.search_assistants(res, graph_id=body.graph_id, name=body.name, metadata=body.metadata))
+    return len(
+        service.search_assistants(runner, graph_id=body.graph_id, name=body.name, metadata=body.metadata)
+    )
 
 
 @router.get("/assistants/{assistant_id}")
-async def get_assistant(assistant_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    return service.get_assistant(res, assistant_id).public()
+async def get_assistant(assistant_id: str, runner: RunnerDep, caller: CallerDep) -> dict[str, Any]:
+    return service.get_assistant(runner, assistant_id).public()
 
 
 @router.get("/assistants/{assistant_id}/graph")
-async def get_graph(assistant_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    service.get_assistant(res, assistant_id)
+async def get_graph(assistant_id: str, runner: RunnerDep, caller: CallerDep) -> dict[str, Any]:
+    service.get_assistant(runner, assistant_id)
     return service.assistant_graph()
 
 
 @router.get("/assistants/{assistant_id}/schemas")
-async def get_schemas(assistant_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    service.get_assistant(res, assistant_id)
+async def get_schemas(assistant_id: str, runner: RunnerDep, caller: CallerDep) -> dict[str, Any]:
+    service.get_assistant(runner, assistant_id)
     return service.assistant_schemas()
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
-async def get_subgraphs(assistant_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    service.get_assistant(res, assistant_id)
+async def get_subgraphs(assistant_id: str, runner: RunnerDep, caller: CallerDep) -> dict[str, Any]:
+    service.get_assistant(runner, assistant_id)
     return {}  # the loop graph has no subgraphs
 
 
 @router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
 async def get_subgraphs_in(
-    assistant_id: str, namespace: Annotated[str, Path(max_length=200)], res: ResourcesDep, caller: CallerDep
+    assistant_id: str, namespace: Annotated[str, Path(max_length=200)], runner: RunnerDep, caller: CallerDep
 ) -> dict[str, Any]:
-    service.get_assistant(res, assistant_id)
+    service.get_assistant(runner, assistant_id)
     return {}  # in any namespace

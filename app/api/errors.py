@@ -104,9 +104,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, str(exc.detail), None, **headers)
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
-        resources = getattr(request.app.state, "resources", None)
-        if resources is not None:  # the pools wait briefly from now on (app/db/outage.py)
-            resources.outage.saw(exc)
+        worker = getattr(request.app.state, "worker", None)
+        if worker is not None:  # the pools wait briefly from now on (app/db/outage.py)
+            worker.database.outage.saw(exc)
         return database_down_response(exc, request.app.state.settings.db_retry_after_s)
 
     @app.exception_handler(Exception)

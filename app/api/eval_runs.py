@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.deps import CallerDep, ResourcesDep
+from app.api.deps import CallerDep, SettingsDep
 from app.api.openapi import V1_ERRORS, error_responses
 from app.services import eval_runs as service
 
@@ -58,20 +58,20 @@ class RunPublic(RunSummaryPublic):
 
 @router.get("", response_model=RunsPublic)
 async def list_runs(
-    res: ResourcesDep,
+    settings: SettingsDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> RunsPublic:
     """Run directories under the data directory's runs/, newest first."""
-    runs, count = await service.list_eval_runs(res.settings, limit=limit, offset=offset)
+    runs, count = await service.list_eval_runs(settings, limit=limit, offset=offset)
     return RunsPublic(data=[RunSummaryPublic.model_validate(r) for r in runs], count=count)
 
 
 @router.get("/{name}", response_model=RunPublic)
-async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
+async def get_run(name: str, settings: SettingsDep, caller: CallerDep) -> RunPublic:
     """One run: its report, settings, plots and files."""
-    run = await service.get_eval_run(res.settings, name)
+    run = await service.get_eval_run(settings, name)
     return RunPublic(
         **RunSummaryPublic.model_validate(run.summary).model_dump(),
         config=run.config,
@@ -96,7 +96,7 @@ async def get_run(name: str, res: ResourcesDep, caller: CallerDep) -> RunPublic:
         }
     },
 )
-async def get_run_file(name: str, file_name: str, res: ResourcesDep, caller: CallerDep) -> FileResponse:
+async def get_run_file(name: str, file_name: str, settings: SettingsDep, caller: CallerDep) -> FileResponse:
     """A plot (PNG or SVG), report.md, config.json or results.json of a run."""
-    path, media_type = service.eval_run_file(res.settings, name, file_name)
+    path, media_type = service.eval_run_file(settings, name, file_name)
     return FileResponse(path, media_type=media_type, headers=FILE_HEADERS)

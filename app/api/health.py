@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
-from app.api.deps import ResourcesDep
+from app.api.deps import DatabaseDep, RunnerDep, SettingsDep
 from app.services.metrics import exposition
 from app.services.steering import steering_parser_details
 
@@ -21,19 +21,19 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", responses={503: {"description": "Database unreachable or models not loaded."}})
-async def readyz(res: ResourcesDep) -> JSONResponse:
+async def readyz(database: DatabaseDep, runner: RunnerDep, settings: SettingsDep) -> JSONResponse:
     """Ready to serve: the database answers and the models are loaded."""
-    checks = {"database": "ok", "models": "ok" if res.models_loaded else "not loaded"}
+    checks = {"database": "ok", "models": "ok" if runner.models_loaded else "not loaded"}
     try:
-        async with res.engine.connect() as conn:
+        async with database.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:  # any failure here means "not ready", whatever its kind
         checks["database"] = f"unreachable ({type(exc).__name__})"
     ready = all(v == "ok" for v in checks.values())
-    headers = None if ready else {"Retry-After": str(res.settings.db_retry_after_s)}
+    headers = None if ready else {"Retry-After": str(settings.db_retry_after_s)}
     body: dict[str, object] = {"status": "ready" if ready else "not ready", "checks": checks}
-    details: dict[str, object] = {"steering": steering_parser_details(res)}
-    llm = res.loop_deps.get("llm")
+    details: dict[str, object] = {"steering": steering_parser_details(settings)}
+    llm = runner.loop_deps.get("llm")
     if llm is not None and llm.llm_weights is not None:  # fitted for this endpoint, or the default
         details |= {"llm_weights": llm.llm_weights.status, "llm_weights_fitted": llm.llm_weights.learned}
     body["details"] = details

@@ -20,6 +20,7 @@ from app.api.errors import database_down_response, service_error_response
 from app.api.protocol_public import final_values, thread_public
 from app.api.request_body import read_body, receive_again
 from app.api.schemas import CommandResultPublic, RecommendationPublic, SessionPublic
+from app.db.database import Database
 from app.services import idempotency as service
 from app.services import loop_record, protocol_runs
 from app.services import protocol as protocol_service
@@ -28,7 +29,9 @@ from app.services import steering as steering_service
 from app.services.claim import Claim
 from app.services.errors import DATABASE_DOWN, ServiceError, Unauthorized
 from app.services.keys import Caller, authenticate
-from app.services.runtime import ServiceResources
+from app.services.runtime import Worker
+from app.services.service_runner import ServiceRunner
+from app.settings import Settings
 
 _log = logging.getLogger(__name__)
 IDEMPOTENT_POSTS = re.compile(r"/v1/sessions(/[^/]+/(recommendations|feedback|consumed|commands))?")
@@ -67,15 +70,16 @@ class IdempotencyMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        res = scope["app"].state.resources
+        worker = scope["app"].state.worker
+        database, settings = worker.database, worker.settings
         key = headers[service.HEADER]
-        retry = res.settings.db_retry_after_s
+        retry = settings.db_retry_after_s
         try:
             service.check_key(key)
             caller = await authenticate(
-                res.sessionmaker,
+                database.sessionmaker,
                 bearer(headers.get("authorization"), headers.get("x-api-key")),
-                cache=res.verified_keys,
+                cache=worker.verified_keys,
             )
             body = await read_body(receive)  # a body over the limit raises (app/api/body_limit.py)
         except Unauthorized:
@@ -85,33 +89,33 @@ class IdempotencyMiddleware:
             await service_error_response(exc, retry)(scope, receive, send)
             return
         except DATABASE_DOWN as exc:  # authenticating needed the database
-            res.outage.saw(exc)
+            database.outage.saw(exc)
             await database_down_response(exc, retry)(scope, receive, send)
             return
         streamed = "text/event-stream" in headers.get("accept", "")
         request = service.fingerprint(scope["method"], scope["path"], body, streamed=streamed)
         answer = _Capture(send)
         try:
-            async with service.claim(res, caller, key, request) as found:
+            async with service.claim(database, settings, caller, key, request) as found:
                 if isinstance(found, Claim):  # run it: the route's caller holds the claim
                     scope.setdefault("state", {})[CLAIM_STATE] = found
                 else:
                     stored = found
                     if isinstance(found, service.Produced):  # its answer was lost: rebuilt from the work
-                        stored = await _rebuild(res, caller, found, scope["path"], streamed=streamed)
-                        await _remember(res, caller, key, request, stored)
+                        stored = await _rebuild(worker, caller, found, scope["path"], streamed=streamed)
+                        await _remember(database, settings, caller, key, request, stored)
                     await _replay(stored, send)
                     return
                 await self.app(scope, receive_again(body, receive), answer.send)
                 if answer.status is not None and 200 <= answer.status < 300:
-                    await _remember(res, caller, key, request, answer.stored())
+                    await _remember(database, settings, caller, key, request, answer.stored())
         except ServiceError as exc:
             if answer.status is None:
                 await service_error_response(exc, retry)(scope, receive, send)
                 return
             raise
         except DATABASE_DOWN as exc:
-            res.outage.saw(exc)
+            database.outage.saw(exc)
             if answer.status is None:
                 await database_down_response(exc, retry)(scope, receive, send)
                 return
@@ -119,27 +123,33 @@ class IdempotencyMiddleware:
 
 
 async def _remember(
-    res: ServiceResources, caller: Caller, key: str, request: str, answer: service.StoredAnswer
+    database: Database,
+    settings: Settings,
+    caller: Caller,
+    key: str,
+    request: str,
+    answer: service.StoredAnswer,
 ) -> None:
     """Store the answer for replay; if the database is gone, the key's row (written with the work,
     when there was work) still tells a retry what the request produced."""
     try:
-        await service.remember(res, caller, key, request, answer)
+        await service.remember(database, settings, caller, key, request, answer)
     except DATABASE_DOWN as exc:
         _log.warning("the answer to Idempotency-Key %r was sent but could not be stored: %s", key, exc)
 
 
 async def _rebuild(
-    res: ServiceResources, caller: Caller, produced: service.Produced, path: str, *, streamed: bool
+    worker: Worker, caller: Caller, produced: service.Produced, path: str, *, streamed: bool
 ) -> service.StoredAnswer:
     """The answer of a keyed request from what it stored: its loop or command, or its session as
     it is now; on the protocol routes, LangGraph's shapes of the same."""
+    database = worker.database
     if PROTOCOL_POSTS.fullmatch(path):
-        return await _rebuild_protocol(res, caller, produced, path)
+        return await _rebuild_protocol(database, worker.runner, caller, produced, path)
     if produced.command_id is not None:
-        row = await steering_service.recorded_command(res, produced.command_id)
-        status = steering_service.steering_parser_details(res)
-        body = CommandResultPublic.from_row(row, res.catalog, status).model_dump_json().encode()
+        row = await steering_service.recorded_command(database, produced.command_id)
+        status = steering_service.steering_parser_details(worker.settings)
+        body = CommandResultPublic.from_row(row, worker.catalog, status).model_dump_json().encode()
         return service.StoredAnswer(200, "application/json", body)
     if produced.loop_index is not None:
         if produced.loop_outcome is not None:  # the loop as the request's run recorded it
@@ -147,29 +157,31 @@ async def _rebuild(
                 produced.session_id, produced.loop_index, produced.loop_outcome
             )
         else:  # recorded before revision 0011
-            outcome = await loop_record.recorded_outcome(res, produced.session_id, produced.loop_index)
-        body = RecommendationPublic.from_outcome(outcome, res.catalog).model_dump_json().encode()
+            outcome = await loop_record.recorded_outcome(
+                database, worker.runner, produced.session_id, produced.loop_index
+            )
+        body = RecommendationPublic.from_outcome(outcome, worker.catalog).model_dump_json().encode()
         if streamed:  # the stream's result event alone: its update events were not stored
             return service.StoredAnswer(200, _EVENT_STREAM, _event(b"result", body))
         return _json(body)
-    session = await sessions_service.get_session(res, caller, produced.session_id)
+    session = await sessions_service.get_session(database, caller, produced.session_id)
     body = SessionPublic.model_validate(session).model_dump_json().encode()
     return _json(body, 201 if path == "/v1/sessions" else 200)
 
 
 async def _rebuild_protocol(
-    res: ServiceResources, caller: Caller, produced: service.Produced, path: str
+    database: Database, runner: ServiceRunner, caller: Caller, produced: service.Produced, path: str
 ) -> service.StoredAnswer:
     """A thread as it is now; a run as recorded; a wait's or stream's final state (a stream
     replays as its ``metadata`` event and one ``values`` event: its other events were not stored)."""
-    session = await sessions_service.get_session(res, caller, produced.session_id)
+    session = await sessions_service.get_session(database, caller, produced.session_id)
     if produced.loop_index is None:
         return _json(json.dumps(thread_public(session)).encode())
     run_id = protocol_runs.run_id_for(session.id, produced.loop_index)
     if path.endswith("/runs"):
-        run = await protocol_runs.get_run(res, caller, session.thread_id, run_id)
+        run = await protocol_runs.get_run(database, caller, session.thread_id, run_id)
         return _json(json.dumps(run).encode())
-    final = json.dumps(final_values(await protocol_service.thread_state(res, session))).encode()
+    final = json.dumps(final_values(await protocol_service.thread_state(runner, session))).encode()
     if not path.endswith("/stream"):
         return _json(final)
     metadata = json.dumps({"run_id": run_id, "attempt": 1}).encode()

@@ -16,7 +16,10 @@ from fastapi.routing import iter_route_contexts
 
 from app.api.idempotency import idempotency_key
 from app.api.schemas import ErrorBody
-from app.services.runtime import ServiceResources
+from app.services.runtime import Worker
+from app.settings import Settings
+from graph.config import AgentMode
+from recmodels.dataset import Dataset
 
 RETRY_AFTER = {
     "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}
@@ -70,11 +73,14 @@ def install_openapi(app: FastAPI) -> None:
         if name in documents:
             return documents[name]
         schema = get_openapi(version=app.version, **kwargs)
-        resources: ServiceResources | None = getattr(app.state, "resources", None)
-        if resources is None:  # before start-up: static constraints only, and not cached
+        worker: Worker | None = getattr(app.state, "worker", None)
+        if worker is None:  # before start-up: static constraints only, and not cached
             return schema
         components = schema.get("components", {}).get("schemas", {})
-        (_protocol_constraints if name == PROTOCOL_TAG else _runtime_constraints)(components, resources)
+        if name == PROTOCOL_TAG:
+            _protocol_constraints(components, worker.settings, worker.catalog)
+        else:
+            _runtime_constraints(components, worker.settings, worker.catalog, worker.runner.agent_modes)
         documents[name] = schema
         return schema
 
@@ -92,9 +98,10 @@ def install_openapi(app: FastAPI) -> None:
     app.state.protocol_openapi = protocol_openapi
 
 
-def _runtime_constraints(components: dict[str, Any], res: ServiceResources) -> None:
-    settings = res.settings
-    item_id = {"type": "integer", "minimum": 0, "maximum": res.catalog.n_items - 1}
+def _runtime_constraints(
+    components: dict[str, Any], settings: Settings, catalog: Dataset, agent_modes: list[AgentMode]
+) -> None:
+    item_id = {"type": "integer", "minimum": 0, "maximum": catalog.n_items - 1}
 
     history = components["SessionCreate"]["properties"]["history"]
     history.update(minItems=1, maxItems=settings.max_history_items, items=item_id)
@@ -105,17 +112,15 @@ def _runtime_constraints(components: dict[str, Any], res: ServiceResources) -> N
     for option in recommendation["candidates"]["anyOf"]:
         if option.get("type") == "array":
             option.update(minItems=2, maxItems=settings.max_candidates, uniqueItems=True, items=item_id)
-    agents = res.agent_modes or ["offline"]
-    recommendation["agents"]["enum"] = agents
+    recommendation["agents"]["enum"] = agent_modes or ["offline"]
 
     command = components["CommandCreate"]["properties"]["text"]
     command.update(maxLength=settings.steering_max_command_chars)
 
 
-def _protocol_constraints(components: dict[str, Any], res: ServiceResources) -> None:
+def _protocol_constraints(components: dict[str, Any], settings: Settings, catalog: Dataset) -> None:
     """The limits of the protocol's bodies that come from the settings and the catalog."""
-    settings = res.settings
-    item_id = {"type": "integer", "minimum": 0, "maximum": res.catalog.n_items - 1}
+    item_id = {"type": "integer", "minimum": 0, "maximum": catalog.n_items - 1}
     for name in ("ThreadCreate", "ThreadPatch", "ThreadSearch"):
         metadata = components[name]["properties"]["metadata"]
         for option in metadata.get("anyOf", [metadata]):

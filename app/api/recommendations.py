@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app.api.deps import CallerDep, ResourcesDep
+from app.api.deps import CallerDep, CatalogDep, DatabaseDep, RunnerDep, SteeringDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import (
     MAX_OFFSET,
@@ -30,10 +30,10 @@ from app.api.schemas import (
 from app.services import loop_cancel
 from app.services import loops as service
 from app.services.errors import ServiceError
-from app.services.loop_record import LoopOutcome
 from app.services.loops import LoopRequest, LoopRun
 from app.services.run_events import RunEvents
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
+from recmodels.dataset import Dataset
 
 STREAM_DOC = {
     200: {"content": {"text/event-stream": {}}, "description": "JSON, or SSE when asked."},
@@ -46,22 +46,18 @@ router = APIRouter(
 AcceptHeader = Annotated[str | None, Header(include_in_schema=False)]
 
 
-def _public(res: ServiceResources, outcome: LoopOutcome) -> RecommendationPublic:
-    return RecommendationPublic.from_outcome(outcome, res.catalog)
-
-
 async def _respond(
-    res: ServiceResources, opening: AbstractAsyncContextManager[LoopRun], accept: str | None
+    runner: ServiceRunner, catalog: Dataset, opening: AbstractAsyncContextManager[LoopRun], accept: str | None
 ) -> RecommendationPublic | EventSourceResponse:
     if not accept or "text/event-stream" not in accept:
         async with opening as run:
-            return _public(res, await run.run())
+            return RecommendationPublic.from_outcome(await run.run(), catalog)
     # Enter the lock before answering, so 404/409/422 are real status codes, not stream events.
-    return EventSourceResponse(await _stream(res, opening), ping=15)
+    return EventSourceResponse(await _stream(runner, catalog, opening), ping=15)
 
 
 async def _stream(
-    res: ServiceResources, opening: AbstractAsyncContextManager[LoopRun]
+    runner: ServiceRunner, catalog: Dataset, opening: AbstractAsyncContextManager[LoopRun]
 ) -> AsyncIterator[ServerSentEvent]:
     """Start the loop now and return its events.
 
@@ -70,7 +66,7 @@ async def _stream(
     a client that goes away (even before the stream's first event) stops reading, never the loop.
     """
     events = RunEvents(frozenset())
-    _, task = await service.start_run(res, opening, on_event=events.add)
+    _, task = await service.start_run(runner, opening, on_event=events.add)
     task.add_done_callback(events.close_after)
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
@@ -79,7 +75,8 @@ async def _stream(
             yield ServerSentEvent(data=data, event="interrupt" if event.is_interrupt else "update")
         try:
             outcome = await task  # it has ended: the log is closed when it does
-            yield ServerSentEvent(data=_public(res, outcome).model_dump_json(), event="result")
+            public = RecommendationPublic.from_outcome(outcome, catalog)
+            yield ServerSentEvent(data=public.model_dump_json(), event="result")
         except ServiceError as exc:
             body = {"detail": exc.detail, "field": exc.field, "status": exc.status}
             yield ServerSentEvent(data=json.dumps(body), event="error")
@@ -99,7 +96,10 @@ async def _stream(
 async def recommend(
     session_id: uuid.UUID,
     body: RecommendationCreate,
-    res: ResourcesDep,
+    database: DatabaseDep,
+    runner: RunnerDep,
+    models: SteeringDep,
+    catalog: CatalogDep,
     caller: CallerDep,
     accept: AcceptHeader = None,
 ):
@@ -107,7 +107,8 @@ async def recommend(
     request = LoopRequest(
         candidates=body.candidates, max_rounds=body.max_rounds, agents=body.agents, judge_mode=body.judge_mode
     )
-    return await _respond(res, service.open_loop(res, caller, session_id, request), accept)
+    opening = service.open_loop(database, runner, models, caller, session_id, request)
+    return await _respond(runner, catalog, opening, accept)
 
 
 @router.post(
@@ -119,19 +120,24 @@ async def recommend(
 async def feedback(
     session_id: uuid.UUID,
     body: FeedbackCreate,
-    res: ResourcesDep,
+    database: DatabaseDep,
+    runner: RunnerDep,
+    models: SteeringDep,
+    catalog: CatalogDep,
     caller: CallerDep,
     accept: AcceptHeader = None,
 ):
     """Answer the proposal a human-judged loop waits on; the loop resumes (and may ask again)."""
-    opening = service.open_feedback(res, caller, session_id, decision=body.decision, reason=body.reason)
-    return await _respond(res, opening, accept)
+    opening = service.open_feedback(
+        database, runner, models, caller, session_id, decision=body.decision, reason=body.reason
+    )
+    return await _respond(runner, catalog, opening, accept)
 
 
 @router.get("/{session_id}/loops", response_model=LoopsPublic)
 async def loop_history(
     session_id: uuid.UUID,
-    res: ResourcesDep,
+    database: DatabaseDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
@@ -142,7 +148,7 @@ async def loop_history(
     A loop is ``running`` while it runs and ``failed`` (with ``error``) if it raised; either way it
     keeps its number. ``status`` keeps the loops of one status."""
     rows, count = await service.loop_history(
-        res, caller, session_id, limit=limit, offset=offset, status=status
+        database, caller, session_id, limit=limit, offset=offset, status=status
     )
     return LoopsPublic(data=[LoopPublic.model_validate(r) for r in rows], count=count)
 
@@ -155,15 +161,16 @@ async def loop_history(
 async def cancel_loop(
     session_id: uuid.UUID,
     loop_index: Annotated[int, Path(ge=1, le=1_000_000)],
-    res: ResourcesDep,
+    database: DatabaseDep,
+    runner: RunnerDep,
     caller: CallerDep,
     body: LoopCancel = None,  # type: ignore[assignment]  (optional: no body, no reason)
 ) -> LoopPublic:
     """Abandon a loop paused at its human judge: it is recorded ``failed``, its ``error`` saying the
     client abandoned it (with ``reason``), its proposal is no longer pending, and the session takes
     the next recommendation. 409 for a loop that does not wait for feedback (running or ended)."""
-    await service.get_loop(res, caller, session_id, loop_index)  # 404 for a loop the session has not
+    await service.get_loop(database, caller, session_id, loop_index)  # 404 for a loop the session has not
     await loop_cancel.abandon_paused(
-        res, caller, session_id, loop_index, reason=body.reason if body else None
+        database, runner, caller, session_id, loop_index, reason=body.reason if body else None
     )
-    return LoopPublic.model_validate(await service.get_loop(res, caller, session_id, loop_index))
+    return LoopPublic.model_validate(await service.get_loop(database, caller, session_id, loop_index))

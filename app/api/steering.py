@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.deps import CallerDep, ResourcesDep
+from app.api.deps import CallerDep, DatabaseDep, SteeringDep
 from app.api.openapi import IDEMPOTENT, V1_ERRORS, error_responses
 from app.api.schemas import MAX_OFFSET, SOME_TEXT, CommandResultPublic, UsagePublic
 from app.services import steering as service
@@ -62,36 +62,40 @@ class CommandsPublic(BaseModel):
     "/{session_id}/commands", response_model=CommandResultPublic, responses=CHANGES, dependencies=IDEMPOTENT
 )
 async def send_command(
-    session_id: uuid.UUID, body: CommandCreate, res: ResourcesDep, caller: CallerDep
+    session_id: uuid.UUID, body: CommandCreate, database: DatabaseDep, models: SteeringDep, caller: CallerDep
 ) -> CommandResultPublic:
     """Parse a command into the session's preferences; returns them and the new recommendations."""
-    command = await service.send_command(res, caller, session_id, text=body.text)
+    command = await service.send_command(database, models, caller, session_id, text=body.text)
     # as a keyed retry rebuilds it
-    return CommandResultPublic.from_row(command, res.catalog, service.steering_parser_details(res))
+    return CommandResultPublic.from_row(
+        command, models.catalog, service.steering_parser_details(models.settings)
+    )
 
 
 @router.get("/{session_id}/commands", response_model=CommandsPublic)
 async def list_commands(
     session_id: uuid.UUID,
-    res: ResourcesDep,
+    database: DatabaseDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> CommandsPublic:
     """The session's commands and resets, oldest first, each with the memory it produced."""
-    rows, count = await service.command_history(res, caller, session_id, limit=limit, offset=offset)
+    rows, count = await service.command_history(database, caller, session_id, limit=limit, offset=offset)
     return CommandsPublic(data=[CommandPublic.model_validate(r) for r in rows], count=count)
 
 
 @router.get("/{session_id}/preferences", response_model=Preferences)
-async def get_preferences(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> Preferences:
+async def get_preferences(session_id: uuid.UUID, database: DatabaseDep, caller: CallerDep) -> Preferences:
     """The session's preference memory (empty when the user never steered)."""
-    return await service.get_preferences(res, caller, session_id)
+    return await service.get_preferences(database, caller, session_id)
 
 
 @router.delete(
     "/{session_id}/preferences", response_model=Preferences, status_code=status.HTTP_200_OK, responses=CHANGES
 )
-async def reset_preferences(session_id: uuid.UUID, res: ResourcesDep, caller: CallerDep) -> Preferences:
+async def reset_preferences(
+    session_id: uuid.UUID, database: DatabaseDep, models: SteeringDep, caller: CallerDep
+) -> Preferences:
     """Forget the preference memory (the reset is kept in the command history)."""
-    return await service.reset_preferences(res, caller, session_id)
+    return await service.reset_preferences(database, models, caller, session_id)

@@ -15,15 +15,16 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, NamedTuple
 
-from fastapi import APIRouter, Header, Query, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Response, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app.api.deps import CallerDep, ResourcesDep
+from app.api.deps import CallerDep, DatabaseDep, ProtocolRunsDep, RunnerDep, SteeringDep
 from app.api.openapi import PROTOCOL_ERRORS, PROTOCOL_TAG
 from app.api.protocol_public import final_values
 from app.api.protocol_schemas import STREAM_MODES, RunCreate, refuse
 from app.api.protocol_stream import BACKGROUND_MODES, ProtocolStream, graph_modes_for, served_modes
 from app.api.schemas import MAX_OFFSET
+from app.db.database import Database
 from app.db.models import Session
 from app.services import loops
 from app.services import protocol as service
@@ -31,20 +32,42 @@ from app.services import protocol_runs as runs_service
 from app.services.errors import InvalidInput
 from app.services.keys import Caller
 from app.services.protocol import AssistantSpec
-from app.services.run_events import RunEvents
-from app.services.runtime import ServiceResources
+from app.services.run_events import ProtocolRuns, RunEvents
+from app.services.service_runner import ServiceRunner
+from app.services.steering_models import SteeringModels
 from graph.runner import INTERRUPT, to_plain
 
 router = APIRouter(prefix="/threads/{thread_id}/runs", tags=[PROTOCOL_TAG], responses=PROTOCOL_ERRORS)
 
 
-async def _opening(res: ServiceResources, caller: Caller, thread_id: str, body: RunCreate):
+class RunParts(NamedTuple):
+    """What running a protocol run takes (the route's dependencies)."""
+
+    database: Database
+    runner: ServiceRunner
+    steering: SteeringModels
+    runs: ProtocolRuns
+
+
+async def _run_parts(
+    database: DatabaseDep, runner: RunnerDep, steering: SteeringDep, runs: ProtocolRunsDep
+) -> RunParts:
+    return RunParts(database, runner, steering, runs)
+
+
+RunPartsDep = Annotated[RunParts, Depends(_run_parts)]
+
+
+async def _opening(parts: RunParts, caller: Caller, thread_id: str, body: RunCreate):
     refuse(body, thread_id)
-    assistant = service.get_assistant(res, body.assistant_id)
-    session = await service.get_thread(res, caller, thread_id)
+    assistant = service.get_assistant(parts.runner, body.assistant_id)
+    session = await service.get_thread(parts.database, caller, thread_id)
     resume = body.command.resume if body.command is not None else None
     request = runs_service.RunRequest(assistant=assistant, input=body.input, resume=resume)
-    return session, assistant, runs_service.open_run(res, caller, thread_id, session.id, request)
+    opening = runs_service.open_run(
+        parts.database, parts.runner, parts.steering, caller, thread_id, session.id, request
+    )
+    return session, assistant, opening
 
 
 def _final_values(run: loops.LoopRun) -> dict[str, Any]:
@@ -56,15 +79,15 @@ def _final_values(run: loops.LoopRun) -> dict[str, Any]:
 
 
 @router.post("/wait")
-async def wait_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
+async def wait_run(thread_id: str, body: RunCreate, parts: RunPartsDep, caller: CallerDep) -> dict[str, Any]:
     """Run the loop and answer the state it leaves; the run goes on if the client goes away, unless
     ``on_disconnect="cancel"``, and runs.cancel reaches it meanwhile, as any run of this worker."""
-    started = await _started(res, thread_id, body, caller, frozenset())
+    started = await _started(parts, thread_id, body, caller, frozenset())
     try:
         await asyncio.shield(started.task)  # its error, if it fails, is the answer
     except asyncio.CancelledError:
         if body.on_disconnect == "cancel":
-            runs_service.cancel_local(res, started.run_id)
+            runs_service.cancel_local(parts.runs, started.run_id)
         raise
     return _final_values(started.run)
 
@@ -79,22 +102,24 @@ class Started(NamedTuple):
 
 
 async def _started(
-    res: ServiceResources, thread_id: str, body: RunCreate, caller: Caller, modes: frozenset[str]
+    parts: RunParts, thread_id: str, body: RunCreate, caller: Caller, modes: frozenset[str]
 ) -> Started:
     """Validate, lock and start the loop in a task of its own that records the events ``modes`` need."""
-    session, assistant, opening = await _opening(res, caller, thread_id, body)
+    session, assistant, opening = await _opening(parts, caller, thread_id, body)
     events = RunEvents(graph_modes_for(modes), assistant_id=assistant.assistant_id, input=body.input)
-    run, task = await loops.start_run(res, opening, on_event=events.add, event_modes=events.modes)
+    run, task = await loops.start_run(parts.runner, opening, on_event=events.add, event_modes=events.modes)
     run_id = runs_service.run_id_for(session.id, run.loop_index)
-    runs_service.track(res, run_id, task, events)
+    runs_service.track(parts.runs, run_id, task, events)
     return Started(session, assistant, run, run_id, events, task)
 
 
 @router.post("")
-async def create_run(thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
+async def create_run(
+    thread_id: str, body: RunCreate, parts: RunPartsDep, caller: CallerDep
+) -> dict[str, Any]:
     """Start the loop in the background (409 while another runs on the thread); it records every
     stream mode, for the clients that join it (``runs.join_stream``)."""
-    started = await _started(res, thread_id, body, caller, BACKGROUND_MODES)
+    started = await _started(parts, thread_id, body, caller, BACKGROUND_MODES)
     return runs_service.started_run_public(started.session, started.run, started.assistant)
 
 
@@ -105,7 +130,7 @@ def _protocol_stream(modes: list[str], thread_id: str, run_id: str, events: RunE
 
 
 async def _sse_stream(
-    res: ServiceResources,
+    runs: ProtocolRuns,
     events: RunEvents,
     parts: ProtocolStream,
     *,
@@ -125,7 +150,7 @@ async def _sse_stream(
         finished = True
     finally:
         if cancel_on_disconnect and not finished:
-            runs_service.cancel_local(res, parts.run_id)
+            runs_service.cancel_local(runs, parts.run_id)
 
 
 SSE = {200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events."}}
@@ -133,17 +158,21 @@ SSE = {200: {"content": {"text/event-stream": {}}, "description": "Server-Sent E
 
 @router.post("/stream", response_class=EventSourceResponse, responses=SSE)
 async def stream_run(
-    thread_id: str, body: RunCreate, res: ResourcesDep, caller: CallerDep
+    thread_id: str, body: RunCreate, parts: RunPartsDep, caller: CallerDep
 ) -> EventSourceResponse:
     """The loop's events as it runs, in the modes asked for (app/api/protocol_stream.py); a client
     that goes away stops reading, not the loop (``on_disconnect="cancel"`` cancels it)."""
     modes = served_modes(body.stream_modes())
-    started = await _started(res, thread_id, body, caller, frozenset(modes))
+    started = await _started(parts, thread_id, body, caller, frozenset(modes))
     run_id, events = started.run_id, started.events
-    parts = _protocol_stream(modes, thread_id, run_id, events)
+    stream_parts = _protocol_stream(modes, thread_id, run_id, events)
     metadata = ServerSentEvent(data=json.dumps({"run_id": run_id, "attempt": 1}), event="metadata")
     stream = _sse_stream(
-        res, events, parts, first=[metadata], cancel_on_disconnect=body.on_disconnect == "cancel"
+        parts.runs,
+        events,
+        stream_parts,
+        first=[metadata],
+        cancel_on_disconnect=body.on_disconnect == "cancel",
     )
     # Location: where the SDK reconnects (with Last-Event-ID) if the connection drops mid-run.
     location = {
@@ -157,7 +186,8 @@ async def stream_run(
 async def join_run_stream(
     thread_id: str,
     run_id: str,
-    res: ResourcesDep,
+    database: DatabaseDep,
+    runs: ProtocolRunsDep,
     caller: CallerDep,
     stream_mode: Annotated[
         list[str] | None, Query(json_schema_extra={"items": {"enum": ["", *STREAM_MODES]}})
@@ -184,44 +214,48 @@ async def join_run_stream(
         )
     modes = served_modes(asked or list(BACKGROUND_MODES))
     # Checked before joining: a run of another worker is waited for, and bad input must not wait.
-    events = await runs_service.joined_events(res, caller, thread_id, run_id)
+    events = await runs_service.joined_events(database, runs, caller, thread_id, run_id)
     if events is None:
         events = RunEvents(frozenset())
         events.close()
     parts = _protocol_stream(modes, thread_id, run_id, events)
-    stream = _sse_stream(res, events, parts, first=[], start=start, cancel_on_disconnect=cancel_on_disconnect)
+    stream = _sse_stream(
+        runs, events, parts, first=[], start=start, cancel_on_disconnect=cancel_on_disconnect
+    )
     return EventSourceResponse(stream, ping=15)
 
 
 @router.get("")
 async def list_runs(
     thread_id: str,
-    res: ResourcesDep,
+    database: DatabaseDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"] | None = None,
 ) -> list[dict[str, Any]]:
-    return await runs_service.list_runs(res, caller, thread_id, limit=limit, offset=offset, status=status)
+    return await runs_service.list_runs(
+        database, caller, thread_id, limit=limit, offset=offset, status=status
+    )
 
 
 @router.get("/{run_id}")
-async def get_run(thread_id: str, run_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
-    return await runs_service.get_run(res, caller, thread_id, run_id)
+async def get_run(thread_id: str, run_id: str, database: DatabaseDep, caller: CallerDep) -> dict[str, Any]:
+    return await runs_service.get_run(database, caller, thread_id, run_id)
 
 
 @router.get("/{run_id}/join")
-async def join_run(thread_id: str, run_id: str, res: ResourcesDep, caller: CallerDep) -> dict[str, Any]:
+async def join_run(thread_id: str, run_id: str, parts: RunPartsDep, caller: CallerDep) -> dict[str, Any]:
     """Wait for the run to end or pause; the thread's state then (as for a wait)."""
-    session = await runs_service.join_run(res, caller, thread_id, run_id)
-    return final_values(await service.thread_state(res, session))
+    session = await runs_service.join_run(parts.database, parts.runs, caller, thread_id, run_id)
+    return final_values(await service.thread_state(parts.runner, session))
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_class=Response)
 async def cancel_run(
     thread_id: str,
     run_id: str,
-    res: ResourcesDep,
+    parts: RunPartsDep,
     caller: CallerDep,
     wait: bool = False,
     action: Annotated[str, Query(max_length=100, json_schema_extra={"enum": ["interrupt"]})] = "interrupt",
@@ -235,5 +269,7 @@ async def cancel_run(
             "thread's history, so there is no 'rollback')",
             field="action",
         )
-    await runs_service.cancel_run(res, caller, thread_id, run_id, reason=reason)
+    await runs_service.cancel_run(
+        parts.database, parts.runner, parts.runs, caller, thread_id, run_id, reason=reason
+    )
     return Response(status_code=status.HTTP_202_ACCEPTED)

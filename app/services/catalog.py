@@ -5,23 +5,22 @@ from __future__ import annotations
 import asyncio
 
 from app.services.errors import InvalidInput, NotFound
-from app.services.runtime import ServiceResources
 from app.services.title_search import search_items
-from recmodels.dataset import Item
+from recmodels.dataset import Dataset, Item
 
 
-async def search(res: ServiceResources, *, query: str, limit: int) -> list[Item]:
+async def search(catalog: Dataset, *, query: str, limit: int) -> list[Item]:
     """Items by title (app/services/title_search.py), off the event loop: the catalog's first
     search builds its title index (seconds at a million items)."""
     if not query.strip():
         raise InvalidInput("query must not be blank", field="q")
-    return await asyncio.to_thread(search_items, res.catalog, query, limit)
+    return await asyncio.to_thread(search_items, catalog, query, limit)
 
 
-def get_item(res: ServiceResources, item_id: int) -> Item:
-    if not 0 <= item_id < res.catalog.n_items:
+def get_item(catalog: Dataset, item_id: int) -> Item:
+    if not 0 <= item_id < catalog.n_items:
         raise NotFound(
-            f"unknown item id {item_id}: the {res.catalog.name} catalog has ids 0..{res.catalog.n_items - 1}",
+            f"unknown item id {item_id}: the {catalog.name} catalog has ids 0..{catalog.n_items - 1}",
             field="item_id",
         )
-    return res.catalog.item(item_id)
+    return catalog.item(item_id)

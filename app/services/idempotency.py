@@ -39,10 +39,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import idempotency as repo
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.services.claim import Claim
 from app.services.errors import InvalidInput, KeyInFlight
 from app.services.keys import Caller
-from app.services.runtime import ServiceResources
+from app.settings import Settings
 
 HEADER = "Idempotency-Key"
 KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
@@ -84,23 +85,23 @@ def fingerprint(method: str, path: str, body: bytes, *, streamed: bool) -> str:
     return digest.hexdigest()
 
 
-def _in_flight(res: ServiceResources) -> KeyInFlight:
+def _in_flight(settings: Settings) -> KeyInFlight:
     return KeyInFlight(
         f"a request with this {HEADER} is still running; retry when it has finished",
         field=HEADER,
-        retry_after_s=res.settings.db_retry_after_s,
+        retry_after_s=settings.db_retry_after_s,
     )
 
 
 @asynccontextmanager
 async def claim(
-    res: ServiceResources, caller: Caller, key: str, request_fingerprint: str
+    database: Database, settings: Settings, caller: Caller, key: str, request_fingerprint: str
 ) -> AsyncIterator[StoredAnswer | Produced | Claim]:
     """Hold the key; yield its stored answer to replay, what it produced (rebuild the answer from
     it), or the claim: run the request inside (its work links the key with the claim), then
     :func:`remember`."""
-    async with res.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=_in_flight(res)):
-        async with res.sessionmaker() as db:
+    async with database.locks.hold(f"idempotency:{caller.key_id}:{key}", busy=_in_flight(settings)):
+        async with database.sessionmaker() as db:
             stored = await repo.get_live(db, owner_key_id=caller.key_id, key=key)
             loop = None
             if stored is not None and stored.body is None and stored.loop_index is not None:
@@ -108,7 +109,7 @@ async def claim(
                     db, session_id=stored.session_id, loop_index=stored.loop_index
                 )
         if stored is not None and stored.fingerprint != request_fingerprint:
-            hours = res.settings.idempotency_ttl_s / 3600
+            hours = settings.idempotency_ttl_s / 3600
             raise InvalidInput(
                 f"{HEADER} {key!r} was used for a different request (method, path or body) within "
                 f"{hours:g} h: use a new key for a new request",
@@ -121,7 +122,7 @@ async def claim(
         elif stored.loop_index is None:
             found = Produced(stored.session_id, None, stored.command_id)
         elif loop == "running":
-            raise _in_flight(res)
+            raise _in_flight(settings)
         elif loop in ("completed", "awaiting_feedback"):
             found = Produced(stored.session_id, stored.loop_index, loop_outcome=stored.loop_outcome)
         else:
@@ -129,7 +130,7 @@ async def claim(
         if found is not None:
             yield found
             return
-        yield Claim(caller.key_id, key, request_fingerprint, res.settings.idempotency_ttl_s)
+        yield Claim(caller.key_id, key, request_fingerprint, settings.idempotency_ttl_s)
 
 
 async def link(
@@ -167,10 +168,15 @@ async def note_loop_outcome(db: AsyncSession, current: Claim | None, outcome: di
 
 
 async def remember(
-    res: ServiceResources, caller: Caller, key: str, request_fingerprint: str, answer: StoredAnswer
+    database: Database,
+    settings: Settings,
+    caller: Caller,
+    key: str,
+    request_fingerprint: str,
+    answer: StoredAnswer,
 ) -> None:
     """Store a 2xx answer for replay (inside :func:`claim`, so no other request has the key)."""
-    async with res.sessionmaker.begin() as db:
+    async with database.sessionmaker.begin() as db:
         await repo.put(
             db,
             owner_key_id=caller.key_id,
@@ -179,5 +185,5 @@ async def remember(
             status_code=answer.status_code,
             content_type=answer.content_type,
             body=answer.body,
-            ttl_s=res.settings.idempotency_ttl_s,
+            ttl_s=settings.idempotency_ttl_s,
         )

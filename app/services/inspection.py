@@ -9,9 +9,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from langgraph.graph.state import CompiledStateGraph
+
+from app.db.database import Database
 from app.services.errors import NotFound, Unavailable
 from app.services.keys import Caller
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
 from app.services.sessions import get_session
 from graph.introspect import (
     CheckpointView,
@@ -21,23 +24,24 @@ from graph.introspect import (
     loop_scores,
     ranks,
 )
+from recmodels.dataset import Dataset
 
 
-def _graph(res: ServiceResources):
-    if res.graph is None:
+def _graph(runner: ServiceRunner) -> CompiledStateGraph:
+    if runner.graph is None:
         raise Unavailable("models are not loaded yet", field=None)
-    return res.graph
+    return runner.graph
 
 
-def drawing(res: ServiceResources) -> GraphDrawing:
-    return graph_drawing(_graph(res))
+def drawing(runner: ServiceRunner) -> GraphDrawing:
+    return graph_drawing(_graph(runner))
 
 
 async def checkpoints(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int
+    database: Database, runner: ServiceRunner, caller: Caller, session_id: uuid.UUID, *, limit: int
 ) -> list[CheckpointView]:
-    session = await get_session(res, caller, session_id)
-    return await checkpoint_history(_graph(res), session.thread_id, limit=limit)
+    session = await get_session(database, caller, session_id)
+    return await checkpoint_history(_graph(runner), session.thread_id, limit=limit)
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,16 @@ class CandidateScore:
 
 
 async def loop_candidates(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, loop_index: int
+    database: Database,
+    runner: ServiceRunner,
+    catalog: Dataset,
+    caller: Caller,
+    session_id: uuid.UUID,
+    loop_index: int,
 ) -> tuple[list[CandidateScore], list[int]]:
     """A loop's candidates with both models' scores and ranks, and the item of each round."""
-    session = await get_session(res, caller, session_id)
-    found = await loop_scores(_graph(res), session.thread_id, loop_index)
+    session = await get_session(database, caller, session_id)
+    found = await loop_scores(_graph(runner), session.thread_id, loop_index)
     if found is None:
         raise NotFound(f"no checkpointed loop {loop_index} in session {session_id}", field="loop_index")
     known = len(found.history)
@@ -71,7 +80,7 @@ async def loop_candidates(
     rows = [
         CandidateScore(
             item=item,
-            title=res.catalog.title(item),
+            title=catalog.title(item),
             position=index + 1,
             rec_score=found.rec_scores[index],
             rec_rank=rec_ranks[index],

@@ -18,19 +18,20 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from app.db import limits as limits_repo
+from app.db.database import Database
 from app.services.errors import RateLimited
 from app.services.keys import Caller
-from app.services.runtime import ServiceResources
+from app.settings import Settings
 
 PURGE_SHARE = 0.01
 """Share of requests that also delete their key's windows older than an hour."""
 
 
-async def count_request(res: ServiceResources, caller: Caller) -> None:
-    limit = res.settings.rate_limit_per_minute
+async def count_request(database: Database, settings: Settings, caller: Caller) -> None:
+    limit = settings.rate_limit_per_minute
     if not limit:
         return
-    async with res.locks.pool.connection() as conn:
+    async with database.locks.pool.connection() as conn:
         count, left_s = await limits_repo.count_request(
             conn, owner_key_id=caller.key_id, purge=random.random() < PURGE_SHARE
         )
@@ -42,14 +43,14 @@ async def count_request(res: ServiceResources, caller: Caller) -> None:
         )
 
 
-async def check_llm_budget(res: ServiceResources, caller: Caller) -> None:
-    budget = res.settings.llm_token_budget_per_day
+async def check_llm_budget(database: Database, settings: Settings, caller: Caller) -> None:
+    budget = settings.llm_token_budget_per_day
     if not budget:
         return
     now = datetime.now(UTC)
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     reset = day + timedelta(days=1)
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         used = await limits_repo.llm_tokens_since(db, owner_key_id=caller.key_id, since=day)
     if used >= budget:
         raise RateLimited(

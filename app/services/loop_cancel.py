@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import checkpointer
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.db.models import Session
 from app.services import recovery
 from app.services.errors import NotAwaitingFeedback
 from app.services.keys import Caller
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
 from app.services.sessions import locked_session
 from graph.runner import clear_pending, read_thread
 
@@ -55,21 +56,24 @@ def client_cancel(exc: BaseException) -> ClientCancel | None:
     return None
 
 
-async def drop_left_interrupt(res: ServiceResources, session: Session, loop_index: int) -> None:
+async def drop_left_interrupt(
+    database: Database, runner: ServiceRunner, session: Session, loop_index: int
+) -> None:
     """After a running loop was cancelled and recorded so: if the cancel came as its judge paused
     (the interrupt's checkpoint written, the run's record not), the thread's interrupt is cleared."""
-    if res.graph is None:
+    if runner.graph is None:
         return
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         status = await loops_repo.loop_status(db, session_id=session.id, loop_index=loop_index)
-    if status != "failed" or not (await read_thread(res.graph, session.thread_id)).interrupts:
+    if status != "failed" or not (await read_thread(runner.graph, session.thread_id)).interrupts:
         return  # paused (recorded before the cancel came: runs.cancel abandons it), or nothing left
-    await clear_pending(res.graph, session.thread_id)
-    await checkpointer.flush(res.saver, session.thread_id)
+    await clear_pending(runner.graph, session.thread_id)
+    await checkpointer.flush(runner.saver, session.thread_id)
 
 
 async def abandon_paused(
-    res: ServiceResources,
+    database: Database,
+    runner: ServiceRunner,
     caller: Caller,
     session_id: uuid.UUID,
     loop_index: int,
@@ -79,20 +83,20 @@ async def abandon_paused(
     """End loop ``loop_index``, paused at its human judge, without a judgement: it is recorded failed
     (:data:`ABANDONED_AT_JUDGE`, with ``reason``), its interrupt is dropped from the thread, and the
     session is free for the next loop. The thread's new checkpoint and the history commit together."""
-    async with locked_session(res, caller, session_id) as session:
-        await recovery.settle(res, session)
+    async with locked_session(database, caller, session_id) as session:
+        await recovery.settle(database, runner, session)
         if session.status != "awaiting_feedback" or session.n_loops != loop_index:
             raise NotAwaitingFeedback(
                 f"loop {loop_index} of the session does not wait for feedback: only a paused loop can be "
                 "abandoned",
                 field="loop_index",
             )
-        if res.graph is not None:
-            await clear_pending(res.graph, session.thread_id)
+        if runner.graph is not None:
+            await clear_pending(runner.graph, session.thread_id)
         async with (
-            checkpointer.commit_with(res.saver, session.thread_id) as checkpoint_rows,
-            res.sessionmaker.begin() as db,
+            checkpointer.commit_with(runner.saver, session.thread_id) as checkpoint_rows,
+            database.sessionmaker.begin() as db,
         ):
             error = _with_reason(ABANDONED_AT_JUDGE, reason)
             await loops_repo.abandon_paused(db, session_id=session.id, loop_index=loop_index, error=error)
-            await checkpointer.write_in(db, checkpoint_rows, res.settings.checkpoint_schema)
+            await checkpointer.write_in(db, checkpoint_rows, runner.settings.checkpoint_schema)

@@ -24,10 +24,10 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.services import resume
 from app.services.errors import DATABASE_DOWN
 from app.services.loop_record import LoopLedger
-from app.services.runtime import ServiceResources
 from graph.runner import graph_fingerprint, is_resume, resume_point
 
 
@@ -42,11 +42,11 @@ class NextStep:
     values: dict[str, Any] = field(default_factory=dict)
 
 
-async def database_back(res: ServiceResources, wait_until: float) -> bool:
+async def database_back(database: Database, wait_until: float) -> bool:
     """Whether the database answers before ``wait_until`` (``time.monotonic()``; asked every half second)."""
     while time.monotonic() < wait_until:
         try:
-            async with res.one_statement() as db:
+            async with database.one_statement() as db:
                 await db.execute(text("SELECT 1"))
             return True
         except DATABASE_DOWN:
@@ -57,18 +57,18 @@ async def database_back(res: ServiceResources, wait_until: float) -> bool:
 async def next_step(ledger: LoopLedger, *, started_with: Any, ended: bool) -> NextStep | None:
     """What is left of the run from what the database holds (None: nothing this run can do; its
     error goes on). ``started_with``: the run's graph input; ``ended``: its graph had ended."""
-    res, session, loop_index = ledger.res, ledger.session, ledger.loop_index
+    runner, session, loop_index = ledger.runner, ledger.session, ledger.loop_index
     if ended:
         status = await ledger.status()
         if status == "running":
             return NextStep("record")
         # Recorded: the COMMIT landed, only its answer was lost. Failed: resolved by another worker.
         return NextStep("recorded") if status in ("completed", "awaiting_feedback") else None
-    point = await resume_point(res.graph, session.thread_id)
+    point = await resume_point(runner.graph, session.thread_id)
     chosen = resume.plan(
         point,
         loop_index=loop_index,
-        graph_id=graph_fingerprint(res.graph),
+        graph_id=graph_fingerprint(runner.graph),
         agents_served=True,
         agents=str(ledger.params.get("agents", "offline")),
         paused_before=is_resume(started_with),
@@ -81,13 +81,13 @@ async def next_step(ledger: LoopLedger, *, started_with: Any, ended: bool) -> Ne
         step = NextStep("stream", started_with)  # none of its steps committed: from its input again
     else:
         return None
-    async with res.sessionmaker.begin() as db:
+    async with ledger.database.sessionmaker.begin() as db:
         mine = await loops_repo.take_over(  # still this worker's loop, and the resumption noted
             db,
             session_id=session.id,
             loop_index=loop_index,
-            from_worker=res.worker_id,
-            worker_id=res.worker_id,
+            from_worker=runner.worker_id,
+            worker_id=runner.worker_id,
             resumed_from=chosen.resumed_from(point),
         )
     return step if mine is not None else None

@@ -22,12 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 import checkpointer
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
+from app.db.database import Database
 from app.db.models import Loop, Session, usage_columns
 from app.services import idempotency, loop_cancel, metrics, recovery
 from app.services.claim import Claim
 from app.services.errors import DATABASE_DOWN, LoopSuperseded, ServiceError
 from app.services.loop_cancel import ERROR_CHARS
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
 from app.services.sessions import thread_state
 from llm.usage import total_usage
 
@@ -87,7 +88,8 @@ class LoopLedger:
 
     def __init__(
         self,
-        res: ServiceResources,
+        database: Database,
+        runner: ServiceRunner,
         session: Session,
         loop_index: int,
         *,
@@ -95,7 +97,7 @@ class LoopLedger:
         params: dict,
         claim: Claim | None = None,
     ):
-        self.res, self.session, self.loop_index = res, session, loop_index
+        self.database, self.runner, self.session, self.loop_index = database, runner, session, loop_index
         self.claim = claim
         """The Idempotency-Key of the request that runs the loop: linked to it with its start, and
         its record noted on it (None: no key, or a run no request waits for, a resumed one)."""
@@ -114,8 +116,8 @@ class LoopLedger:
         run would have kept, and the run's own record commits synchronously after it.
         """
         # In flight before the row is visible: the recovery watch never takes it for abandoned.
-        self.res.inflight.add(self.key)
-        self.res.unrecorded.pop(self.key, None)  # an earlier start's, moot now (settled, or never landed)
+        self.runner.inflight.add(self.key)
+        self.runner.unrecorded.pop(self.key, None)  # an earlier start's, moot now (settled, or never landed)
         try:
             await self.write_start()
         except BaseException as exc:
@@ -123,8 +125,8 @@ class LoopLedger:
                 # The connection died at COMMIT: the row may be in, ``running``, with nothing to run
                 # it. If so, the watch resolves it with this cause (not "worker stopped") once the
                 # database is back, or forgets it if it never landed.
-                self.res.unrecorded[self.key] = recovery.database_error(exc)
-            self.res.inflight.discard(self.key)
+                self.runner.unrecorded[self.key] = recovery.database_error(exc)
+            self.runner.inflight.discard(self.key)
             raise
 
     async def write_start(self) -> None:
@@ -133,14 +135,14 @@ class LoopLedger:
         start = {
             "session_id": self.session.id,
             "loop_index": self.loop_index,
-            "worker_id": self.res.worker_id,
+            "worker_id": self.runner.worker_id,
             "params": None if self.resumed else self.params,
         }
         if self.claim is None:
-            async with self.res.one_statement() as db:
+            async with self.database.one_statement() as db:
                 await loops_repo.start_loop(db, **start)
         else:
-            async with self.res.sessionmaker.begin() as db:
+            async with self.database.sessionmaker.begin() as db:
                 await loops_repo.start_loop(db, **start)
                 # The key stands for this loop from now on: its retry replays the loop once it is
                 # recorded, waits (409) while it runs, and runs again only if it failed.
@@ -148,7 +150,7 @@ class LoopLedger:
 
     async def status(self) -> str | None:
         """The loop's status in the history now (None: no such loop)."""
-        async with self.res.sessionmaker() as db:
+        async with self.database.sessionmaker() as db:
             loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
         return loop.status if loop is not None else None
 
@@ -161,8 +163,8 @@ class LoopLedger:
         """
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
-        handover = checkpointer.commit_with(self.res.saver, self.session.thread_id)
-        async with handover as checkpoint_statements, self.res.sessionmaker.begin() as db:
+        handover = checkpointer.commit_with(self.runner.saver, self.session.thread_id)
+        async with handover as checkpoint_statements, self.database.sessionmaker.begin() as db:
             new_rounds = await self._stage(db, outcome, checkpoint_statements)
             if new_rounds is None:
                 # Resolved meanwhile: another worker found this one's lock free for stale_grace_s
@@ -172,11 +174,11 @@ class LoopLedger:
                     db,
                     session_id=self.session.id,
                     loop_index=self.loop_index,
-                    worker_id=self.res.worker_id,
+                    worker_id=self.runner.worker_id,
                     note=DISCARDED,
                 )
         if new_rounds is None:
-            await checkpointer.discard(self.res.saver, self.session.thread_id)
+            await checkpointer.discard(self.runner.saver, self.session.thread_id)
             raise LoopSuperseded(
                 f"loop {self.loop_index} was taken over by another worker while this one could not reach "
                 "the database; its result was discarded: retry (the same Idempotency-Key answers with "
@@ -207,7 +209,7 @@ class LoopLedger:
             db,
             session_id=self.session.id,
             loop_index=self.loop_index,
-            worker_id=self.res.worker_id,
+            worker_id=self.runner.worker_id,
             values=_finished_values(outcome, status=outcome.status),
             duration_ms=outcome.duration_ms,
             rounds=loops_repo.round_values(new_rounds),
@@ -222,7 +224,7 @@ class LoopLedger:
             usage=dict(total_usage(new_rounds, "llm_usage")),
             fallbacks=_fallbacks(new_rounds),
         )
-        await checkpointer.write_in(db, checkpoint_statements, self.res.settings.checkpoint_schema)
+        await checkpointer.write_in(db, checkpoint_statements, self.runner.settings.checkpoint_schema)
         return new_rounds
 
     async def record_failure(self, exc: BaseException, outcome: LoopOutcome) -> bool:
@@ -243,7 +245,7 @@ class LoopLedger:
                 :ERROR_CHARS
             ]
         try:
-            async with self.res.sessionmaker.begin() as db:
+            async with self.database.sessionmaker.begin() as db:
                 loop = await loops_repo.get_loop(db, session_id=self.session.id, loop_index=self.loop_index)
                 if loop is not None and loop.status != "running":
                     # Recorded (or resolved) already: never overwritten. Only this run's own record
@@ -266,7 +268,7 @@ class LoopLedger:
                     db, session_id=self.session.id, status="idle", n_loops=self.loop_index
                 )
         except Exception as again:  # the database is gone too: recorded once it is back (recovery)
-            self.res.unrecorded[self.key] = error
+            self.runner.unrecorded[self.key] = error
             _log.warning(
                 "could not record the failure of loop %s of session %s yet: %s",
                 self.loop_index,
@@ -277,14 +279,16 @@ class LoopLedger:
         return False
 
 
-async def recorded_outcome(res: ServiceResources, session_id: uuid.UUID, loop_index: int) -> LoopOutcome:
+async def recorded_outcome(
+    database: Database, runner: ServiceRunner, session_id: uuid.UUID, loop_index: int
+) -> LoopOutcome:
     """A recorded (completed or paused) loop as its run answered it, from the loop history: the
     answer to a keyed request whose own answer was lost (app/services/idempotency.py)."""
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         loop = await loops_repo.get_loop(db, session_id=session_id, loop_index=loop_index)
     if loop is None or loop.status not in ("completed", "awaiting_feedback"):
         raise RuntimeError(f"loop {loop_index} of session {session_id} is not recorded")
-    pending = (await thread_state(res, str(session_id)))[1] if loop.status == "awaiting_feedback" else None
+    pending = (await thread_state(runner, str(session_id)))[1] if loop.status == "awaiting_feedback" else None
     return LoopOutcome(
         session_id=session_id,
         loop_index=loop_index,

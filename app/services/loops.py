@@ -23,6 +23,7 @@ from typing import Any
 
 import checkpointer
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.db.models import Loop, Session
 from app.services import limits, loop_cancel, loop_outage, metrics, recovery, resume, steering
 from app.services.claim import Claim
@@ -39,8 +40,9 @@ from app.services.errors import (
 )
 from app.services.keys import Caller
 from app.services.loop_record import LoopLedger, LoopOutcome, outcome_of
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
 from app.services.sessions import get_session, locked_session, locked_session_with_memory
+from app.services.steering_models import SteeringModels
 from app.services.validation import check_candidates
 from graph.config import AgentMode
 from graph.context import LoopDeps
@@ -70,8 +72,8 @@ class LoopRequest:
     judge_mode: JudgeMode = "agent"
 
 
-def _config(res: ServiceResources, session: Session, max_rounds: int, loop_index: int) -> dict[str, Any]:
-    return dict(loop_config(session.thread_id, max_rounds, marks=run_marks(res.graph, loop_index)))
+def _config(runner: ServiceRunner, session: Session, max_rounds: int, loop_index: int) -> dict[str, Any]:
+    return dict(loop_config(session.thread_id, max_rounds, marks=run_marks(runner.graph, loop_index)))
 
 
 class LoopRun:
@@ -79,7 +81,8 @@ class LoopRun:
 
     def __init__(
         self,
-        res: ServiceResources,
+        database: Database,
+        runner: ServiceRunner,
         session: Session,
         deps: LoopDeps,
         graph_input: Any,
@@ -89,7 +92,7 @@ class LoopRun:
         continued_from: dict[str, Any] | None = None,
         claim: Claim | None = None,
     ):
-        self.res, self.session, self.deps = res, session, deps
+        self.database, self.runner, self.session, self.deps = database, runner, session, deps
         """``deps``: the run's agent mode's dependencies, the graph's runtime context."""
         self.graph_input, self.params = graph_input, params
         self._input = graph_input
@@ -98,7 +101,9 @@ class LoopRun:
         """The loop ran before (paused, or its worker stopped): its stored rounds are kept."""
         self.loop_index = loop_index
         """The loop's number in the session's history: the next one, or the paused loop's."""
-        self.ledger = LoopLedger(res, session, loop_index, resumed=self.resumed, params=params, claim=claim)
+        self.ledger = LoopLedger(
+            database, runner, session, loop_index, resumed=self.resumed, params=params, claim=claim
+        )
         """What the run writes to the loop history (app/services/loop_record.py)."""
         self.started = asyncio.Event()
         """Set once the loop is in the history as ``running`` (before the graph starts)."""
@@ -131,7 +136,9 @@ class LoopRun:
             if loop_cancel.client_cancel(exc) is not None:  # the client's cancel (LangGraph's runs.cancel)
                 duration_ms = (time.perf_counter() - started) * 1000
                 await asyncio.shield(self._record_failure(exc, duration_ms))
-                await asyncio.shield(loop_cancel.drop_left_interrupt(self.res, self.session, self.loop_index))
+                await asyncio.shield(
+                    loop_cancel.drop_left_interrupt(self.database, self.runner, self.session, self.loop_index)
+                )
             # Any other cancellation is the worker stopping: the loop stays ``running`` and is
             # resumed from its last checkpoint (app/services/resume.py), not cancelled.
             raise
@@ -155,7 +162,7 @@ class LoopRun:
             ) from exc
         finally:
             # Not run here any more: a loop still ``running`` now is resumed (app/services/recovery.py).
-            self.res.inflight.discard((self.session.id, self.loop_index))
+            self.runner.inflight.discard((self.session.id, self.loop_index))
         metrics.LOOP_LATENCY.observe(duration_ms / 1000)
         return outcome
 
@@ -164,7 +171,7 @@ class LoopRun:
     ) -> LoopOutcome:
         """Run the graph and record the loop, waiting out a short loss of the database
         (app/services/loop_outage.py): past ``Settings.run_outage_wait_s`` its error goes on."""
-        wait_until = time.monotonic() + self.res.settings.run_outage_wait_s
+        wait_until = time.monotonic() + self.runner.settings.run_outage_wait_s
         action = "stream"
         while True:
             try:
@@ -182,8 +189,8 @@ class LoopRun:
     async def _after_outage(self, cut: BaseException, wait_until: float) -> str:
         """How the run goes on once the database answers again (its state set for it); raises
         ``cut`` if the database does not answer within the wait, or the run cannot go on here."""
-        self.res.outage.saw(cut)
-        while await loop_outage.database_back(self.res, wait_until):
+        self.database.outage.saw(cut)
+        while await loop_outage.database_back(self.database, wait_until):
             try:
                 ended = self._ended is not None
                 step = await loop_outage.next_step(self.ledger, started_with=self._input, ended=ended)
@@ -212,16 +219,16 @@ class LoopRun:
         """Run the graph to its end or its interrupt; returns the interrupt's value, if any."""
         try:
             await stream_loop(
-                self.res.graph,
+                self.runner.graph,
                 self.graph_input,
                 _config(
-                    self.res,
+                    self.runner,
                     self.session,
-                    int(self.params.get("max_rounds") or self.res.settings.max_rounds),
+                    int(self.params.get("max_rounds") or self.runner.settings.max_rounds),
                     self.loop_index,
                 ),
                 context=self.deps,
-                durability=self.res.settings.checkpoint_durability,
+                durability=self.runner.settings.checkpoint_durability,
                 into=self._streamed,
                 on_event=on_event,
                 event_modes=event_modes,
@@ -233,7 +240,7 @@ class LoopRun:
         finally:
             if not self._streamed.finished:
                 # What the failed run wrote is kept (a finished run commits it with its history).
-                await asyncio.shield(checkpointer.flush(self.res.saver, self.session.thread_id))
+                await asyncio.shield(checkpointer.flush(self.runner.saver, self.session.thread_id))
         return self._streamed.pending
 
     async def _start(self) -> None:
@@ -250,7 +257,7 @@ class LoopRun:
 
 
 async def start_run(
-    res: ServiceResources,
+    runner: ServiceRunner,
     opening: AbstractAsyncContextManager[LoopRun],
     *,
     on_event: EventSink | None = None,
@@ -271,8 +278,8 @@ async def start_run(
             return await run.run(on_event, event_modes=event_modes)
 
     task = asyncio.create_task(run_then_release())
-    res.streams.add(task)  # referenced until done, so it is not collected
-    task.add_done_callback(res.streams.discard)
+    runner.tasks.add(task)  # referenced until done, so it is not collected
+    task.add_done_callback(runner.tasks.discard)
     started = asyncio.ensure_future(run.started.wait())
     await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
     started.cancel()
@@ -281,9 +288,9 @@ async def start_run(
     return run, task
 
 
-def _deps_for(res: ServiceResources, agents: AgentMode) -> LoopDeps:
+def _deps_for(runner: ServiceRunner, agents: AgentMode) -> LoopDeps:
     """The agent mode's dependencies, the graph's context for the run (4xx/503 if there are none)."""
-    deps = res.loop_deps.get(agents) if res.graph is not None else None
+    deps = runner.loop_deps.get(agents) if runner.graph is not None else None
     if deps is not None:
         return deps
     if agents == "llm":
@@ -296,25 +303,33 @@ def _deps_for(res: ServiceResources, agents: AgentMode) -> LoopDeps:
 
 @asynccontextmanager
 async def open_loop(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, request: LoopRequest
+    database: Database,
+    runner: ServiceRunner,
+    steering_models: SteeringModels,
+    caller: Caller,
+    session_id: uuid.UUID,
+    request: LoopRequest,
 ) -> AsyncIterator[LoopRun]:
     """Validate and lock; the caller runs the loop inside. Every 4xx is raised before anything runs."""
-    deps = _deps_for(res, request.agents)
+    settings = runner.settings
+    deps = _deps_for(runner, request.agents)
     if request.agents == "llm":
-        await limits.check_llm_budget(res, caller)
+        await limits.check_llm_budget(database, settings, caller)
     if request.candidates is not None:
-        check_candidates(request.candidates, res.catalog, max_items=res.settings.max_candidates)
-    async with locked_session_with_memory(res, caller, session_id) as (session, memory):
-        await recovery.settle(res, session, run=run_takeover)  # a loop left running on it: 409 for now
+        check_candidates(request.candidates, deps.catalog, max_items=settings.max_candidates)
+    async with locked_session_with_memory(database, caller, session_id) as (session, memory):
+        await recovery.settle(database, runner, session, run=run_takeover)  # a loop left running: 409 for now
         if session.status == "awaiting_feedback":
             raise AwaitingFeedback(
                 "the session's loop awaits your judgement: POST .../feedback first", field="session_id"
             )
         # The session's steering memory shapes the candidates and is shown to both agents.
         preferences = steering.loop_preferences(memory)
-        steered = await steering.loop_candidates(res, preferences, session.history, request.candidates)
-        candidates = steered or default_candidates(deps, session.history, res.settings.n_candidates)
-        max_rounds = request.max_rounds or res.settings.max_rounds
+        steered = await steering.loop_candidates(
+            steering_models, preferences, session.history, request.candidates
+        )
+        candidates = steered or default_candidates(deps, session.history, settings.n_candidates)
+        max_rounds = request.max_rounds or settings.max_rounds
         graph_input = loop_input(
             deps,
             session.history,
@@ -331,43 +346,61 @@ async def open_loop(
             "history_length": len(session.history),
         }
         yield LoopRun(
-            res, session, deps, graph_input, params, loop_index=session.n_loops + 1, claim=caller.claim
+            database,
+            runner,
+            session,
+            deps,
+            graph_input,
+            params,
+            loop_index=session.n_loops + 1,
+            claim=caller.claim,
         )
 
 
 @asynccontextmanager
 async def open_feedback(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, decision: str, reason: str
+    database: Database,
+    runner: ServiceRunner,
+    steering_models: SteeringModels,
+    caller: Caller,
+    session_id: uuid.UUID,
+    *,
+    decision: str,
+    reason: str,
 ) -> AsyncIterator[LoopRun]:
     """Resume a loop paused at the judge with a person's decision (the real user judges)."""
-    async with locked_session(res, caller, session_id) as session:
-        await recovery.settle(res, session, run=run_takeover)
+    async with locked_session(database, caller, session_id) as session:
+        await recovery.settle(database, runner, session, run=run_takeover)
         if session.status != "awaiting_feedback":
             raise NotAwaitingFeedback(
                 "the session has no loop waiting for feedback: request a recommendation with "
                 "judge_mode 'human' first",
                 field="session_id",
             )
-        async with res.sessionmaker() as db:
+        async with database.sessionmaker() as db:
             loops, _ = await loops_repo.list_loops(db, session_id=session.id, limit=1, offset=0)
         if not loops:
             raise NotAwaitingFeedback("the session has no loop waiting for feedback", field="session_id")
         params = loops[0].params
-        deps = _deps_for(res, params.get("agents", "offline"))
+        deps = _deps_for(runner, params.get("agents", "offline"))
         if params.get("agents") == "llm":
-            await limits.check_llm_budget(res, caller)
+            await limits.check_llm_budget(database, runner.settings, caller)
         answer: dict[str, Any] = {"decision": decision, "reason": reason}
         if decision == "reject":
-            answer["reading"] = await steering.read_reason(res, session, reason)
+            answer["reading"] = await steering.read_reason(database, steering_models, session, reason)
         command = resume_input(answer)
-        yield LoopRun(res, session, deps, command, params, loop_index=loops[0].loop_index, claim=caller.claim)
+        loop_index = loops[0].loop_index
+        yield LoopRun(
+            database, runner, session, deps, command, params, loop_index=loop_index, claim=caller.claim
+        )
 
 
-async def run_takeover(res: ServiceResources, takeover: resume.Takeover) -> None:
+async def run_takeover(database: Database, runner: ServiceRunner, takeover: resume.Takeover) -> None:
     """Run a loop taken over from a worker that stopped (app/services/resume.py) to its record; a
     failure is recorded on the loop, with its cause, by the run."""
     run = LoopRun(
-        res,
+        database,
+        runner,
         takeover.session,
         takeover.deps,
         takeover.graph_input,
@@ -382,7 +415,7 @@ async def run_takeover(res: ServiceResources, takeover: resume.Takeover) -> None
 
 
 async def loop_history(
-    res: ServiceResources,
+    database: Database,
     caller: Caller,
     session_id: uuid.UUID,
     *,
@@ -390,16 +423,16 @@ async def loop_history(
     offset: int,
     status: str | None = None,
 ) -> tuple[list[Loop], int]:
-    session = await get_session(res, caller, session_id)
-    async with res.sessionmaker() as db:
+    session = await get_session(database, caller, session_id)
+    async with database.sessionmaker() as db:
         return await loops_repo.list_loops(
             db, session_id=session.id, limit=limit, offset=offset, status=status
         )
 
 
-async def get_loop(res: ServiceResources, caller: Caller, session_id: uuid.UUID, loop_index: int) -> Loop:
-    session = await get_session(res, caller, session_id)
-    async with res.sessionmaker() as db:
+async def get_loop(database: Database, caller: Caller, session_id: uuid.UUID, loop_index: int) -> Loop:
+    session = await get_session(database, caller, session_id)
+    async with database.sessionmaker() as db:
         loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
     if loop is None:
         raise NotFound(f"no loop {loop_index} in session {session_id}", field="loop_index")

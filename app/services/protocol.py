@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import IntegrityError
 
 from app.db import sessions as sessions_repo
+from app.db.database import Database
 from app.db.models import Session
 from app.db.sessions import SessionFilter
 from app.services import idempotency, sessions
@@ -35,11 +36,13 @@ from app.services.errors import (
     SessionBusy,
 )
 from app.services.keys import Caller
-from app.services.runtime import ServiceResources
+from app.services.service_runner import ServiceRunner
 from app.services.validation import check_history
+from app.settings import Settings
 from graph.config import AgentMode
 from graph.runner import ThreadSnapshot, drawable_graph, graph_schemas, read_thread, thread_history
 from graph.state import JudgeMode
+from recmodels.dataset import Dataset
 
 GRAPH_ID = "recloop"
 ASSISTANT_NAMESPACE = uuid.UUID("5d1c3d1e-64f3-4c41-9b2a-0e5b5a2f7c10")
@@ -101,20 +104,20 @@ ASSISTANTS = (
 """``recloop`` is also the graph id, so ``assistant_id="recloop"`` works as on LangGraph's server."""
 
 
-def available_assistants(res: ServiceResources) -> list[AssistantSpec]:
-    return [a for a in ASSISTANTS if a.agents != "llm" or "llm" in res.agent_modes]
+def available_assistants(runner: ServiceRunner) -> list[AssistantSpec]:
+    return [a for a in ASSISTANTS if a.agents != "llm" or "llm" in runner.agent_modes]
 
 
-def get_assistant(res: ServiceResources, assistant_id: str) -> AssistantSpec:
+def get_assistant(runner: ServiceRunner, assistant_id: str) -> AssistantSpec:
     """By id or by name (LangGraph's server accepts the graph id for its default assistant)."""
-    for assistant in available_assistants(res):
+    for assistant in available_assistants(runner):
         if assistant_id in (assistant.assistant_id, assistant.name):
             return assistant
     raise NotFound(f"no assistant {assistant_id!r}", field="assistant_id")
 
 
 def search_assistants(
-    res: ServiceResources,
+    runner: ServiceRunner,
     *,
     graph_id: str | None,
     name: str | None,
@@ -125,7 +128,7 @@ def search_assistants(
     """The assistants matching, in their order (or sorted by ``sort_by``, a key of their answer)."""
     found = [
         a
-        for a in available_assistants(res)
+        for a in available_assistants(runner)
         if (graph_id is None or graph_id == GRAPH_ID)
         and (name is None or name.lower() in a.name.lower())
         and all(a.public()["metadata"].get(k) == v for k, v in (metadata or {}).items())
@@ -221,9 +224,9 @@ async def in_thread_terms(thread_id: str) -> AsyncIterator[None]:
         raise translated from exc.__cause__
 
 
-def _check_metadata(res: ServiceResources, metadata: dict[str, Any], field: str = "metadata") -> None:
+def _check_metadata(settings: Settings, metadata: dict[str, Any], field: str = "metadata") -> None:
     size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
-    cap = res.settings.max_metadata_bytes
+    cap = settings.max_metadata_bytes
     if size > cap:
         raise InvalidInput(
             f"{field}: {size} bytes as JSON; a thread keeps at most {cap} (RECLOOP_MAX_METADATA_BYTES)",
@@ -231,7 +234,7 @@ def _check_metadata(res: ServiceResources, metadata: dict[str, Any], field: str 
         )
 
 
-def _session_seed(res: ServiceResources, metadata: dict[str, Any]) -> tuple[str, list[int]]:
+def _session_seed(catalog: Dataset, settings: Settings, metadata: dict[str, Any]) -> tuple[str, list[int]]:
     """The user and the history a thread's metadata gives its session (422 naming the key if wrong)."""
     user_id = metadata.get("user_id", DEFAULT_USER)
     if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > 200:
@@ -246,12 +249,14 @@ def _session_seed(res: ServiceResources, metadata: dict[str, Any]) -> tuple[str,
             "metadata.history: give the item ids the user consumed (a list of integers)",
             field="metadata.history",
         )
-    check_history(history, res.catalog, max_items=res.settings.max_history_items, field="metadata.history")
+    check_history(history, catalog, max_items=settings.max_history_items, field="metadata.history")
     return user_id, history
 
 
 async def create_thread(
-    res: ServiceResources,
+    database: Database,
+    catalog: Dataset,
+    settings: Settings,
     caller: Caller,
     *,
     metadata: dict[str, Any],
@@ -262,16 +267,16 @@ async def create_thread(
 
     An id that is taken answers one plain 409 whoever holds it (``do_nothing`` returns the caller's
     own thread): the answer never tells another owner's id from one of the caller's."""
-    _check_metadata(res, metadata)
-    user_id, history = _session_seed(res, metadata)
+    _check_metadata(settings, metadata)
+    user_id, history = _session_seed(catalog, settings, metadata)
     session_id = uuid.UUID(thread_id) if thread_id is not None else None
     try:
-        async with res.sessionmaker.begin() as db:
+        async with database.sessionmaker.begin() as db:
             session = await sessions_repo.add_session(
                 db,
                 owner_key_id=caller.key_id,
                 user_id=user_id,
-                dataset=res.catalog.name,
+                dataset=catalog.name,
                 history=history,
                 session_id=session_id,
                 metadata=metadata,
@@ -280,7 +285,7 @@ async def create_thread(
             return session
     except IntegrityError:
         if if_exists == "do_nothing" and session_id is not None:
-            async with res.sessionmaker() as db:
+            async with database.sessionmaker() as db:
                 own = await sessions_repo.get_owned_session(
                     db, session_id=session_id, owner_key_id=caller.key_id
                 )
@@ -291,13 +296,13 @@ async def create_thread(
         ) from None
 
 
-async def get_thread(res: ServiceResources, caller: Caller, thread_id: str) -> Session:
+async def get_thread(database: Database, caller: Caller, thread_id: str) -> Session:
     async with in_thread_terms(thread_id):
-        return await sessions.get_session(res, caller, _thread_uuid(thread_id))
+        return await sessions.get_session(database, caller, _thread_uuid(thread_id))
 
 
 async def update_thread(
-    res: ServiceResources, caller: Caller, thread_id: str, *, metadata: dict[str, Any] | None
+    database: Database, settings: Settings, caller: Caller, thread_id: str, *, metadata: dict[str, Any] | None
 ) -> Session:
     """threads.update: ``metadata`` merged into the thread's, key by key, as LangGraph's server does.
 
@@ -305,7 +310,7 @@ async def update_thread(
     them as they are (a client sending the whole metadata back), never change them (422 naming the key).
     """
     session_id = _thread_uuid(thread_id)
-    async with res.sessionmaker.begin() as db:
+    async with database.sessionmaker.begin() as db:
         session = await sessions_repo.get_owned_session(
             db, session_id=session_id, owner_key_id=caller.key_id, for_update=True
         )
@@ -322,7 +327,7 @@ async def update_thread(
                     field=f"metadata.{key}",
                 )
         merged = {**session.thread_metadata, **metadata}
-        _check_metadata(res, merged)
+        _check_metadata(settings, merged)
         session.thread_metadata = merged
         await db.flush()
         await db.refresh(session)
@@ -341,7 +346,8 @@ def _thread_filter(
 
 
 async def search_threads(
-    res: ServiceResources,
+    database: Database,
+    settings: Settings,
     caller: Caller,
     *,
     metadata: dict[str, Any] | None,
@@ -355,9 +361,9 @@ async def search_threads(
     """threads.search: the caller's threads, newest first unless ``sort_by``/``sort_order`` say otherwise
     (sorted in SQL, on an index: app/db/sessions.py)."""
     if metadata is not None:
-        _check_metadata(res, metadata)
+        _check_metadata(settings, metadata)
     sort = sort_by or "created_at"
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         return await sessions_repo.search_owned_sessions(
             db,
             owner_key_id=caller.key_id,
@@ -370,26 +376,31 @@ async def search_threads(
 
 
 async def count_threads(
-    res: ServiceResources, caller: Caller, *, metadata: dict[str, Any] | None, status: str | None
+    database: Database,
+    settings: Settings,
+    caller: Caller,
+    *,
+    metadata: dict[str, Any] | None,
+    status: str | None,
 ) -> int:
     if metadata is not None:
-        _check_metadata(res, metadata)
-    async with res.sessionmaker() as db:
+        _check_metadata(settings, metadata)
+    async with database.sessionmaker() as db:
         return await sessions_repo.count_owned_sessions(
             db, owner_key_id=caller.key_id, where=_thread_filter(metadata, status, None)
         )
 
 
 async def thread_state(
-    res: ServiceResources, session: Session, checkpoint_id: str | None = None, *, field: str = "checkpoint_id"
+    runner: ServiceRunner, session: Session, checkpoint_id: str | None = None, *, field: str = "checkpoint_id"
 ) -> ThreadSnapshot:
     """The thread's latest state, or its state at ``checkpoint_id`` (404 for a checkpoint it has not)."""
-    if res.graph is None:
+    if runner.graph is None:
         raise NotFound("models are not loaded: the thread's state cannot be read", field=None)
     missing = NotFound(f"no checkpoint {checkpoint_id} on this thread", field=field)
     if checkpoint_id is not None and not _is_uuid(checkpoint_id):
         raise missing  # LangGraph's checkpoint ids are UUIDs: nothing else is one of this thread's
-    snapshot = await read_thread(res.graph, session.thread_id, checkpoint_id)
+    snapshot = await read_thread(runner.graph, session.thread_id, checkpoint_id)
     if checkpoint_id is not None and (snapshot.created_at is None or snapshot.checkpoint_id != checkpoint_id):
         raise missing
     return snapshot
@@ -404,7 +415,8 @@ def _is_uuid(text: str) -> bool:
 
 
 async def state_history(
-    res: ServiceResources,
+    database: Database,
+    runner: ServiceRunner,
     caller: Caller,
     thread_id: str,
     *,
@@ -415,18 +427,18 @@ async def state_history(
 ) -> tuple[Session, list[ThreadSnapshot]]:
     """The thread's states, newest first: from checkpoint ``at`` (the latest if None), older than
     ``before``, whose checkpoint metadata holds ``metadata`` (404 for a checkpoint the thread has not)."""
-    session = await get_thread(res, caller, thread_id)
-    if res.graph is None:
+    session = await get_thread(database, caller, thread_id)
+    if runner.graph is None:
         return session, []
     for checkpoint_id, field in ((before, "before"), (at, "checkpoint")):
         if checkpoint_id is not None:
-            await thread_state(res, session, checkpoint_id, field=field)
+            await thread_state(runner, session, checkpoint_id, field=field)
     states = await thread_history(
-        res.graph, session.thread_id, limit=limit, before=before, at=at, metadata=metadata
+        runner.graph, session.thread_id, limit=limit, before=before, at=at, metadata=metadata
     )
     return session, states
 
 
-async def delete_thread(res: ServiceResources, caller: Caller, thread_id: str) -> None:
+async def delete_thread(database: Database, runner: ServiceRunner, caller: Caller, thread_id: str) -> None:
     async with in_thread_terms(thread_id):
-        await sessions.delete_session(res, caller, _thread_uuid(thread_id))
+        await sessions.delete_session(database, runner, caller, _thread_uuid(thread_id))

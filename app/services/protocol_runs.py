@@ -18,13 +18,15 @@ from datetime import datetime
 from typing import Any
 
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.db.models import Loop, Session
 from app.services import loop_cancel, loops
 from app.services.errors import Conflict, InvalidInput, NotAwaitingFeedback, NotFound
 from app.services.keys import Caller
 from app.services.protocol import ASSISTANTS, RUN_STATUS, AssistantSpec, get_thread, in_thread_terms
-from app.services.run_events import RunEvents
-from app.services.runtime import ServiceResources
+from app.services.run_events import ProtocolRuns, RunEvents, TrackedRun
+from app.services.service_runner import ServiceRunner
+from app.services.steering_models import SteeringModels
 
 LOOP_BITS = 32
 MAX_REASON_CHARS = 2000
@@ -55,7 +57,13 @@ class RunRequest:
 
 
 def open_run(
-    res: ServiceResources, caller: Caller, thread_id: str, session_id: uuid.UUID, request: RunRequest
+    database: Database,
+    runner: ServiceRunner,
+    steering_models: SteeringModels,
+    caller: Caller,
+    thread_id: str,
+    session_id: uuid.UUID,
+    request: RunRequest,
 ) -> AbstractAsyncContextManager[loops.LoopRun]:
     """A new loop (``input``) or the resumption of a paused one (``command.resume``), under the lock;
     its errors in the protocol's words (app/services/protocol.py ``thread_terms``)."""
@@ -72,7 +80,9 @@ def open_run(
                 f"command.resume.reason: why, in the person's words (1 to {MAX_REASON_CHARS} characters)",
                 field="command.resume.reason",
             )
-        opening = loops.open_feedback(res, caller, session_id, decision=answer["decision"], reason=reason)
+        opening = loops.open_feedback(
+            database, runner, steering_models, caller, session_id, decision=answer["decision"], reason=reason
+        )
         return _in_thread_terms(opening, thread_id)
     values = request.input or {}
     # Other keys are ignored, as a LangGraph graph ignores input keys outside its input schema (a
@@ -99,7 +109,8 @@ def open_run(
         agents=request.assistant.agents,
         judge_mode=request.assistant.judge_mode,
     )
-    return _in_thread_terms(loops.open_loop(res, caller, session_id, loop_request), thread_id)
+    opening = loops.open_loop(database, runner, steering_models, caller, session_id, loop_request)
+    return _in_thread_terms(opening, thread_id)
 
 
 @asynccontextmanager
@@ -163,19 +174,19 @@ def started_run_public(session: Session, run: loops.LoopRun, assistant: Assistan
 
 
 async def _owned_loop(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str
+    database: Database, caller: Caller, thread_id: str, run_id: str
 ) -> tuple[Session, Loop]:
-    session = await get_thread(res, caller, thread_id)
+    session = await get_thread(database, caller, thread_id)
     index = _loop_index(session.id, run_id)
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=index)
     if loop is None:
         raise NotFound(f"no run {run_id} on this thread", field="run_id")
     return session, loop
 
 
-async def get_run(res: ServiceResources, caller: Caller, thread_id: str, run_id: str) -> dict[str, Any]:
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
+async def get_run(database: Database, caller: Caller, thread_id: str, run_id: str) -> dict[str, Any]:
+    session, loop = await _owned_loop(database, caller, thread_id, run_id)
     return run_public(session, loop)
 
 
@@ -189,60 +200,56 @@ RUN_FILTERS: dict[str, dict[str, Any]] = {
 
 
 async def list_runs(
-    res: ServiceResources, caller: Caller, thread_id: str, *, limit: int, offset: int, status: str | None
+    database: Database, caller: Caller, thread_id: str, *, limit: int, offset: int, status: str | None
 ) -> list[dict[str, Any]]:
-    session = await get_thread(res, caller, thread_id)
+    session = await get_thread(database, caller, thread_id)
     if status is not None and status not in RUN_FILTERS:
         return []
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         rows, _ = await loops_repo.list_loops(
             db, session_id=session.id, limit=limit, offset=offset, **RUN_FILTERS.get(status or "", {})
         )
     return [run_public(session, loop) for loop in rows]
 
 
-@dataclass(frozen=True)
-class TrackedRun:
-    task: asyncio.Task
-    events: RunEvents
-
-
-def _local_run(res: ServiceResources, run_id: str) -> TrackedRun | None:
-    return res.protocol_runs.get(run_id)
-
-
-def _local_task(res: ServiceResources, run_id: str) -> asyncio.Task | None:
-    tracked = _local_run(res, run_id)
+def _local_task(runs: ProtocolRuns, run_id: str) -> asyncio.Task | None:
+    tracked = runs.get(run_id)
     return None if tracked is None else tracked.task
 
 
-def track(res: ServiceResources, run_id: str, task: asyncio.Task, events: RunEvents) -> None:
+def track(runs: ProtocolRuns, run_id: str, task: asyncio.Task, events: RunEvents) -> None:
     """Remember a run of this worker while it runs, so it can be joined, streamed and cancelled."""
-    res.protocol_runs[run_id] = TrackedRun(task, events)
+    runs[run_id] = TrackedRun(task, events)
 
     def ended(_: asyncio.Task) -> None:
         events.close_after(task)
-        res.protocol_runs.pop(run_id, None)
+        runs.pop(run_id, None)
 
     task.add_done_callback(ended)
 
 
 async def joined_events(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, poll_s: float = 0.1
+    database: Database,
+    runs: ProtocolRuns,
+    caller: Caller,
+    thread_id: str,
+    run_id: str,
+    *,
+    poll_s: float = 0.1,
 ) -> RunEvents | None:
     """The events of the run to join: None if it is not this worker's (it then has ended, here or
     in the worker that ran it: this waits for that)."""
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    tracked = _local_run(res, run_id)
+    session, loop = await _owned_loop(database, caller, thread_id, run_id)
+    tracked = runs.get(run_id)
     if tracked is not None:
         return tracked.events
-    await _until_ended(res, session, loop, poll_s)
+    await _until_ended(database, session, loop, poll_s)
     return None
 
 
-def cancel_local(res: ServiceResources, run_id: str, reason: str | None = None) -> asyncio.Task | None:
+def cancel_local(runs: ProtocolRuns, run_id: str, reason: str | None = None) -> asyncio.Task | None:
     """Cancel this worker's run (recorded as the client's cancel); the task, None if it was not running."""
-    task = _local_task(res, run_id)
+    task = _local_task(runs, run_id)
     if task is None or task.done():
         return None
     task.cancel(loop_cancel.ClientCancel(reason))
@@ -250,31 +257,44 @@ def cancel_local(res: ServiceResources, run_id: str, reason: str | None = None) 
 
 
 async def join_run(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, poll_s: float = 0.1
+    database: Database,
+    runs: ProtocolRuns,
+    caller: Caller,
+    thread_id: str,
+    run_id: str,
+    *,
+    poll_s: float = 0.1,
 ) -> Session:
     """Wait until the run is no longer running (in this worker or another one)."""
-    session, loop = await _owned_loop(res, caller, thread_id, run_id)
-    task = _local_task(res, run_id)
+    session, loop = await _owned_loop(database, caller, thread_id, run_id)
+    task = _local_task(runs, run_id)
     if task is not None:
         await asyncio.wait([task])
-    await _until_ended(res, session, loop, poll_s)
+    await _until_ended(database, session, loop, poll_s)
     return session
 
 
-async def _until_ended(res: ServiceResources, session: Session, loop: Loop, poll_s: float) -> None:
+async def _until_ended(database: Database, session: Session, loop: Loop, poll_s: float) -> None:
     """Wait until the loop, as read before, is no longer ``running`` in the history (any worker's)."""
-    while loop.status == "running" and await _still_running(res, session, loop.loop_index):
+    while loop.status == "running" and await _still_running(database, session, loop.loop_index):
         await asyncio.sleep(poll_s)
 
 
-async def _still_running(res: ServiceResources, session: Session, loop_index: int) -> bool:
-    async with res.sessionmaker() as db:
+async def _still_running(database: Database, session: Session, loop_index: int) -> bool:
+    async with database.sessionmaker() as db:
         loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
     return loop is not None and loop.status == "running"
 
 
 async def cancel_run(
-    res: ServiceResources, caller: Caller, thread_id: str, run_id: str, *, reason: str | None = None
+    database: Database,
+    runner: ServiceRunner,
+    runs: ProtocolRuns,
+    caller: Caller,
+    thread_id: str,
+    run_id: str,
+    *,
+    reason: str | None = None,
 ) -> None:
     """runs.cancel: the run ends, recorded as cancelled (its status ``interrupted``), and its thread is
     free for the next run, whether it was running in this worker or paused at its human judge.
@@ -282,12 +302,12 @@ async def cancel_run(
     A running run is cancelled and waited for (it stops at its next step): if it paused meanwhile (the
     cancel came as it reached the judge), the paused loop is abandoned too, so a cancel never leaves
     an interrupt pending that nobody asked for."""
-    session = await get_thread(res, caller, thread_id)
+    session = await get_thread(database, caller, thread_id)
     loop_index = _loop_index(session.id, run_id)
-    task = cancel_local(res, run_id, reason)  # before reading the loop: a run ending now is read ended
+    task = cancel_local(runs, run_id, reason)  # before reading the loop: a run ending now is read ended
     if task is not None:
         await asyncio.wait([task])
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         loop = await loops_repo.get_loop(db, session_id=session.id, loop_index=loop_index)
     if loop is None:
         raise NotFound(f"no run {run_id} on this thread", field="run_id")
@@ -304,7 +324,9 @@ async def cancel_run(
     if loop.status == "awaiting_feedback":
         async with in_thread_terms(thread_id):
             try:
-                await loop_cancel.abandon_paused(res, caller, session.id, loop.loop_index, reason=reason)
+                await loop_cancel.abandon_paused(
+                    database, runner, caller, session.id, loop.loop_index, reason=reason
+                )
             except NotAwaitingFeedback:  # resumed (or abandoned) by another request meanwhile
                 raise Conflict(
                     f"run {run_id} no longer waits for a judgement: another call answered or ended it",

@@ -37,22 +37,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 
 from sqlalchemy import func, select
 
 from app.db import loops as loops_repo
+from app.db.database import Database
 from app.db.models import Session
 from app.services import resume
 from app.services.errors import DATABASE_DOWN, SessionBusy
-from app.services.runtime import ServiceResources
+from app.services.service_runner import LoopKey, ServiceRunner
 
 ABANDONED = "abandoned: the worker running the loop stopped before it finished"
 DATABASE_UNAVAILABLE = "database unavailable"
 """The start of the error of a loop that failed because its worker lost the database."""
 _log = logging.getLogger(__name__)
-
-LoopKey = tuple[uuid.UUID, int]
 
 
 def worker_lock(worker_id: str) -> str:
@@ -63,35 +61,37 @@ def database_error(exc: BaseException) -> str:
     return f"{DATABASE_UNAVAILABLE}: the loop could not be recorded ({type(exc).__name__}: {exc})".strip()
 
 
-async def _resolve(res: ServiceResources, loop: LoopKey, error: str) -> None:
-    async with res.sessionmaker.begin() as db:
+async def _resolve(database: Database, runner: ServiceRunner, loop: LoopKey, error: str) -> None:
+    async with database.sessionmaker.begin() as db:
         if await loops_repo.resolve_running(db, session_id=loop[0], loop_index=loop[1], error=error):
             _log.warning("loop %s of session %s resolved as failed: %s", loop[1], loop[0], error)
-    res.unrecorded.pop(loop, None)
+    runner.unrecorded.pop(loop, None)
 
 
-async def settle(res: ServiceResources, session: Session, *, run: resume.Runner | None = None) -> None:
+async def settle(
+    database: Database, runner: ServiceRunner, session: Session, *, run: resume.Runner | None = None
+) -> None:
     """Under the session's lock, before a run on a session shown ``running``: 409 (Retry-After)
     while a loop runs there; a loop this worker stopped running goes on with ``run`` once this
     request lets go (without ``run``, the watch resumes it within two sweeps)."""
     if session.status != "running":
         return
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         running = await loops_repo.running_loops(db, session_id=session.id)
     for session_id, loop_index, worker in running:
         key = (session_id, loop_index)
         busy = SessionBusy(
             f"loop {loop_index} of the session is still running (or its worker lost the database "
             "and is being checked); retry shortly",
-            retry_after_s=res.settings.db_retry_after_s,
+            retry_after_s=runner.settings.db_retry_after_s,
         )
-        if key in res.inflight or (worker is not None and worker != res.worker_id):
+        if key in runner.inflight or (worker is not None and worker != runner.worker_id):
             raise busy
-        if worker is None or key in res.unrecorded:  # a worker before 0005, or a known failure
-            await _resolve(res, key, res.unrecorded.get(key, ABANDONED))
+        if worker is None or key in runner.unrecorded:  # a worker before 0005, or a known failure
+            await _resolve(database, runner, key, runner.unrecorded.get(key, ABANDONED))
             continue
         if run is not None:  # this worker's own loop that it no longer runs: it goes on
-            resume.start(res, key, from_worker=worker, run=run)
+            resume.start(database, runner, key, from_worker=worker, run=run)
         raise busy
 
 
@@ -106,57 +106,61 @@ class _Watch:
         self.idle_own: set[LoopKey] = set()
         self.unrecorded_gone: set[LoopKey] = set()
 
-    async def sweep(self, res: ServiceResources) -> None:
-        async with res.sessionmaker() as db:
+    async def sweep(self, database: Database, runner: ServiceRunner) -> None:
+        async with database.sessionmaker() as db:
             started = (await db.execute(select(func.pg_postmaster_start_time()))).scalar_one()
             running = await loops_repo.running_loops(db)
         if started != self.server_started:  # a restart: every lock was free for a moment
             self.server_started, self.free_since = started, {}
         # Own loops not run any more, seen so on two sweeps in a row (a run that is just recording
         # its loop leaves the in-flight set a moment before its commit is visible).
-        idle_own = {(s, k) for s, k, w in running if w == res.worker_id and (s, k) not in res.inflight}
-        decided = [(key, res.unrecorded[key]) for key in idle_own & self.idle_own if key in res.unrecorded]
-        resumable = [(key, res.worker_id) for key in idle_own & self.idle_own if key not in res.unrecorded]
+        idle_own = {(s, k) for s, k, w in running if w == runner.worker_id and (s, k) not in runner.inflight}
+        decided = [
+            (key, runner.unrecorded[key]) for key in idle_own & self.idle_own if key in runner.unrecorded
+        ]
+        resumable = [
+            (key, runner.worker_id) for key in idle_own & self.idle_own if key not in runner.unrecorded
+        ]
         self.idle_own = idle_own
         # A failure noted for a loop not running (a start whose commit never landed, a loop another
         # worker resolved), on two sweeps in a row: nothing left to resolve.
         shown = {(s, k) for s, k, _ in running}
-        gone_by = {key for key in res.unrecorded if key not in shown and key not in res.inflight}
+        gone_by = {key for key in runner.unrecorded if key not in shown and key not in runner.inflight}
         for key in gone_by & self.unrecorded_gone:
-            res.unrecorded.pop(key, None)
+            runner.unrecorded.pop(key, None)
         self.unrecorded_gone = gone_by
         now = time.monotonic()
-        others = {w for _, _, w in running if w is not None and w != res.worker_id}
+        others = {w for _, _, w in running if w is not None and w != runner.worker_id}
         for worker in others:
-            if await res.locks.is_free(worker_lock(worker)):
+            if await database.locks.is_free(worker_lock(worker)):
                 self.free_since.setdefault(worker, now)
             else:
                 self.free_since.pop(worker, None)
         self.free_since = {w: t for w, t in self.free_since.items() if w in others}
-        gone = {w for w, t in self.free_since.items() if now - t >= res.settings.stale_grace_s}
+        gone = {w for w, t in self.free_since.items() if now - t >= runner.settings.stale_grace_s}
         for session_id, loop_index, worker in running:
             # The run holds its session's lock on a connection of its own: while PostgreSQL still
             # sees that one, the worker is alive whatever became of its worker lock.
-            if worker in gone and await res.locks.is_free(str(session_id)):
+            if worker in gone and await database.locks.is_free(str(session_id)):
                 resumable.append(((session_id, loop_index), worker))
         for key, error in decided:
-            await _resolve(res, key, error)
+            await _resolve(database, runner, key, error)
         for key, worker in resumable:
-            resume.start(res, key, from_worker=worker, run=self.run)
+            resume.start(database, runner, key, from_worker=worker, run=self.run)
 
 
-async def watch(res: ServiceResources, *, run: resume.Runner) -> None:
+async def watch(database: Database, runner: ServiceRunner, *, run: resume.Runner) -> None:
     """For the worker's lifetime: hold its own lock, and resume (with ``run``) or resolve what is
     left ``running``."""
-    keeper = asyncio.create_task(res.locks.keep(worker_lock(res.worker_id), retry_s=1.0))
+    keeper = asyncio.create_task(database.locks.keep(worker_lock(runner.worker_id), retry_s=1.0))
     seen = _Watch(run)
     try:
         while True:
-            await asyncio.sleep(res.settings.stale_check_s)
+            await asyncio.sleep(runner.settings.stale_check_s)
             try:
-                await seen.sweep(res)
+                await seen.sweep(database, runner)
             except DATABASE_DOWN as exc:
-                res.outage.saw(exc)  # requests fail fast from now on (app/db/outage.py)
+                database.outage.saw(exc)  # requests fail fast from now on (app/db/outage.py)
                 seen.free_since = {}  # nothing can be observed while the database is away
             except Exception:
                 _log.exception("the sweep for loops left running failed")

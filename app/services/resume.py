@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,16 +38,17 @@ from typing import Any, Literal
 from app.db import idempotency as idempotency_repo
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
+from app.db.database import Database
 from app.db.models import Session
 from app.services import steering
-from app.services.runtime import ServiceResources
+from app.services.service_runner import LoopKey, ServiceRunner
+from app.settings import Settings
+from graph.context import LoopDeps
 from graph.runner import GRAPH_MARK, LOOP_MARK, ResumePoint, graph_fingerprint, loop_input, resume_point
 
 NOT_RESUMABLE = "not resumable:"
 """How the error of a loop that could not be continued after its worker stopped starts."""
 _log = logging.getLogger(__name__)
-
-LoopKey = tuple[uuid.UUID, int]
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,8 @@ class Takeover:
     """A stopped loop this worker has taken over: what its run needs to go on."""
 
     session: Session
-    deps: Any
-    """The loop's agent mode's dependencies (graph.context.LoopDeps)."""
+    deps: LoopDeps
+    """The loop's agent mode's dependencies."""
     graph_input: Any
     """None (continue from the checkpoint) or the loop's input again (restart)."""
     params: dict[str, Any]
@@ -121,20 +121,24 @@ class Takeover:
     """The graph's state at the checkpoint it goes on from (empty for a restart)."""
 
 
-Runner = Callable[[ServiceResources, Takeover], Awaitable[object]]
+Runner = Callable[[Database, ServiceRunner, Takeover], Awaitable[object]]
 """Runs a taken-over loop to its record (app/services/loops.py ``run_takeover``)."""
 
 
-def start(res: ServiceResources, loop: LoopKey, *, from_worker: str | None, run: Runner) -> bool:
+def start(
+    database: Database, runner: ServiceRunner, loop: LoopKey, *, from_worker: str | None, run: Runner
+) -> bool:
     """Resume ``loop`` (``running`` under ``from_worker``, which stopped) in a task of its own;
     False if this worker resumes or runs it already."""
-    if loop in res.inflight:
+    if loop in runner.inflight:
         return False
-    res.inflight.add(loop)  # from now on, the watch and the session's requests see it run here
+    runner.inflight.add(loop)  # from now on, the watch and the session's requests see it run here
     # A fresh context: a keyed request that noticed the loop must not lend its key to the run.
-    task = asyncio.create_task(_resume(res, loop, from_worker, run), context=contextvars.Context())
-    res.streams.add(task)
-    task.add_done_callback(res.streams.discard)
+    task = asyncio.create_task(
+        _resume(database, runner, loop, from_worker, run), context=contextvars.Context()
+    )
+    runner.tasks.add(task)
+    task.add_done_callback(runner.tasks.discard)
     return True
 
 
@@ -143,55 +147,62 @@ class _SessionHeld(Exception):
 
 
 async def _resume(
-    res: ServiceResources, loop: LoopKey, from_worker: str | None, run: Runner, tries: int = 50
+    database: Database,
+    runner: ServiceRunner,
+    loop: LoopKey,
+    from_worker: str | None,
+    run: Runner,
+    tries: int = 50,
 ) -> None:
     session_id, loop_index = loop
     try:
         for _ in range(tries):  # a request that noticed the loop holds the session for a moment
             try:
-                async with res.locks.hold(str(session_id), busy=_SessionHeld()):
-                    taken = await take_over(res, loop, from_worker=from_worker)
+                async with database.locks.hold(str(session_id), busy=_SessionHeld()):
+                    taken = await take_over(database, runner, loop, from_worker=from_worker)
                     if isinstance(taken, Takeover):
-                        await run(res, taken)
+                        await run(database, runner, taken)
                 return
             except _SessionHeld:
                 await asyncio.sleep(0.2)
     except Exception:  # the watch tries again on its next sweep
         _log.exception("resuming loop %s of session %s failed", loop_index, session_id)
     finally:
-        res.inflight.discard(loop)
+        runner.inflight.discard(loop)
 
 
-async def take_over(res: ServiceResources, loop: LoopKey, *, from_worker: str | None) -> Takeover | str:
+async def take_over(
+    database: Database, runner: ServiceRunner, loop: LoopKey, *, from_worker: str | None
+) -> Takeover | str:
     """Under the session's lock: take the loop over, to continue it, or fail it with the cause. Else
     what became of it: ``failed``, ``taken`` (another worker has it, or it was recorded meanwhile)
     or ``later`` (no models loaded yet: the watch's next sweep tries again)."""
     session_id, loop_index = loop
-    if res.graph is None:
+    if runner.graph is None:
         return "later"
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         session = await db.get(Session, session_id)
         stored = await loops_repo.get_loop(db, session_id=session_id, loop_index=loop_index)
     if session is None or stored is None or stored.status != "running":
         return "taken"
     agents = str(stored.params.get("agents", "offline"))
-    deps = res.loop_deps.get(agents)
-    point = await resume_point(res.graph, session.thread_id)
+    deps = runner.loop_deps.get(agents)
+    point = await resume_point(runner.graph, session.thread_id)
     chosen = plan(
         point,
         loop_index=loop_index,
-        graph_id=graph_fingerprint(res.graph),
+        graph_id=graph_fingerprint(runner.graph),
         agents_served=deps is not None,
         agents=agents,
         paused_before=stored.duration_ms is not None,
     )
-    async with res.sessionmaker.begin() as db:
+    async with database.sessionmaker.begin() as db:
         taken = await loops_repo.take_over(
             db,
             session_id=session_id,
             loop_index=loop_index,
             from_worker=from_worker,
-            worker_id=res.worker_id,
+            worker_id=runner.worker_id,
             resumed_from=chosen.resumed_from(point),
         )
         if taken is None:
@@ -215,16 +226,19 @@ async def take_over(res: ServiceResources, loop: LoopKey, *, from_worker: str | 
         chosen.action,
         point.step,
     )
+    assert deps is not None  # else the plan fails it
     if chosen.action == "continue":
         return Takeover(session, deps, None, stored.params, loop_index, point.values)
-    graph_input = await _input_again(res, session, deps, stored.params)
+    graph_input = await _input_again(database, runner.settings, session, deps, stored.params)
     return Takeover(session, deps, graph_input, stored.params, loop_index, {})
 
 
-async def _input_again(res: ServiceResources, session: Session, deps: Any, params: dict[str, Any]) -> Any:
+async def _input_again(
+    database: Database, settings: Settings, session: Session, deps: LoopDeps, params: dict[str, Any]
+) -> Any:
     """The loop's input as its first run had it: its stored candidates and settings, the session's
     history as it was then, and the session's steering memory."""
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         found = await sessions_repo.get_owned_session_with_memory(
             db, session_id=session.id, owner_key_id=session.owner_key_id
         )
@@ -235,7 +249,7 @@ async def _input_again(res: ServiceResources, session: Session, deps: Any, param
         deps,
         history,
         params.get("candidates"),
-        int(params.get("max_rounds") or res.settings.max_rounds),
+        int(params.get("max_rounds") or settings.max_rounds),
         preferences.model_dump(mode="json") if preferences else None,
         params.get("judge_mode", "agent"),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from app.services.errors import ServiceError
@@ -70,3 +71,16 @@ def _why_it_ended(task: asyncio.Task) -> dict[str, str] | None:
     if isinstance(exc, ServiceError):
         return {"error": type(exc).__name__, "message": exc.detail}
     return {"error": type(exc).__name__, "message": "the loop did not finish"}
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """A LangGraph protocol run of this worker while it runs (app/services/protocol_runs.py): its
+    task (to join and cancel it) and its events (to stream them)."""
+
+    task: asyncio.Task
+    events: RunEvents
+
+
+ProtocolRuns = dict[str, TrackedRun]
+"""This worker's running protocol runs by run id."""

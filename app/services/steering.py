@@ -19,13 +19,14 @@ from typing import Any
 
 from app.db import loops as loops_repo
 from app.db import steering as store
+from app.db.database import Database
 from app.db.models import Session, SteeringCommand, usage_columns
 from app.services import idempotency, limits, metrics
 from app.services.errors import Conflict, InvalidInput, Unavailable
 from app.services.keys import Caller
 from app.services.parser_status import parser_details
-from app.services.runtime import ServiceResources
 from app.services.sessions import get_session, locked_session
+from app.services.steering_models import SteeringModels
 from app.settings import Settings
 from recmodels.scorer import Scorer
 from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
@@ -50,22 +51,22 @@ class PreferencesUnsatisfiable(Conflict):
 
 
 async def send_command(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, text: str
+    database: Database, models: SteeringModels, caller: Caller, session_id: uuid.UUID, *, text: str
 ) -> SteeringCommand:
     """Parse ``text``, update the session's memory, store both; the stored command (its parse, the
     memory after it and the steered recommendations)."""
-    text = _check_text(text, res.settings)
-    parser = await asyncio.to_thread(session_parser, res)  # the first call builds the catalog's index
+    text = _check_text(text, models.settings)
+    parser = await asyncio.to_thread(session_parser, models)  # the first call builds the catalog's index
     if parser.name == "llm":  # the command goes to the LLM
-        await limits.check_llm_budget(res, caller)
-    async with locked_session(res, caller, session_id) as session:
-        memory = await _memory(res, session.id)
-        shown = await _current_recommendations(res, session.id)
+        await limits.check_llm_budget(database, models.settings, caller)
+    async with locked_session(database, caller, session_id) as session:
+        memory = await _memory(database, session.id)
+        shown = await _current_recommendations(database, session.id)
         history = list(session.history)
         parse = await parser.parse(text, memory=memory, recommendations=shown or history[-10:])
         preferences = consolidate(memory, parse.update)
-        recommendations = await asyncio.to_thread(_plan, res, preferences, history)
-        async with res.sessionmaker.begin() as db:
+        recommendations = await asyncio.to_thread(_plan, models, preferences, history)
+        async with database.sessionmaker.begin() as db:
             row = await store.add_command(
                 db,
                 session_id=session.id,
@@ -90,20 +91,22 @@ async def send_command(
     return row
 
 
-async def read_reason(res: ServiceResources, session: Session, reason: str) -> dict[str, Any] | None:
+async def read_reason(
+    database: Database, models: SteeringModels, session: Session, reason: str
+) -> dict[str, Any] | None:
     """A human judge's reject reason read by the session's command parser ({update, parser, unparsed}),
     for the loop to honour: the rest of *this loop* avoids what it names (the session's memory is
     the user's commands alone). None when the parser is unavailable or the reason is too long to read.
     """
-    if len(reason) > res.settings.steering_max_command_chars:
+    if len(reason) > models.settings.steering_max_command_chars:
         return None
     try:
-        parser = await asyncio.to_thread(session_parser, res)
+        parser = await asyncio.to_thread(session_parser, models)
     except Unavailable:
         _log.warning("no steering parser for a judge's reason", exc_info=True)
         return None
     parser = parser.without_calls()  # a reason is not worth an LLM call the key did not ask for
-    memory = await _memory(res, session.id)
+    memory = await _memory(database, session.id)
     parse = await parser.parse(reason, memory=memory, recommendations=[])
     return {
         "update": parse.update.model_dump(mode="json"),
@@ -112,16 +115,18 @@ async def read_reason(res: ServiceResources, session: Session, reason: str) -> d
     }
 
 
-async def get_preferences(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Preferences:
-    session = await get_session(res, caller, session_id)
-    return await _memory(res, session.id)
+async def get_preferences(database: Database, caller: Caller, session_id: uuid.UUID) -> Preferences:
+    session = await get_session(database, caller, session_id)
+    return await _memory(database, session.id)
 
 
-async def reset_preferences(res: ServiceResources, caller: Caller, session_id: uuid.UUID) -> Preferences:
+async def reset_preferences(
+    database: Database, models: SteeringModels, caller: Caller, session_id: uuid.UUID
+) -> Preferences:
     """Forget the memory; recorded as a ``reset`` row, so the history shows when it happened."""
-    async with locked_session(res, caller, session_id) as session:
-        recommendations = await asyncio.to_thread(_plan, res, Preferences(), list(session.history))
-        async with res.sessionmaker.begin() as db:
+    async with locked_session(database, caller, session_id) as session:
+        recommendations = await asyncio.to_thread(_plan, models, Preferences(), list(session.history))
+        async with database.sessionmaker.begin() as db:
             await store.add_command(
                 db,
                 session_id=session.id,
@@ -138,9 +143,9 @@ async def reset_preferences(res: ServiceResources, caller: Caller, session_id: u
     return Preferences()
 
 
-async def recorded_command(res: ServiceResources, command_id: int) -> SteeringCommand:
+async def recorded_command(database: Database, command_id: int) -> SteeringCommand:
     """A stored command, to answer a keyed retry whose first answer was lost."""
-    async with res.sessionmaker() as db:
+    async with database.sessionmaker() as db:
         row = await db.get(SteeringCommand, command_id)
     if row is None:  # the key's row cascades with its command: a linked key names a stored one
         raise RuntimeError(f"steering command {command_id} is not stored")
@@ -148,10 +153,10 @@ async def recorded_command(res: ServiceResources, command_id: int) -> SteeringCo
 
 
 async def command_history(
-    res: ServiceResources, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
+    database: Database, caller: Caller, session_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[SteeringCommand], int]:
-    session = await get_session(res, caller, session_id)
-    async with res.sessionmaker() as db:
+    session = await get_session(database, caller, session_id)
+    async with database.sessionmaker() as db:
         return await store.list_commands(db, session_id=session.id, limit=limit, offset=offset)
 
 
@@ -165,7 +170,7 @@ def loop_preferences(stored: dict[str, Any] | None) -> Preferences | None:
 
 
 async def loop_candidates(
-    res: ServiceResources,
+    models: SteeringModels,
     preferences: Preferences | None,
     history: Sequence[int],
     candidates: Sequence[int] | None = None,
@@ -179,14 +184,14 @@ async def loop_candidates(
     if preferences is None or preferences.is_empty():
         return None if candidates is None else list(candidates)
     if candidates is not None:
-        kept = filter_candidates(candidates, preferences, res.catalog)
+        kept = filter_candidates(candidates, preferences, models.catalog)
         if not kept:
             raise InvalidInput(
                 f"candidates: every candidate violates the session's preferences ({describe(preferences)})",
                 field="candidates",
             )
         return kept
-    steered = await asyncio.to_thread(_plan, res, preferences, list(history))
+    steered = await asyncio.to_thread(_plan, models, preferences, list(history))
     if not steered:
         raise PreferencesUnsatisfiable(
             f"no unseen item satisfies the session's preferences ({describe(preferences)}): "
@@ -211,94 +216,96 @@ def _check_text(text: str, settings: Settings) -> str:
     return stripped
 
 
-async def _memory(res: ServiceResources, session_id: uuid.UUID) -> Preferences:
-    async with res.read() as db:
+async def _memory(database: Database, session_id: uuid.UUID) -> Preferences:
+    async with database.read() as db:
         row = await store.latest_command(db, session_id=session_id)
     stored = None if row is None else row.preferences
     return as_preferences(stored) or Preferences()  # None: never steered
 
 
-async def _current_recommendations(res: ServiceResources, session_id: uuid.UUID) -> list[int]:
-    async with res.sessionmaker() as db:
+async def _current_recommendations(database: Database, session_id: uuid.UUID) -> list[int]:
+    async with database.sessionmaker() as db:
         row = await store.latest_command(db, session_id=session_id)
     return [] if row is None else list(row.recommendations)
 
 
-def _plan(res: ServiceResources, preferences: Preferences, history: list[int]) -> list[int]:
-    scorer = _rec_scorer(res)
-    settings = res.settings
+def _plan(models: SteeringModels, preferences: Preferences, history: list[int]) -> list[int]:
+    scorer = _rec_scorer(models)
+    settings = models.settings
     weights = PlanWeights(settings.steering_semantic_weight, settings.steering_attenuation)
-    similarity = _similarity(res, scorer) if preferences.positive.soft or preferences.negative.soft else None
+    similarity = (
+        _similarity(models, scorer) if preferences.positive.soft or preferences.negative.soft else None
+    )
     return steer_candidates(
         preferences,
         history,
         scorer,
-        res.catalog,
+        models.catalog,
         settings.n_candidates,
         similarity=similarity,
         weights=weights,
     )
 
 
-def _rec_scorer(res: ServiceResources) -> Scorer:
-    deps = res.loop_deps.get("offline")
-    if deps is None:
+def _rec_scorer(models: SteeringModels) -> Scorer:
+    if models.rec_scorer is None:
         raise Unavailable("models are not loaded yet")
-    return deps.rec_scorer
+    return models.rec_scorer
 
 
-def steering_parser_details(res: ServiceResources) -> dict[str, Any]:
+def steering_parser_details(settings: Settings) -> dict[str, Any]:
     """The parser reading commands now and the learned parser's state ("training", with when it is
     due): ``/readyz`` shows it and a command's answer repeats it."""
-    return parser_details(res.settings, res.settings.dataset)
+    return parser_details(settings, settings.dataset)
 
 
-def session_parser(res: ServiceResources) -> CommandParser:
+def session_parser(models: SteeringModels) -> CommandParser:
     """The configured command parser (RECLOOP_STEERING_PARSER), built once per setting and artifact.
 
     Raises Unavailable (503) when the configured parser cannot be built (no artifact, no endpoint).
     """
-    config = res.settings.parser_config()
-    kind = parser_kind(config, res.catalog.name)
-    key: tuple = (kind, config)
+    config, catalog = models.settings.parser_config(), models.catalog
+    kind = parser_kind(config, catalog.name)
+    mtime = None
     if kind == "learned":  # a retrained artifact is picked up without a restart
-        artifact = learned_artifact(config, res.catalog.name)
-        key += (artifact.stat().st_mtime_ns if artifact.is_file() else None,)
-    with res.similarity_lock:  # one load of the encoder, however many commands arrive at once
-        if key not in res.parsers:
+        artifact = learned_artifact(config, catalog.name)
+        mtime = artifact.stat().st_mtime_ns if artifact.is_file() else None
+    key = (kind, config, mtime)
+    with models.lock:  # one load of the encoder, however many commands arrive at once
+        if key not in models.parsers:
             try:
-                res.parsers[key] = build_parser(kind, res.catalog, config, res.catalog.name)
+                models.parsers[key] = build_parser(kind, catalog, config, catalog.name)
             except ParserUnavailable as exc:
                 raise Unavailable(str(exc), field="steering_parser") from exc
-        return res.parsers[key]
+        return models.parsers[key]
 
 
-def _similarity(res: ServiceResources, scorer: Scorer) -> Similarity:
-    backend = res.settings.steering_similarity
-    with res.similarity_lock:
-        if (scorer, backend) not in res.similarities:
-            catalog = res.catalog
-            cache = embedding_cache_path(res.settings.data_dir, catalog.name, catalog.fingerprint)
-            res.similarities[scorer, backend] = load_similarity(
+def _similarity(models: SteeringModels, scorer: Scorer) -> Similarity:
+    backend = models.settings.steering_similarity
+    with models.lock:
+        if (scorer, backend) not in models.similarities:
+            catalog = models.catalog
+            cache = embedding_cache_path(models.settings.data_dir, catalog.name, catalog.fingerprint)
+            models.similarities[scorer, backend] = load_similarity(
                 catalog, scorer, backend=backend, cache_path=cache
             )
-        return res.similarities[scorer, backend]
+        return models.similarities[scorer, backend]
 
 
-async def warm_up(res: ServiceResources) -> Similarity | None:
+async def warm_up(models: SteeringModels) -> Similarity | None:
     """Load the soft-preference similarity (the text model: seconds), the command parser (its catalog
     tables: ~1 s at 10^5 items) and the catalog's genre and year arrays for the hard filter (0.2-0.3 s)
     before the first command needs them.
 
     Best effort: a failure is logged and the first command tries again and reports its own error.
     """
-    await asyncio.to_thread(attribute_index, res.catalog)  # never raises: None means per-item rules
+    await asyncio.to_thread(attribute_index, models.catalog)  # never raises: None means per-item rules
     try:
-        await asyncio.to_thread(session_parser, res)
+        await asyncio.to_thread(session_parser, models)
     except Exception:
         _log.warning("steering parser warm-up failed; the first command will build it", exc_info=True)
     try:
-        similarity = await asyncio.to_thread(_similarity, res, _rec_scorer(res))
+        similarity = await asyncio.to_thread(_similarity, models, _rec_scorer(models))
     except Exception:
         _log.warning("steering warm-up failed; the first soft command will load it", exc_info=True)
         return None
