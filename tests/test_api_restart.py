@@ -21,8 +21,8 @@ CANDIDATES = [5, 10, 15, 20, 25, 30, 35, 40]
 
 
 @asynccontextmanager
-async def _running_app(settings, **resources_kwargs) -> AsyncIterator[tuple[httpx.AsyncClient, object]]:
-    async with open_worker(settings, **resources_kwargs) as worker:
+async def _running_app(settings, **worker_kwargs) -> AsyncIterator[tuple[httpx.AsyncClient, object]]:
+    async with open_worker(settings, **worker_kwargs) as worker:
         transport = httpx.ASGITransport(app=create_app(settings, worker=worker))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client, worker

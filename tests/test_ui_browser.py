@@ -117,7 +117,7 @@ def ui_server(service_settings, service_db_url, ml_dataset, service_loop_deps, m
         raise RuntimeError(f"the UI server failed to start: {state.get('error')!r}")
 
     def new_key(owner: str) -> str:
-        making = create_key(state["worker"].sessionmaker, owner=owner)
+        making = create_key(state["worker"].database.sessionmaker, owner=owner)
         return asyncio.run_coroutine_threadsafe(making, state["loop"]).result(timeout=30).secret
 
     yield UIServer(base_url=f"http://127.0.0.1:{state['port']}", settings=settings, new_key=new_key, llm=llm)

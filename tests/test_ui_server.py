@@ -22,7 +22,7 @@ SCRIPTS = [p for p in ASSETS if p.suffix == ".js"]
 
 @pytest.fixture
 async def ui_client(settings):
-    # The pages need no database or models: an app without resources serves them.
+    # The pages need no database or models: an app without a worker serves them.
     transport = httpx.ASGITransport(app=create_app(settings))
     async with httpx.AsyncClient(transport=transport, base_url="http://recloop.test") as client:
         yield client

@@ -41,7 +41,7 @@ router = APIRouter(prefix="/threads/{thread_id}/runs", tags=[PROTOCOL_TAG], resp
 
 
 class RunParts(NamedTuple):
-    """What running a protocol run takes (the route's dependencies)."""
+    """What starting a run takes (runs.wait, runs.stream and runs.create): one dependency for the four."""
 
     database: Database
     runner: ServiceRunner
@@ -245,17 +245,26 @@ async def get_run(thread_id: str, run_id: str, database: DatabaseDep, caller: Ca
 
 
 @router.get("/{run_id}/join")
-async def join_run(thread_id: str, run_id: str, parts: RunPartsDep, caller: CallerDep) -> dict[str, Any]:
+async def join_run(
+    thread_id: str,
+    run_id: str,
+    database: DatabaseDep,
+    runner: RunnerDep,
+    runs: ProtocolRunsDep,
+    caller: CallerDep,
+) -> dict[str, Any]:
     """Wait for the run to end or pause; the thread's state then (as for a wait)."""
-    session = await runs_service.join_run(parts.database, parts.runs, caller, thread_id, run_id)
-    return final_values(await service.thread_state(parts.runner, session))
+    session = await runs_service.join_run(database, runs, caller, thread_id, run_id)
+    return final_values(await service.thread_state(runner, session))
 
 
 @router.post("/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_class=Response)
 async def cancel_run(
     thread_id: str,
     run_id: str,
-    parts: RunPartsDep,
+    database: DatabaseDep,
+    runner: RunnerDep,
+    runs: ProtocolRunsDep,
     caller: CallerDep,
     wait: bool = False,
     action: Annotated[str, Query(max_length=100, json_schema_extra={"enum": ["interrupt"]})] = "interrupt",
@@ -269,7 +278,5 @@ async def cancel_run(
             "thread's history, so there is no 'rollback')",
             field="action",
         )
-    await runs_service.cancel_run(
-        parts.database, parts.runner, parts.runs, caller, thread_id, run_id, reason=reason
-    )
+    await runs_service.cancel_run(database, runner, runs, caller, thread_id, run_id, reason=reason)
     return Response(status_code=status.HTTP_202_ACCEPTED)
