@@ -276,18 +276,38 @@ def recloop_server(data_dir: Path, args: argparse.Namespace) -> Iterator[tuple[s
 # --- the run -----------------------------------------------------------------------------------
 
 
+def load_command(
+    server: dict[str, Any], call: str, concurrency: int, seed: int, seconds: float, args: argparse.Namespace
+) -> list[str]:
+    return [
+        sys.executable, "-m", "bench.langgraph_speed_load", "--server", server["name"],
+        "--url", server["url"], "--key", server["key"], "--call", call, "--concurrency", str(concurrency),
+        "--duration", str(seconds), "--warmup", str(args.warmup),
+        "--max-rounds", str(args.max_rounds), "--seed", str(seed), "--server-pid", str(server["pid"]),
+    ]  # fmt: skip
+
+
 def load_slice(
     server: dict[str, Any], call: str, concurrency: int, seed: int, args: argparse.Namespace
 ) -> dict:
-    command = [
-        sys.executable, "-m", "bench.langgraph_speed_load", "--server", server["name"],
-        "--url", server["url"],
-        "--key", server["key"], "--call", call, "--concurrency", str(concurrency),
-        "--duration", str(args.duration / args.slices), "--warmup", str(args.warmup),
-        "--max-rounds", str(args.max_rounds), "--seed", str(seed), "--server-pid", str(server["pid"]),
-    ]  # fmt: skip
+    command = load_command(server, call, concurrency, seed, args.duration / args.slices, args)
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, cwd=REPO)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def profile(servers: list[dict[str, Any]], venv: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each server sampled by py-spy through one more slice (``runs.wait``, the highest concurrency)."""
+    from bench.langgraph_speed_profile import echo_profile, profile_server
+
+    profiles = []
+    for server in servers:
+        echo(f"profiling {server['name']} for {args.profile_s:.0f} s ...")
+        seconds = args.profile_s + 2  # the load outlasts the sampling
+        command = load_command(server, "wait", max(args.concurrency), 99, seconds, args)
+        found = profile_server(server, args, venv / "bin" / "py-spy", args.out.parent, command)
+        echo_profile(found)
+        profiles.append(found)
+    return profiles
 
 
 def measure(
@@ -348,6 +368,12 @@ def main() -> None:
     )
     parser.add_argument("--reward-model", default=os.environ.get("RECLOOP_REWARD_MODEL", "gru4rec"))
     parser.add_argument("--ready-s", type=float, default=300, help="How long a server may take to start.")
+    parser.add_argument(
+        "--profile-s",
+        type=float,
+        default=0.0,
+        help="Then sample each server with py-spy for this long under load (0: no profile).",
+    )
     parser.add_argument("--out", type=Path, default=Path("reports/bench_langgraph_speed.json"))
     parser.add_argument("--json", action="store_true", help="Last stdout line: one JSON object.")
     args = parser.parse_args()
@@ -361,10 +387,12 @@ def main() -> None:
         url, pid = stack.enter_context(langgraph_dev(venv, args.data_dir, args))
         servers.append({"name": "langgraph", "url": url, "key": "", "pid": pid})
         slices = measure(servers, args)
+        profiles = profile(servers, venv, args) if args.profile_s else []
     rows = summarize(slices)
     result = {
         "args": {k: str(v) for k, v in vars(args).items()},
         "rows": rows,
+        "profiles": profiles,
         "slices": [
             {
                 "server": s,
@@ -380,8 +408,13 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(markdown(rows))
+    if profiles:
+        from bench.langgraph_speed_profile import markdown as profile_markdown
+
+        print(f"\nWhere the CPU goes (runs.wait, concurrency {max(args.concurrency)}, py-spy):\n")
+        print(profile_markdown(profiles))
     if args.json:
-        print(json.dumps({"rows": rows}))
+        print(json.dumps({"rows": rows, "profiles": profiles}))
 
 
 if __name__ == "__main__":

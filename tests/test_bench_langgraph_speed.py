@@ -100,3 +100,29 @@ async def test_the_served_graph_runs_on_its_bound_deps_whatever_context_the_serv
     )
     assert values["final_item"] in candidates
     assert 1 <= rounds_of(values) <= 4
+
+
+def test_a_profile_charges_each_servers_areas_per_run():
+    from bench.langgraph_speed_profile import SPEED_AREAS, SPEED_LAYERS, markdown, relative_stacks
+    from bench.service_profile import summarise
+
+    raw = (
+        "process 12:python;Thread 12 (active);"
+        "run (/v/lib/python3.11/site-packages/langgraph_api/worker.py:9);"
+        "score (/work/x/graph/nodes.py:150);forward (/v/lib/python3.11/site-packages/torch/nn/m.py:1) 3\n"
+        "run (langgraph_api/worker.py:9);dumps (/v/lib/python3.11/site-packages/orjson/x.py:2) 1\n"
+    )
+    stacks = relative_stacks(raw)
+    assert (
+        "process" not in stacks
+        and "Thread" not in stacks
+        and "/v/" not in stacks
+        and "(graph/nodes.py:150)" in stacks
+    )
+    summary = summarise(stacks, layers_by=SPEED_LAYERS, areas_by=SPEED_AREAS)
+    areas = dict(summary["areas"])
+    assert areas["models: rec + reward scoring (torch)"] == 0.75  # the model, though under the server
+    assert areas["LangGraph's server (langgraph_api, langgraph_runtime_inmem)"] == 0.25
+    profile = {"server": "langgraph", "cpu_ms_per_run": 20.0, "areas_ms_per_run": [["a", 15.0], ["b", 5.0]]}
+    table = markdown([profile, {**profile, "server": "recloop", "areas_ms_per_run": [["a", 1.0]]}])
+    assert "| b | 5.0 | - |" in table and "| **all (/proc)** | **20.0** | **20.0** |" in table
