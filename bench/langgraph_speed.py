@@ -296,14 +296,14 @@ def load_slice(
 
 
 def profile(servers: list[dict[str, Any]], venv: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Each server sampled by py-spy through one more slice (``runs.wait``, the highest concurrency)."""
+    """Each server sampled by py-spy through one more slice (``--profile-call``, the highest concurrency)."""
     from bench.langgraph_speed_profile import echo_profile, profile_server
 
     profiles = []
     for server in servers:
         echo(f"profiling {server['name']} for {args.profile_s:.0f} s ...")
         seconds = args.profile_s + 2  # the load outlasts the sampling
-        command = load_command(server, "wait", max(args.concurrency), 99, seconds, args)
+        command = load_command(server, args.profile_call, max(args.concurrency), 99, seconds, args)
         found = profile_server(server, args, venv / "bin" / "py-spy", args.out.parent, command)
         echo_profile(found)
         profiles.append(found)
@@ -374,6 +374,7 @@ def main() -> None:
         default=0.0,
         help="Then sample each server with py-spy for this long under load (0: no profile).",
     )
+    parser.add_argument("--profile-call", choices=["wait", "stream"], default="wait")
     parser.add_argument("--out", type=Path, default=Path("reports/bench_langgraph_speed.json"))
     parser.add_argument("--json", action="store_true", help="Last stdout line: one JSON object.")
     args = parser.parse_args()
@@ -411,7 +412,9 @@ def main() -> None:
     if profiles:
         from bench.langgraph_speed_profile import markdown as profile_markdown
 
-        print(f"\nWhere the CPU goes (runs.wait, concurrency {max(args.concurrency)}, py-spy):\n")
+        print(
+            f"\nWhere the CPU goes (runs.{args.profile_call}, concurrency {max(args.concurrency)}, py-spy):\n"
+        )
         print(profile_markdown(profiles))
     if args.json:
         print(json.dumps({"rows": rows, "profiles": profiles}))

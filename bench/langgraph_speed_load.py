@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -104,7 +105,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.gather(*(_client(client, args, i, t, stop, None, warm[i]) for i, t in enumerate(threads)))
     out: dict[str, list] = {"latencies": [], "rounds": [], "errors": []}
     load_before = os.getloadavg()[0]
-    server_before, postgres_before, own_before = process_tree_cpu_s(args.server_pid), postgres_cpu_s(), own_cpu_s()
+    server_before, postgres_before, own_before = (
+        process_tree_cpu_s(args.server_pid),
+        postgres_cpu_s(),
+        own_cpu_s(),
+    )
     started = time.perf_counter()
     stop = started + args.duration
     await asyncio.gather(*(_client(client, args, i, t, stop, out, rngs[i]) for i, t in enumerate(threads)))
@@ -113,10 +118,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     postgres_cpu, own_cpu = postgres_cpu_s() - postgres_before, own_cpu_s() - own_before
     load_after = os.getloadavg()[0]
     for thread_id in threads:  # LangGraph's server keeps every thread's checkpoints in memory
-        try:
+        with contextlib.suppress(Exception):  # a thread left behind costs memory only
             await client.threads.delete(thread_id)
-        except Exception:  # noqa: S110 - a thread left behind costs memory only
-            pass
     latencies = sorted(out["latencies"])
     n = len(latencies)
     return {

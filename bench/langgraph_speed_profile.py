@@ -1,7 +1,7 @@
 """Where each server's CPU goes in bench/langgraph_speed.py: py-spy samples of both, under the same load.
 
 After the timed slices, each server in turn gets one more slice (the highest concurrency,
-``runs.wait``) while ``py-spy record`` samples its process (``--nonblocking``: the server is never
+``--profile-call``) while ``py-spy record`` samples its process (``--nonblocking``: the server is never
 paused, so both pay the same small cost; idle threads are not sampled). The samples are split by
 what they run (bench/service_profile.py's areas and layers, with LangGraph's server as one more),
 and each share is charged per run: share x that slice's CPU per run (/proc).
@@ -39,6 +39,7 @@ _PREFIX = re.compile(r"\((?:[^()]*/site-packages/|[^()]*/lib/python3\.\d+/|(?P<r
                      r"recmodels|checkpointer|llm|steering|bench)/))")  # fmt: skip
 
 
+_LOOP_ENTRY = re.compile(r"^(Runner\.run \(asyncio/runners|BaseEventLoop\.run_(forever|until_complete) \()")
 _CODE_FRAME = re.compile(r"\([^()]*(\.pyx?|>)(:\d+)?\)$")
 
 
@@ -51,6 +52,11 @@ def relative_stacks(raw: str) -> str:
             continue
         stack, count = line.rsplit(" ", 1)
         frames = [f for f in stack.split(";") if _CODE_FRAME.search(f)]  # not process / thread frames
+        # Both servers run everything under uvicorn's Server.run and asyncio's Runner.run: cut the
+        # stack to the event loop's callback, or every sample would match uvicorn (HTTP).
+        entry = [i for i, f in enumerate(frames) if _LOOP_ENTRY.match(_PREFIX.sub("(", f))]
+        if entry:
+            frames = frames[entry[-1] + 1 :] or frames[entry[-1] :]
         lines.append(f"{';'.join(_PREFIX.sub('(', f) for f in frames)} {count}")
     return "\n".join(lines)
 
@@ -59,29 +65,46 @@ def profile_server(
     server: dict[str, Any], args: argparse.Namespace, pyspy: Path, out_dir: Path, load_command
 ) -> dict[str, Any]:
     """One slice of load on ``server`` while py-spy samples it; the summary, charged per run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     raw_path = out_dir / f"profile-{server['name']}.txt"
     load = subprocess.Popen(load_command, stdout=subprocess.PIPE, text=True)
-    time.sleep(args.warmup + 1)  # the load generator's threads and warm-up first
-    subprocess.run(
-        [str(pyspy), "record", "--pid", str(server["pid"]), "--duration", str(int(args.profile_s)),
-         "--rate", "200", "--nonblocking", "--format", "raw", "--output", str(raw_path)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    stdout, _ = load.communicate()
+    try:
+        time.sleep(args.warmup + 1)  # the load generator's threads and warm-up first
+        sampled = subprocess.run(
+            [str(pyspy), "record", "--pid", str(server["pid"]), "--duration", str(int(args.profile_s)),
+             "--rate", "200", "--nonblocking", "--format", "raw", "--output", str(raw_path)],
+            check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        if sampled.returncode != 0:
+            raise RuntimeError(
+                f"py-spy failed on {server['name']}: {(sampled.stderr or sampled.stdout)[-500:]}"
+            )
+        stdout, _ = load.communicate()
+    finally:
+        if load.poll() is None:
+            load.kill()
+            load.wait()
     if load.returncode != 0:
         raise RuntimeError(f"the profiled load on {server['name']} failed")
     piece = json.loads(stdout.strip().splitlines()[-1])
-    summary = summarise(
-        relative_stacks(raw_path.read_text()), 12, layers_by=SPEED_LAYERS, areas_by=SPEED_AREAS
-    )
-    summary.pop("sampled_cpu_s")  # py-spy's weights are sample counts, not microseconds
     cpu_ms = 1000 * piece["server_cpu_s"] / piece["requests"] if piece["requests"] else None
+    return {
+        "server": server["name"],
+        "throughput_rps": piece["throughput_rps"],
+        "samples_file": str(raw_path),
+        **charged(raw_path.read_text(), cpu_ms),
+    }
+
+
+def charged(raw: str, cpu_ms: float | None) -> dict[str, Any]:
+    """py-spy's samples split by area and layer, each share charged as CPU ms per run."""
+    summary = summarise(relative_stacks(raw), 12, layers_by=SPEED_LAYERS, areas_by=SPEED_AREAS)
+    summary.pop("sampled_cpu_s")  # py-spy's weights are sample counts, not microseconds
     for key in ("areas", "layers_self"):
         summary[f"{key}_ms_per_run"] = [
             [label, round(share * cpu_ms, 2) if cpu_ms else None] for label, share in summary[key]
         ]
-    return {"server": server["name"], "cpu_ms_per_run": cpu_ms and round(cpu_ms, 2),
-            "throughput_rps": piece["throughput_rps"], "samples_file": str(raw_path), **summary}  # fmt: skip
+    return {"cpu_ms_per_run": cpu_ms and round(cpu_ms, 2), **summary}
 
 
 def markdown(profiles: list[dict[str, Any]], key: str = "areas_ms_per_run") -> str:

@@ -111,6 +111,9 @@ def test_a_profile_charges_each_servers_areas_per_run():
         "run (/v/lib/python3.11/site-packages/langgraph_api/worker.py:9);"
         "score (/work/x/graph/nodes.py:150);forward (/v/lib/python3.11/site-packages/torch/nn/m.py:1) 3\n"
         "run (langgraph_api/worker.py:9);dumps (/v/lib/python3.11/site-packages/orjson/x.py:2) 1\n"
+        # Under the event loop's entry only the callback counts (else uvicorn would own every sample).
+        "run (uvicorn/main.py:5);Runner.run (/py/lib/python3.11/asyncio/runners.py:1);"
+        "score (graph/nodes.py:150);forward (torch/nn/m.py:1) 4\n"
     )
     stacks = relative_stacks(raw)
     assert (
@@ -121,8 +124,9 @@ def test_a_profile_charges_each_servers_areas_per_run():
     )
     summary = summarise(stacks, layers_by=SPEED_LAYERS, areas_by=SPEED_AREAS)
     areas = dict(summary["areas"])
-    assert areas["models: rec + reward scoring (torch)"] == 0.75  # the model, though under the server
-    assert areas["LangGraph's server (langgraph_api, langgraph_runtime_inmem)"] == 0.25
+    assert areas["models: rec + reward scoring (torch)"] == 7 / 8  # the model, though under the server
+    assert areas["LangGraph's server (langgraph_api, langgraph_runtime_inmem)"] == 1 / 8
+    assert "uvicorn" not in stacks.splitlines()[-1]
     profile = {"server": "langgraph", "cpu_ms_per_run": 20.0, "areas_ms_per_run": [["a", 15.0], ["b", 5.0]]}
     table = markdown([profile, {**profile, "server": "recloop", "areas_ms_per_run": [["a", 1.0]]}])
     assert "| b | 5.0 | - |" in table and "| **all (/proc)** | **20.0** | **20.0** |" in table
