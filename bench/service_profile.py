@@ -76,8 +76,15 @@ def _frames(stack: str) -> list[tuple[str, str]]:
     return frames
 
 
-def summarise(raw: str, top: int = 20) -> dict:
-    """Self share by layer, and the top functions by self and by cumulative share of the samples."""
+def summarise(
+    raw: str,
+    top: int = 20,
+    *,
+    layers_by: tuple[tuple[str, str], ...] = LAYERS,
+    areas_by: tuple[tuple[str, str], ...] = AREAS,
+) -> dict:
+    """Self share by layer, and the top functions by self and by cumulative share of the samples
+    (``layers_by``, ``areas_by``: other servers' code names other layers)."""
     layers: Counter[str] = Counter()
     areas: Counter[str] = Counter()
     self_counts: Counter[str] = Counter()
@@ -89,10 +96,10 @@ def summarise(raw: str, top: int = 20) -> dict:
         stack, count_text = line.rsplit(" ", 1)  # the weight: microseconds of CPU
         count = int(count_text)
         frames = _frames(stack)
-        areas[next(label for label, pattern in AREAS if re.search(pattern, stack))] += count
+        areas[next(label for label, pattern in areas_by if re.search(pattern, stack))] += count
         total += count
         leaf_name, leaf_file = frames[-1]
-        layers[next(label for label, pattern in LAYERS if re.search(pattern, leaf_file))] += count
+        layers[next(label for label, pattern in layers_by if re.search(pattern, leaf_file))] += count
         self_counts[f"{leaf_name} ({leaf_file})"] += count
         for key in {f"{name} ({file})" for name, file in frames}:
             cumulative[key] += count
@@ -102,8 +109,8 @@ def summarise(raw: str, top: int = 20) -> dict:
 
     return {
         "sampled_cpu_s": round(total / 1e6, 3),
-        "areas": shares(areas, len(AREAS)),
-        "layers_self": shares(layers, len(LAYERS)),
+        "areas": shares(areas, len(areas_by)),
+        "layers_self": shares(layers, len(layers_by)),
         "functions_self": shares(self_counts, top),
         "functions_cumulative": shares(cumulative, top * 3),
     }
