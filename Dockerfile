@@ -11,7 +11,7 @@ COPY graph ./graph
 COPY steering ./steering
 COPY llm ./llm
 COPY recmodels ./recmodels
-COPY checkpointer ./checkpointer
+COPY postgres ./postgres
 COPY migrations ./migrations
 COPY recloop ./recloop
 # The CPU wheel index keeps torch at ~200 MB instead of a multi-GB CUDA build.

@@ -1,7 +1,7 @@
 """Where the packages are installed; everything else about the project is in pyproject.toml.
 
 The repository's top-level folders `cli/`, `lab/`, `app/`, `graph/`, `steering/`, `llm/`, `recmodels/`,
-`checkpointer/` and `migrations/` are the server.
+`postgres/` and `migrations/` are the server.
 A wheel installs them under `recloop/_server/` instead of at the top of site-packages: names as
 generic as `cli`, `app` and `graph` would overwrite, or be overwritten by, another project's packages in
 the same environment. Only the `recloop` command puts that directory on sys.path
@@ -14,7 +14,7 @@ that point at the checkout, exactly as running from the checkout does.
 from setuptools import find_namespace_packages, setup
 from setuptools.command.editable_wheel import editable_wheel
 
-SERVER = ("cli", "app", "lab", "graph", "steering", "llm", "recmodels", "checkpointer", "migrations")
+SERVER = ("cli", "app", "lab", "graph", "steering", "llm", "recmodels", "postgres", "migrations")
 PRIVATE = "recloop._server"
 # bench/ (benchmarks, run from a checkout) stays out of the wheel.
 PACKAGES = find_namespace_packages(include=[f"{name}*" for name in (*SERVER, "recloop")])

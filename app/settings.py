@@ -155,7 +155,7 @@ class Settings(BaseSettings):
         1.0,
         gt=0,
         description="Longest wait for a pooled connection while the database is known to be down: its "
-        "503 (Retry-After) comes at once instead of after db_pool_timeout_s (app/db/outage.py).",
+        "503 (Retry-After) comes at once instead of after db_pool_timeout_s (postgres/outage.py).",
     )
     run_outage_wait_s: float = Field(
         10.0,
@@ -219,7 +219,7 @@ class Settings(BaseSettings):
     )
     checkpointer: Literal["postgres", "postgres_stock", "memory"] = Field(
         "postgres",
-        description="postgres: pooled saver with durable rounds (checkpointer/saver.py); "
+        description="postgres: pooled saver with durable rounds (postgres/checkpoints.py); "
         "postgres_stock: LangGraph's AsyncPostgresSaver as shipped, and memory: in-process only "
         "(sessions do not survive a restart) — both for benchmark comparisons.",
     )

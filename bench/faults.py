@@ -24,7 +24,7 @@ compared with what the clients were told:
   answers another loop, status, item or rounds than the first answer.
 
 ``outage_503_p99_ms`` is the p99 latency of the 503 answers (the database down: they should come
-in about a second, app/db/outage.py); ``--restart-down-s`` sets how long each outage lasts. Runs
+in about a second, postgres/outage.py); ``--restart-down-s`` sets how long each outage lasts. Runs
 in flight wait out a short outage (``Settings.run_outage_wait_s``): ``outage_effects`` counts
 what the server log shows of one that no client saw.
 
@@ -505,8 +505,8 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
 
 OUTAGE_EFFECTS = {
     "runs_waited_out": "lost the database (",  # app/services/loops.py: went on in the same request
-    "gate_down": "database down: requests wait",  # app/db/outage.py
-    "background_commits_failed": "background checkpoint commit of thread",  # checkpointer/saver.py
+    "gate_down": "database down: requests wait",  # postgres/outage.py
+    "background_commits_failed": "background checkpoint commit of thread",  # postgres/checkpoints.py
 }
 """What the server log shows of an outage, by what each effect's line says."""
 

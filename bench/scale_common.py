@@ -17,8 +17,8 @@ import psycopg
 from psycopg import sql
 
 from app.db.migrate import migrate_all
-from app.db.urls import with_database
 from app.settings import Settings
+from postgres.urls import with_database
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 HISTORY = [49, 180, 257, 293, 0, 171]

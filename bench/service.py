@@ -37,12 +37,12 @@ import psycopg
 from psycopg import sql
 
 from app.db.migrate import migrate_all
-from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.ports import http_ready, reserved_port, wait_ready
 from bench.service_loadgen import percentile
 from bench.slow_disk import commit_ms, slow_fsync_server
+from postgres.urls import with_database
 
 VARIANTS = {
     "postgres": {"RECLOOP_CHECKPOINTER": "postgres", "RECLOOP_CHECKPOINT_WRITE_BEHIND": "true"},

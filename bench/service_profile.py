@@ -32,7 +32,7 @@ from bench.service_loadgen import process_tree_cpu_s
 # Layer of a sample = the library its innermost frame is in (first match wins).
 LAYERS: tuple[tuple[str, str], ...] = (
     ("models (torch, recmodels)", r"^(torch|recmodels)/"),
-    ("checkpoint rows and serde", r"^(langgraph/checkpoint|checkpointer/(saver|stock_format)\.py)"),
+    ("checkpoint rows and serde", r"^(langgraph/checkpoint|postgres/(checkpoints|checkpoint_format)\.py)"),
     ("LangGraph engine", r"^(langgraph|langchain_core)/"),
     ("psycopg + pool", r"^(psycopg|psycopg_pool)/"),
     ("SQLAlchemy", r"^sqlalchemy/"),
@@ -50,7 +50,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("models: rec + reward scoring (torch)", r"\((recmodels|torch)/"),
     (
         "checkpoint saver: rows, serde, tip cache, its SQL",
-        r"\((checkpointer/(saver|stock_format)\.py|langgraph/checkpoint/)",
+        r"\((postgres/(checkpoints|checkpoint_format)\.py|langgraph/checkpoint/)",
     ),
     ("advisory lock + rate counter (lock pool)", r"\(app/db/(locks|limits)\.py"),
     ("loop history + session rows (SQLAlchemy + psycopg)", r"\(sqlalchemy/"),

@@ -6,8 +6,8 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from app.db.models import Base, include_in_autogenerate
-from app.db.urls import sqlalchemy_url
 from app.settings import Settings
+from postgres.urls import sqlalchemy_url
 
 config = context.config
 target_metadata = Base.metadata

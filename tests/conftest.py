@@ -226,7 +226,7 @@ def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = os.environ.get("RECLOOP_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
     if _postgres_reachable(url):
         return url
-    from app.db.embedded import start_embedded_postgres
+    from postgres.embedded import start_embedded_postgres
 
     return start_embedded_postgres(tmp_path_factory.mktemp("pg") / "pgdata")
 
@@ -239,7 +239,7 @@ def make_database(pg_server_url: str):
     import psycopg
     from psycopg import sql
 
-    from app.db.urls import with_database
+    from postgres.urls import with_database
 
     created: list[str] = []
 

@@ -9,11 +9,11 @@ import signal
 import pytest
 from langgraph_sdk import get_sync_client
 
-from app.db.urls import with_database
 from app.services.bootstrap import new_key
 from app.settings import Settings
 from bench.replicas import replicas
 from bench.scale_common import create_database, drop_database
+from postgres.urls import with_database
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.db.urls import sqlalchemy_url
 from app.services.runtime import open_worker
+from postgres.urls import sqlalchemy_url
 from tests.api_client import authed_client
 from tests.tcp_proxy import TcpProxy
 

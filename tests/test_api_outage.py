@@ -1,4 +1,4 @@
-"""Fail fast in an outage (app/db/outage.py): with the database down a request answers 503 with
+"""Fail fast in an outage (postgres/outage.py): with the database down a request answers 503 with
 Retry-After in about a second, not after the pool's 15 s, and the first requests after it is back
 succeed. The outage is a TCP proxy in front of the test database that stops (tests/tcp_proxy.py)."""
 
@@ -9,8 +9,8 @@ import time
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.db.urls import sqlalchemy_url
 from app.services.runtime import open_worker
+from postgres.urls import sqlalchemy_url
 from tests.api_client import authed_client
 from tests.tcp_proxy import TcpProxy
 

@@ -10,9 +10,9 @@ import sys
 import psycopg
 import pytest
 
-from app.db.urls import with_database
 from bench import scale
 from bench.scale_common import drop_database
+from postgres.urls import with_database
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from app.db.engine import checkpoint_pool
 from app.db.migrate import setup_checkpoints
 from app.services.runtime import service_saver
 from app.settings import Settings
-from checkpointer import stock_format
+from postgres import checkpoint_format
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +65,6 @@ async def test_the_service_saver_passes_langgraph_conformance(make_database, wri
 
 
 def test_untested_langgraph_versions_are_refused():
-    stock_format.check_versions()  # the installed ones are the tested ones
-    with pytest.raises(stock_format.UntestedLangGraph, match="langgraph-checkpoint-postgres 9.9.9"):
-        stock_format.check_versions({"langgraph-checkpoint-postgres": "9.9.9"})
+    checkpoint_format.check_versions()  # the installed ones are the tested ones
+    with pytest.raises(checkpoint_format.UntestedLangGraph, match="langgraph-checkpoint-postgres 9.9.9"):
+        checkpoint_format.check_versions({"langgraph-checkpoint-postgres": "9.9.9"})

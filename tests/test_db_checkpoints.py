@@ -10,11 +10,11 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Command
 
 from app.db.engine import checkpoint_pool
-from checkpointer import PooledPostgresSaver
-from checkpointer import saver as checkpoints
 from graph.builder import build_graph
 from graph.runner import loop_config
 from llm.usage import empty_usage
+from postgres import checkpoints
+from postgres.checkpoints import PooledPostgresSaver
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The outage gate (app/db/outage.py) without a database: which errors close it, what it sets."""
+"""The outage gate (postgres/outage.py) without a database: which errors close it, what it sets."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 
-from app.db.outage import OutageGate
+from postgres.outage import OutageGate
 
 
 @dataclass

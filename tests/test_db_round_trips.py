@@ -23,9 +23,9 @@ MAX_PER_LOOP = 10
 async def test_an_offline_loop_stays_within_its_round_trips(
     service_settings, service_db_url, ml_dataset, service_loop_deps, capsys, monkeypatch
 ):
-    from app.db.urls import sqlalchemy_url
     from app.services import limits
     from app.services.runtime import open_worker
+    from postgres.urls import sqlalchemy_url
     from tests.api_client import authed_client
 
     monkeypatch.setattr(limits, "PURGE_SHARE", 0.0)  # 1 % of requests purge old windows: not per loop

@@ -20,8 +20,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from app.db.engine import checkpoint_pool, lock_pool
-from app.db.locks import AdvisoryLocks
 from bench.ports import port_listening, reserved_port, spawn_logged, wait_ready
+from postgres.locks import AdvisoryLocks
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from app.db.urls import with_database
 from bench import replicas
+from postgres.urls import with_database
 
 pytestmark = pytest.mark.integration
 

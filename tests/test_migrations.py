@@ -12,7 +12,7 @@ from sqlalchemy import create_engine
 
 from app.db.migrate import downgrade, setup_checkpoints, upgrade
 from app.db.models import Base, include_in_autogenerate
-from app.db.urls import sqlalchemy_url
+from postgres.urls import sqlalchemy_url
 
 pytestmark = pytest.mark.integration
 

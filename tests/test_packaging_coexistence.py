@@ -155,7 +155,7 @@ def test_recloop_and_another_project_with_top_level_graph_and_app_both_work(venv
         "steering",
         "llm",
         "recmodels",
-        "checkpointer",
+        "postgres",
         "migrations",
     }
     assert not server_packages & imported  # the client imports no server

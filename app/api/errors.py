@@ -105,7 +105,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def _database_down(request: Request, exc: Exception) -> JSONResponse:
         worker = getattr(request.app.state, "worker", None)
-        if worker is not None:  # the pools wait briefly from now on (app/db/outage.py)
+        if worker is not None:  # the pools wait briefly from now on (postgres/outage.py)
             worker.database.outage.saw(exc)
         return database_down_response(exc, request.app.state.settings.db_retry_after_s)
 

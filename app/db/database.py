@@ -1,5 +1,5 @@
 """The service's database as one worker holds it: the engine and its sessions, the advisory locks and
-the outage gate that governs their pools' timeouts (app/db/outage.py)."""
+the outage gate that governs their pools' timeouts (postgres/outage.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.engine import create_engine, create_read_sessionmaker, create_sessionmaker, lock_pool
-from app.db.locks import AdvisoryLocks
-from app.db.outage import OutageGate
 from app.settings import Settings
+from postgres.locks import AdvisoryLocks
+from postgres.outage import OutageGate
 
 
 @dataclass(frozen=True)
 class Database:
     url: str
-    """libpq form (app/db/urls.py)."""
+    """libpq form (postgres/urls.py)."""
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     reads: async_sessionmaker[AsyncSession]

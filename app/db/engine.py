@@ -13,9 +13,9 @@ from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from app.db.embedded import start_embedded_postgres
-from app.db.urls import libpq_url, sqlalchemy_url
 from app.settings import Settings
+from postgres.embedded import start_embedded_postgres
+from postgres.urls import libpq_url, sqlalchemy_url
 
 
 def resolve_database_url(settings: Settings) -> str:

@@ -16,7 +16,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from app.db.urls import libpq_url
+from postgres.urls import libpq_url
 
 _log = logging.getLogger(__name__)
 

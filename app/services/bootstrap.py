@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from app.db.engine import create_engine, create_sessionmaker, resolve_database_url
 from app.db.migrate import migrate_all
-from app.db.urls import redact
 from app.services.keys import NewKey, create_first_key, create_key, list_keys, revoke_key
 from app.settings import Settings
+from postgres.urls import redact
 from recmodels.artifacts import artifact_path
 from recmodels.dataset import Dataset, DatasetNotFound
 

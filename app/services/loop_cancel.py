@@ -15,7 +15,6 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-import checkpointer
 from app.db import loops as loops_repo
 from app.db.database import Database
 from app.db.models import Session
@@ -25,6 +24,7 @@ from app.services.keys import Caller
 from app.services.service_runner import ServiceRunner
 from app.services.sessions import locked_session
 from graph.runner import clear_pending, read_thread
+from postgres import checkpoints
 
 ERROR_CHARS = 500
 """Longest error summary a failed loop keeps."""
@@ -68,7 +68,7 @@ async def drop_left_interrupt(
     if status != "failed" or not (await read_thread(runner.graph, session.thread_id)).interrupts:
         return  # paused (recorded before the cancel came: runs.cancel abandons it), or nothing left
     await clear_pending(runner.graph, session.thread_id)
-    await checkpointer.flush(runner.saver, session.thread_id)
+    await checkpoints.flush(runner.saver, session.thread_id)
 
 
 async def abandon_paused(
@@ -94,9 +94,9 @@ async def abandon_paused(
         if runner.graph is not None:
             await clear_pending(runner.graph, session.thread_id)
         async with (
-            checkpointer.commit_with(runner.saver, session.thread_id) as checkpoint_rows,
+            checkpoints.commit_with(runner.saver, session.thread_id) as checkpoint_rows,
             database.sessionmaker.begin() as db,
         ):
             error = _with_reason(ABANDONED_AT_JUDGE, reason)
             await loops_repo.abandon_paused(db, session_id=session.id, loop_index=loop_index, error=error)
-            await checkpointer.write_in(db, checkpoint_rows, runner.settings.checkpoint_schema)
+            await checkpoints.write_in(db, checkpoint_rows, runner.settings.checkpoint_schema)

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from pydantic_core import to_jsonable_python
 from sqlalchemy.ext.asyncio import AsyncSession
 
-import checkpointer
 from app.db import loops as loops_repo
 from app.db import sessions as sessions_repo
 from app.db.database import Database
@@ -31,6 +30,7 @@ from app.services.loop_cancel import ERROR_CHARS
 from app.services.service_runner import ServiceRunner
 from app.services.sessions import thread_state
 from llm.usage import total_usage
+from postgres import checkpoints
 
 DISCARDED = "; its worker had lost the database and finished the loop later: that result was discarded"
 _log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class LoopLedger:
         """
         # A write-behind saver's last writes (the final round, a pending interrupt) are committed
         # in the history's transaction: one durable commit, and both or neither.
-        handover = checkpointer.commit_with(self.runner.saver, self.session.thread_id)
+        handover = checkpoints.commit_with(self.runner.saver, self.session.thread_id)
         async with handover as checkpoint_statements, self.database.sessionmaker.begin() as db:
             new_rounds = await self._stage(db, outcome, checkpoint_statements)
             if new_rounds is None:
@@ -178,7 +178,7 @@ class LoopLedger:
                     note=DISCARDED,
                 )
         if new_rounds is None:
-            await checkpointer.discard(self.runner.saver, self.session.thread_id)
+            await checkpoints.discard(self.runner.saver, self.session.thread_id)
             raise LoopSuperseded(
                 f"loop {self.loop_index} was taken over by another worker while this one could not reach "
                 "the database; its result was discarded: retry (the same Idempotency-Key answers with "
@@ -224,7 +224,7 @@ class LoopLedger:
             usage=dict(total_usage(new_rounds, "llm_usage")),
             fallbacks=_fallbacks(new_rounds),
         )
-        await checkpointer.write_in(db, checkpoint_statements, self.runner.settings.checkpoint_schema)
+        await checkpoints.write_in(db, checkpoint_statements, self.runner.settings.checkpoint_schema)
         return new_rounds
 
     async def record_failure(self, exc: BaseException, outcome: LoopOutcome) -> bool:

@@ -21,7 +21,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import Any
 
-import checkpointer
 from app.db import loops as loops_repo
 from app.db.database import Database
 from app.db.models import Loop, Session
@@ -59,6 +58,7 @@ from graph.runner import (
     stream_loop,
 )
 from graph.state import JudgeMode
+from postgres import checkpoints
 
 ABANDONED = recovery.ABANDONED
 _log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ class LoopRun:
         finally:
             if not self._streamed.finished:
                 # What the failed run wrote is kept (a finished run commits it with its history).
-                await asyncio.shield(checkpointer.flush(self.runner.saver, self.session.thread_id))
+                await asyncio.shield(checkpoints.flush(self.runner.saver, self.session.thread_id))
         return self._streamed.pending
 
     async def _start(self) -> None:

@@ -160,7 +160,7 @@ async def watch(database: Database, runner: ServiceRunner, *, run: resume.Runner
             try:
                 await seen.sweep(database, runner)
             except DATABASE_DOWN as exc:
-                database.outage.saw(exc)  # requests fail fast from now on (app/db/outage.py)
+                database.outage.saw(exc)  # requests fail fast from now on (postgres/outage.py)
                 seen.free_since = {}  # nothing can be observed while the database is away
             except Exception:
                 _log.exception("the sweep for loops left running failed")

@@ -16,9 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.db import idempotency as idempotency_repo
 from app.db import retention as retention_repo
 from app.db.engine import checkpoint_pool, create_engine, create_sessionmaker, lock_pool
-from app.db.locks import AdvisoryLocks
 from app.settings import Settings
-from checkpointer import PooledPostgresSaver
+from postgres.checkpoints import PooledPostgresSaver
+from postgres.locks import AdvisoryLocks
 
 
 class _Busy(Exception):

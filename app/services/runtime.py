@@ -20,18 +20,18 @@ from psycopg_pool import AsyncConnectionPool
 
 from app.db.database import Database, open_database, open_pool
 from app.db.engine import checkpoint_pool, resolve_database_url
-from app.db.urls import libpq_url
 from app.services.keys import VerifiedKeys
 from app.services.run_events import ProtocolRuns
 from app.services.service_runner import ServiceRunner
 from app.services.steering_models import SteeringModels
 from app.settings import Settings
-from checkpointer import PooledPostgresSaver
 from graph.builder import build_graph
 from graph.caches import LoopCaches
 from graph.config import AgentMode
 from graph.context import LoopDeps
 from graph.deps import make_deps
+from postgres.checkpoints import PooledPostgresSaver
+from postgres.urls import libpq_url
 from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer

@@ -1,6 +1,6 @@
 """The one place that knows LangGraph internals: the stock PostgreSQL saver's storage format.
 
-The service's saver (checkpointer/saver.py) writes rows that LangGraph's stock
+The service's saver (postgres/checkpoints.py) writes rows that LangGraph's stock
 ``AsyncPostgresSaver`` reads back (and migrates, prunes and deletes). How a checkpoint becomes
 rows is not a public LangGraph API: which channel values stay inline in the checkpoint's JSON
 and which go to the blobs table (with a ``True`` marker for a ``DeltaChannel`` snapshot, a
@@ -69,7 +69,7 @@ def check_versions(installed: Mapping[str, str] | None = None) -> None:
             "the checkpoint saver writes LangGraph's PostgreSQL format, which is not a public API, and "
             f"was not checked against {'; '.join(wrong)}. Install the tested versions, or run "
             "tests/test_db_checkpoint_conformance.py on these and add them to "
-            "checkpointer/stock_format.TESTED_VERSIONS."
+            "postgres/checkpoint_format.TESTED_VERSIONS."
         )
 
 

@@ -26,7 +26,7 @@ differs from the stock saver is *when* rows are written:
 Reads flush the thread's pending rows first (all threads' for a listing across threads), so
 nothing ever reads around the buffer. Reads, pruning and deletion are the stock saver's own
 code, called through its public methods; the row format is LangGraph's, mirrored in
-checkpointer/stock_format.py, which is pinned to the LangGraph versions it was checked
+postgres/checkpoint_format.py, which is pinned to the LangGraph versions it was checked
 against.
 """
 
@@ -54,7 +54,7 @@ from psycopg import AsyncConnection, AsyncCursor, sql
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from checkpointer.stock_format import (
+from postgres.checkpoint_format import (
     TABLE_ORDER,
     ThreadTip,
     check_versions,

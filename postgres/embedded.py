@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from app.db.urls import libpq_url
+from postgres.urls import libpq_url
 
 _log = logging.getLogger(__name__)
 
