@@ -28,6 +28,7 @@ from app.api.idempotency import IdempotencyMiddleware
 from app.api.input_guard import InputGuardMiddleware
 from app.api.metrics import RequestMetricsMiddleware
 from app.api.openapi import install_openapi
+from app.services import catalog as catalog_service
 from app.services import loops, recovery, startup
 from app.services import steering as steering_service
 from app.services.runtime import Worker, open_worker
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None, *, worker: Worker | None = None
             if settings.steering_warmup:
                 warm_up = asyncio.create_task(steering_service.warm_up(opened.steering))
             app.state.steering_warmup = warm_up
+            title_index = asyncio.create_task(catalog_service.warm_up(opened.catalog))
             # Resumes (or resolves) loops left running by this worker or by dead ones
             # (app/services/recovery.py, app/services/resume.py).
             watch = asyncio.create_task(
@@ -70,6 +72,7 @@ def create_app(settings: Settings | None = None, *, worker: Worker | None = None
                 yield
             finally:
                 watch.cancel()
+                title_index.cancel()
                 if warm_up is not None:
                     warm_up.cancel()
 

@@ -64,3 +64,28 @@ def test_the_index_ranks_as_a_scan_of_every_title_does():
         for limit in (1, 3, 10, 1000):
             found = [item.id for item in index.search(query.strip().casefold(), limit)]
             assert found == _scan(items, query, limit), (query, limit)
+
+
+async def test_the_start_up_warm_up_builds_the_index_once_for_every_later_search(ml_dataset, monkeypatch):
+    """app.main's lifespan warms the title index; searches racing it (or each other) share one build."""
+    import asyncio
+
+    from app.services import catalog, title_search
+
+    built = []
+    real_build = title_search.TitleIndex.build
+
+    def counted_build(items):
+        built.append(len(items))
+        return real_build(items)
+
+    monkeypatch.setattr(title_search.TitleIndex, "build", staticmethod(counted_build))
+    monkeypatch.setattr(title_search, "_INDEXES", type(title_search._INDEXES)())
+    await asyncio.gather(
+        catalog.warm_up(ml_dataset),
+        catalog.search(ml_dataset, query="star wars", limit=3),
+        catalog.search(ml_dataset, query="toy", limit=3),
+    )
+    assert built == [ml_dataset.n_items]
+    found = await catalog.search(ml_dataset, query="Toy Story", limit=1)
+    assert found[0].title.startswith("Toy Story") and built == [ml_dataset.n_items]

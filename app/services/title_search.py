@@ -11,6 +11,7 @@ O(n log n) build, kept per catalog object) in two forms:
 
 from __future__ import annotations
 
+import threading
 import weakref
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -112,11 +113,18 @@ class TitleIndex:
 _INDEXES: weakref.WeakKeyDictionary[Dataset, TitleIndex] = weakref.WeakKeyDictionary()
 
 
+_BUILDING = threading.Lock()
+"""The start-up warm-up and a first search may ask at once: the index is built once."""
+
+
 def title_index(dataset: Dataset) -> TitleIndex:
     """The catalog's title index, built on first use and kept as long as the catalog."""
     index = _INDEXES.get(dataset)
     if index is None:
-        index = _INDEXES[dataset] = TitleIndex.build(dataset.items)
+        with _BUILDING:
+            index = _INDEXES.get(dataset)
+            if index is None:
+                index = _INDEXES[dataset] = TitleIndex.build(dataset.items)
     return index
 
 
