@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.nn import functional as F
 
@@ -110,6 +112,14 @@ def gbce(
     beta * softplus(-s), finite for any s. As in gSASRec a drawn negative may be the positive itself
     (rare with k << N), and the loss is the mean over each position's 1 + k logits. Cost O(P k H),
     not O(P N H): what lets training scale with the catalog.
+
+    Every logit is shifted by the constant :func:`gbce_offset` before the loss. BCE, unlike softmax,
+    is not shift-invariant: a model that cannot tell items apart yet wants all its logits near
+    log(beta / k), where the k negatives' pull balances the positive's. Without the shift the model
+    reaches that level through its tied item embeddings (a direction shared by every item, as large
+    as the items' own parts at this init scale), which drowns the items' identity in the encoder's
+    input: SASRec on MovieLens stayed at popularity (validation HR@1 0.23 against softmax's 0.49).
+    The shift is the same for every item, so rankings and serving are unchanged.
     """
     weight, bias = model.output_embeddings()  # [N, H], [N] | None
     N = weight.shape[0]  # items
@@ -128,9 +138,22 @@ def gbce(
     neg = torch.einsum("ph,pkh->pk", states, weight[negatives])  # [P, k]
     if bias is not None:
         pos, neg = pos + bias[positives], neg + bias[negatives]
-    beta = gbce_beta(k, N, t)
-    per_position = beta * F.softplus(-pos) + F.softplus(neg).sum(1)  # [P]
+    return gbce_from_logits(pos, neg, gbce_beta(k, N, t))
+
+
+def gbce_from_logits(pos: torch.Tensor, neg: torch.Tensor, beta: float) -> torch.Tensor:
+    """gBCE of the positives' logits pos [P] against their negatives' neg [P, k] -> scalar: the
+    mean over the 1 + k logits of each position, both shifted by :func:`gbce_offset` first."""
+    k = neg.shape[1]
+    shift = gbce_offset(k, beta)
+    per_position = beta * F.softplus(-(pos + shift)) + F.softplus(neg + shift).sum(1)  # [P]
     return per_position.mean() / (k + 1)
+
+
+def gbce_offset(n_negatives: int, beta: float) -> float:
+    """log(beta / k): the one logit, shared by the positive and its k negatives, at which gBCE's
+    gradient vanishes (beta * sigmoid(-c) = k * sigmoid(c))."""
+    return math.log(beta / n_negatives)
 
 
 def gbce_beta(n_negatives: int, n_items: int, t: float) -> float:

@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 from recmodels.base import pad_histories
 from recmodels.dataset import Dataset, Row
-from recmodels.losses import all_positions_ce, full_softmax_ce, gbce, gbce_beta
+from recmodels.losses import all_positions_ce, full_softmax_ce, gbce, gbce_beta, gbce_from_logits, gbce_offset
 from recmodels.registry import build_model
 from recmodels.train_config import TrainConfig, resolve_device
 from recmodels.training import train, training_tensors
@@ -100,10 +100,31 @@ def test_gbce_is_gsasrecs_bce_with_the_positive_probability_raised_to_beta() -> 
     pos = (states * weight[targets]).sum(-1, keepdim=True).double()
     neg = torch.einsum("bh,bkh->bk", states, weight[negatives]).double()
     beta = gbce_beta(5, N_ITEMS, 0.75)
+    # every logit shifted by the same constant (test below), then exactly gSASRec's loss
+    pos, neg = pos + gbce_offset(5, beta), neg + gbce_offset(5, beta)
     pos_transformed = torch.log(1.0 / (torch.sigmoid(pos).pow(-beta) - 1.0))
     labels = torch.cat([torch.ones(2, 1), torch.zeros(2, 5)], dim=1).double()
     expected = F.binary_cross_entropy_with_logits(torch.cat([pos_transformed, neg], dim=1), labels)
     torch.testing.assert_close(loss.double(), expected)
+
+
+@pytest.mark.parametrize(("k", "n_items", "t"), [(256, 1682, 0.75), (256, 1_000_000, 0.75), (4, 30, 0.0)])
+def test_gbce_pulls_a_model_that_scores_every_item_alike_toward_no_shared_shift(
+    k: int, n_items: int, t: float
+) -> None:
+    # BCE is not shift-invariant: unshifted, an untrained model (every logit equal) is pushed to
+    # lower all its logits together, which tied embeddings do with a direction shared by every item
+    # (SASRec on MovieLens then stayed at popularity). Equal logits must already be stationary.
+    beta = gbce_beta(k, n_items, t)
+    for level in (0.0, -2.0, 3.0):
+        shift = torch.zeros((), requires_grad=True)
+        pos, neg = torch.full((8,), level) + shift, torch.full((8, k), level) + shift
+        loss = gbce_from_logits(pos, neg, beta)
+        (grad,) = torch.autograd.grad(loss, shift)
+        if level == 0.0:
+            assert grad.item() == pytest.approx(0.0, abs=1e-7)
+        else:  # above the balance point the loss lowers every logit, below it raises them
+            assert (grad.item() > 0) == (level > 0), (level, grad.item())
 
 
 def test_auto_trains_full_softmax_up_to_the_threshold_and_gbce_above() -> None:
@@ -126,8 +147,7 @@ def test_gbce_training_learns_beyond_popularity_on_a_synthetic_catalog(
 
     result = train(
         synthetic_dataset, "sasrec", models_dir=tmp_path, epochs=10, progress=False, device="cpu",
-        # t = 0 (beta = 1): at t = 0.75 the positive's weight is ~0.37 and a few hundred steps
-        # leave the model near popularity on 400 items (measured; it needs many more steps).
+        # t = 0 (beta = 1) and a high learning rate keep this test short (10 epochs on 400 items).
         config_overrides={"loss": "gbce", "negatives": 64, "lr": 5e-3, "gbce_t": 0.0, "patience": 10},
     )  # fmt: skip
     assert result.metrics["config"]["loss"] == "gbce"
