@@ -195,18 +195,12 @@ def train_parser_command(
         "A set whose README does not mark it retired is refused.",
     ),
     natural_repeat: int = typer.Option(ParserTrainConfig.natural_repeat, "--natural-repeat", min=1),
-    refit_epochs: int = typer.Option(
-        ParserTrainConfig.refit_epochs or 1,
+    refit_epochs: int | None = typer.Option(
+        ParserTrainConfig.refit_epochs,
         "--refit-epochs",
         min=1,
         help="Refit warm: the selected student goes on for this many epochs over every command, at a "
-        "lower rate.",
-    ),
-    cold_refit: bool = typer.Option(
-        False,
-        "--cold-refit",
-        help="Refit cold instead: a new student trained again from scratch for --epochs on every command "
-        "(the recipe before issue 43; about twice the training time).",
+        "lower rate (default: a new student trained again for --epochs).",
     ),
     encoder_layers: int = typer.Option(
         StudentConfig.encoder_layers, "--encoder-layers", min=1, max=6, help="MiniLM layers read."
@@ -249,8 +243,7 @@ def train_parser_command(
         raise typer.Exit(2) from exc
     config = ParserTrainConfig(
         n_train=n_train, n_val=n_val, epochs=epochs, seed=seed, natural=tuple(natural),
-        natural_repeat=natural_repeat, encoder_lr=encoder_lr,
-        refit_epochs=None if cold_refit else refit_epochs,
+        natural_repeat=natural_repeat, encoder_lr=encoder_lr, refit_epochs=refit_epochs,
     )  # fmt: skip
     if tune_layers > encoder_layers:
         raise typer.BadParameter(f"--tune-layers ({tune_layers}) exceeds --encoder-layers ({encoder_layers})")

@@ -7,10 +7,9 @@ the choice measures generalisation. Three settings are chosen together: the conf
 constraint needs on its own, the (lower) one it needs when the rule parser reads the same
 constraint on the same side, and whether the rules reading it on another side withhold it.
 Selection: the fewest validation commands with a polarity inversion, then the best exact-reading
-rate. The final head then learns from training and held-out commands together: the selected
-student goes on for a short pass at a lower rate (``refit_epochs``, warm), or a new student is
-trained again (cold, twice the cost; the recipe before issue 43). The reported validation figures
-are those of the selection head, before the refit.
+rate. The final head then learns from training and held-out commands together: a new student
+trained again, or (``refit_epochs``) the selected one going on for a short pass at a lower rate (the
+reported validation figures are those of the selection head, before the refit).
 """
 
 from __future__ import annotations
@@ -54,10 +53,9 @@ AGREED_CONFIDENCE_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 class ParserTrainConfig:
     n_train: int = 6_000
     n_val: int = 600
-    epochs: int = 4
-    """Fine-tuned encoder layers settle in a few epochs (a frozen encoder's head needed about 10). 6
-    with a cold refit read v2 better than 4 (paired +0.033 [+0.004, +0.065], tenth measurement); 4 and a
-    warm refit of 1 (issue 43) train in about half the time: bench/README "Training time"."""
+    epochs: int = 6
+    """Fine-tuned encoder layers settle in a few epochs (a frozen encoder's head needed about 10;
+    6 read the MovieLens development set v2 better than 4, paired +0.033 [+0.004, +0.065])."""
     batch_size: int = 64
     lr: float = 1e-3
     encoder_lr: float = 5e-5
@@ -65,10 +63,10 @@ class ParserTrainConfig:
     seed: int = 0
     refit_all: bool = True
     """After the thresholds are chosen, train the final head on training and held-out commands."""
-    refit_epochs: int | None = 1
-    """N: the refit continues the selected student (warm) for N epochs over every command at
-    ``refit_lr_scale`` of the rates, at about N / ``epochs`` of a fit's cost. None: it trains a new
-    student from scratch for ``epochs`` (the recipe before issue 43: about half of training's time)."""
+    refit_epochs: int | None = None
+    """None: the refit trains a new student from scratch for ``epochs`` (about half of training's time:
+    the profile of issue 43). N: it continues the selected student (warm) for N epochs over every
+    command at ``refit_lr_scale`` of the rates, at about N / ``epochs`` of that cost."""
     refit_lr_scale: float = 0.3
     natural: tuple[Path, ...] = ()
     """Retired natural-command sets (development data) trained on beside the simulated commands
