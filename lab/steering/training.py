@@ -118,6 +118,7 @@ def train_parser(
     """A trained parser (thresholds chosen on validation) and what training measured. ``taught``:
     more training commands, e.g. an LLM teacher's checked rewrites (:mod:`lab.steering.teacher`)."""
     started = time.perf_counter()
+    phases = _PhaseClock()
     torch.manual_seed(config.seed)
     pretrained = encoder
     encoder = encoder.configured(student_config)
@@ -157,6 +158,7 @@ def train_parser(
         features = [*features, *[nat_features[i] for i in fit] * k]
         train_roles = [*train_roles, *[nat_roles[i] for i in fit] * k]
         train_flags = torch.cat([train_flags, nat_flags[fit].repeat(k, 1)])
+    phases.lap("encode")
     _fit(
         parser.student,
         features,
@@ -165,6 +167,7 @@ def train_parser(
         config,
         lambda n, total: progress("train", n, total),
     )
+    phases.lap("fit")
 
     val_mentions = [finder.find(c.text) for c in val]
     done[0] = 0
@@ -209,6 +212,7 @@ def train_parser(
         c.text for c, p, rules in zip(val, predictions, rule_facts, strict=True)
         if score_command(c.expected, parser.read(c.text, p, set(), rules).update).inversions
     ]  # fmt: skip
+    phases.lap("select")
     if config.refit_all:
         # The thresholds are chosen; the final head learns from every phrasing, held-out ones included:
         # a new student (cold), or the selected one going on at a lower rate (warm, refit_epochs).
@@ -229,6 +233,7 @@ def train_parser(
             parser.student, [*features, *refit_features], [*train_roles, *refit_roles],
             torch.cat([train_flags, refit_flags]), refit_config, lambda n, total: progress("refit", n, total),
         )  # fmt: skip
+    phases.lap("refit")
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
     report = ParserTrainReport(
@@ -260,8 +265,23 @@ def train_parser(
         "oracle_val_exact": oracle,
         "offline_val": offline,
         "seconds": report.seconds,
+        "phases": phases.lap("baselines"),
     }
     return parser, report
+
+
+class _PhaseClock:
+    """Wall and process CPU seconds of each training phase (CPU: the honest figure on a shared box)."""
+
+    def __init__(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        self.seconds: dict[str, dict[str, float]] = {}
+
+    def lap(self, phase: str) -> dict[str, dict[str, float]]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.seconds[phase] = {"wall": round(wall - self._wall, 1), "cpu": round(cpu - self._cpu, 1)}
+        self._wall, self._cpu = wall, cpu
+        return self.seconds
 
 
 def _fit(
