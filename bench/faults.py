@@ -12,7 +12,8 @@ compared with what the clients were told:
 - ``lost``: acknowledged work (a 2xx loop or session) that is not in the database;
 - ``duplicate_loops``: extra completed loops of one keyed request (a retry that ran it again);
 - ``false_errors``: keyed requests answered 5xx although their work was committed (a later
-  retry replayed it);
+  retry replayed it), by an attempt that may have carried the work (before any 409 "still
+  running": :func:`said_error_for_its_own_work`);
 - ``stale_running``: loops and sessions still ``running`` once the service had time to recover;
 - ``unhandled_exceptions``: tracebacks in the server log;
 - ``other_5xx``: 5xx answers other than 503 with Retry-After;
@@ -46,8 +47,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ import psycopg
 from app.db.migrate import migrate_all
 from app.services.bootstrap import new_key
 from app.settings import Settings
+from bench.fault_counts import Attempt, KeyedRequest, Tally, judge, judge_log, outage_effects, stale_running
 from bench.ports import reserved_port
 from bench.service import start_server
 from bench.slow_disk import PrivatePostgres, private_postgres
@@ -95,38 +96,6 @@ class FaultPlan:
     loops_per_session: int = 10
     settle_s: float = 60.0
     """Longest wait after the load for nothing to be ``running`` any more."""
-
-
-@dataclass
-class Attempt:
-    status: int | None  # None: a transport error
-    replayed: bool = False
-    retry_after: bool = False
-
-
-@dataclass
-class KeyedRequest:
-    kind: str  # "session" | "loop" | "feedback"
-    key: str
-    session_id: str | None
-    candidates: tuple[int, ...] = ()
-    url: str = ""
-    body: dict[str, Any] = field(default_factory=dict)
-    round: int | None = None
-    """A judgement's round (feedback)."""
-    attempts: list[Attempt] = field(default_factory=list)
-    answer: dict[str, Any] | None = None
-    """The 2xx body, if one came."""
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.requests: list[KeyedRequest] = []
-        self.http_requests = 0
-        self.statuses: Counter[str] = Counter()
-        self.latencies_503_ms: list[float] = []
-        self.diverged = 0
-        self.diverged_examples: list[dict[str, Any]] = []
 
 
 async def _send(
@@ -307,111 +276,18 @@ def _busy_worker(url: str, pids: list[int], running: str = _RUNNING["any"], wait
     return random.choice(pids), False
 
 
-def _stale(url: str) -> int:
-    with psycopg.connect(url, connect_timeout=3) as conn:
-        loops = conn.execute("SELECT count(*) FROM loops WHERE status = 'running'").fetchone()[0]
-        sessions = conn.execute("SELECT count(*) FROM sessions WHERE status = 'running'").fetchone()[0]
-    return int(loops) + int(sessions)
-
-
 def _wait_for_recovery(url: str, settle_s: float) -> tuple[int, float]:
     """Wait until nothing is ``running`` (at most ``settle_s``); (what still is, seconds waited)."""
     started = time.monotonic()
     while True:
         try:
-            stale = _stale(url)
+            stale = stale_running(url)
         except psycopg.OperationalError:
             stale = -1
         waited = time.monotonic() - started
         if stale == 0 or waited > settle_s:
             return stale, waited
         time.sleep(0.5)
-
-
-def judge(url: str, tally: Tally) -> dict[str, Any]:
-    """The counts of COUNTS but the log's (and context) from the database and the clients' answers."""
-    with psycopg.connect(url) as conn:
-        loops = conn.execute(
-            "SELECT session_id::text, loop_index, status, final_item, params, error FROM loops"
-        ).fetchall()
-        decisions = {
-            (s, k, r): decision
-            for s, k, r, decision in conn.execute(
-                "SELECT l.session_id::text, l.loop_index, r.round, r.decision FROM rounds r "
-                "JOIN loops l ON l.id = r.loop_id"
-            ).fetchall()
-        }
-        resumed = conn.execute("SELECT count(*) FROM loops WHERE resumed_from IS NOT NULL").fetchone()[0]
-        sessions = {row[0] for row in conn.execute("SELECT id::text FROM sessions").fetchall()}
-        stale = _stale(url)
-    by_index = {(s, k): (status, item) for s, k, status, item, _, _ in loops}
-    errors_of = {(s, k): error for s, k, _, _, _, error in loops}
-    completed = Counter(
-        (s, tuple(params["candidates"])) for s, _, status, _, params, _ in loops if status == "completed"
-    )
-    lost = duplicates = false_errors = other_5xx = judgements_lost = 0
-    lost_examples: list[dict[str, Any]] = []  # what was lost, to tell why (the first few)
-    false_error_examples: list[dict[str, Any]] = []
-    for request in tally.requests:
-        if request.kind == "feedback" and request.answer is not None:
-            judged = (request.session_id, request.answer["loop_index"], request.round)
-            if decisions.get(judged) != request.body["decision"]:
-                judgements_lost += 1
-        answered = request.answer is not None
-        if request.kind == "session" and answered and request.answer["id"] not in sessions:
-            lost += 1
-        if request.kind in ("loop", "feedback") and answered:
-            stored = by_index.get((request.session_id, request.answer["loop_index"]))
-            item = (request.answer.get("item") or {}).get("id")
-            gone = stored is None or stored[0] == "failed"
-            other = (
-                request.answer["status"] == "completed"
-                and stored is not None
-                and tuple(stored) != ("completed", item)
-            )
-            lost += gone or other
-            if (gone or other) and len(lost_examples) < 5:
-                lost_examples.append({
-                    "kind": request.kind,
-                    "answer_status": request.answer.get("status"),
-                    "stored": list(stored) if stored else None,
-                    "error": errors_of.get((request.session_id, request.answer["loop_index"])),
-                })  # fmt: skip
-        if request.kind == "loop":
-            duplicates += max(0, completed[(request.session_id, request.candidates)] - 1)
-        errors = [a for a in request.attempts if a.status is not None and a.status >= 500]
-        other_5xx += sum(1 for a in errors if not (a.status == 503 and a.retry_after))
-        ran_twice = request.kind == "loop" and completed[(request.session_id, request.candidates)] > 1
-        if errors and ((answered and request.attempts[-1].replayed) or ran_twice):
-            false_errors += 1  # its work was committed (replayed, or redone), yet an answer said error
-            if len(false_error_examples) < 5:
-                false_error_examples.append({
-                    "kind": request.kind,
-                    "statuses": [a.status for a in request.attempts],
-                    "replayed": request.attempts[-1].replayed,
-                    "ran_twice": ran_twice,
-                })  # fmt: skip
-    failed = [error or "" for _, _, status, _, _, error in loops if status == "failed"]
-    return {
-        "lost": lost,
-        "duplicate_loops": duplicates,
-        "false_errors": false_errors,
-        "stale_running": stale,
-        "other_5xx": other_5xx,
-        # A stopped worker's loop failed instead of resumed (what recovery did before issue 42).
-        "abandoned_resumable": sum(e.startswith("abandoned") for e in failed),
-        "judgements_lost": judgements_lost,
-        "lost_examples": lost_examples,
-        "false_error_examples": false_error_examples,
-        "loops_resumed": int(resumed),
-        "loops_failed_not_resumable": sum(e.startswith("not resumable") for e in failed),
-        "loops_completed": sum(completed.values()),
-        "loops_failed_database_unavailable": sum(e.startswith("database unavailable") for e in failed),
-        "loops_failed_abandoned": sum(e.startswith("abandoned") for e in failed),
-        "loops_failed_other": sum(
-            not e.startswith(("database unavailable", "abandoned", "not resumable")) for e in failed
-        ),
-    }
 
 
 def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str, Any]:
@@ -501,27 +377,6 @@ def run(plan: FaultPlan, data_dir: Path, echo=lambda message: None) -> dict[str,
         **{k: v for k, v in result.items() if k not in COUNTS},
         "server_log_tail": server_log[-2000:] if result["unhandled_exceptions"] else "",
     }
-
-
-OUTAGE_EFFECTS = {
-    "runs_waited_out": "lost the database (",  # app/services/loops.py: went on in the same request
-    "gate_down": "database down: requests wait",  # postgres/outage.py
-    "background_commits_failed": "background checkpoint commit of thread",  # postgres/checkpoints.py
-}
-"""What the server log shows of an outage, by what each effect's line says."""
-
-
-def outage_effects(server_log: str) -> dict[str, int]:
-    """How often the server met an outage, by effect (a restart that strikes nothing shows none)."""
-    return {name: server_log.count(marker) for name, marker in OUTAGE_EFFECTS.items()}
-
-
-def judge_log(server_log: str) -> int:
-    """Unhandled exceptions in the server log: its tracebacks, a chain of them counted once."""
-    tracebacks = server_log.count("Traceback (most recent call last)")
-    chained = server_log.count("The above exception was the direct cause of the following exception")
-    chained += server_log.count("During handling of the above exception, another exception occurred")
-    return max(tracebacks - chained, server_log.count("Exception in ASGI application"))
 
 
 def main() -> None:
