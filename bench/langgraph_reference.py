@@ -495,27 +495,37 @@ def recloop_server(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         stop_variant(server, args.database_url)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_server_arguments(
+    parser: argparse.ArgumentParser, *, venv: Path, database: str, data_dir_help: str
+) -> None:
+    """--venv (LangGraph's server's own venv), --database-url and --data-dir, as the LangGraph
+    benchmarks (this one and bench.langgraph_speed) take them."""
     parser.add_argument(
         "--venv",
         type=Path,
-        default=REPO / ".venv-langgraph-ref",
+        default=venv,
         help="The venv for LangGraph's server (created and filled if absent).",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", database),
+        help="A PostgreSQL server where a fresh database may be created and dropped.",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("RECLOOP_DATA_DIR", "data")), help=data_dir_help
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_server_arguments(
+        parser,
+        venv=REPO / ".venv-langgraph-ref",
+        database="postgresql://postgres@127.0.0.1:5432/test",
+        data_dir_help="A recloop data dir whose datasets/movielens is copied (without --recloop-url).",
     )
     parser.add_argument("--recloop-url", help="A running `recloop serve` (else one is started here).")
     parser.add_argument("--api-key", help="A key of --recloop-url's server.")
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-        help="A PostgreSQL server where a fresh database may be created and dropped (without --recloop-url).",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=Path(os.environ.get("RECLOOP_DATA_DIR", "data")),
-        help="A recloop data dir whose datasets/movielens is copied (without --recloop-url).",
-    )
     parser.add_argument("--ready-s", type=float, default=180, help="How long a server may take to start.")
     parser.add_argument("--json", action="store_true", help="Last stdout line: one JSON object.")
     parser.add_argument(

@@ -42,7 +42,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench.langgraph_reference import REFERENCE_PINS
+from bench.langgraph_reference import REFERENCE_PINS, add_server_arguments
 from bench.service_loadgen import percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -340,22 +340,11 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--venv",
-        type=Path,
-        default=REPO / ".venv-langgraph-speed",
-        help="The venv for LangGraph's server (created and filled if absent).",
-    )
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("RECLOOP_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
-        help="A PostgreSQL server where a fresh database may be created and dropped.",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=Path(os.environ.get("RECLOOP_DATA_DIR", "data")),
-        help="A recloop data dir with the dataset, both models and their calibration.",
+    add_server_arguments(
+        parser,
+        venv=REPO / ".venv-langgraph-speed",
+        database="postgresql://postgres@127.0.0.1:5432/postgres",
+        data_dir_help="A recloop data dir with the dataset, both models and their calibration.",
     )
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 16])
     parser.add_argument("--calls", nargs="+", choices=["wait", "stream"], default=["wait", "stream"])
