@@ -35,7 +35,7 @@ import tempfile
 import textwrap
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -412,28 +412,31 @@ def installed_versions(venv: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def langgraph_dev(venv: Path, workdir: Path, ready_s: float) -> Iterator[str]:
-    """``langgraph dev`` (in-memory) serving the reference graph; its URL."""
+def langgraph_dev_process(
+    venv: Path, workdir: Path, ready_s: float, *, env: dict[str, str], args: Sequence[str] = (), nice: int = 0
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``langgraph dev`` (in-memory) on a free port, run in ``workdir`` (its langgraph.json), quiet (no
+    analytics, version check or tracing; ``env`` adds to that); its URL and process, stopped on exit.
+    Both LangGraph benchmarks start it here (this one and bench.langgraph_speed)."""
     from bench.ports import http_ready, reserved_port, wait_ready
 
-    (workdir / "reference_graph.py").write_text(textwrap.dedent(REFERENCE_GRAPH))
-    (workdir / "langgraph.json").write_text(json.dumps(LANGGRAPH_JSON, indent=2))
     log = workdir / "langgraph-dev.log"
-    env = {
-        **os.environ,
+    quiet = {
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "1",
         "LANGSMITH_TRACING": "false",
         "LANGCHAIN_TRACING_V2": "false",
-        "PYTHONPATH": "",
     }
     with reserved_port() as port:
         command = [
-            "nice", "-n", "10", str(venv / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
-            "--host", "127.0.0.1", "--port", str(port), "--config", "langgraph.json",
+            *(["nice", "-n", str(nice)] if nice else []), str(venv / "bin" / "langgraph"), "dev",
+            "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+            "--config", "langgraph.json", *args,
         ]  # fmt: skip
         with log.open("wb") as out:
-            process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                command, cwd=workdir, env={**os.environ, **quiet, **env}, stdout=out, stderr=subprocess.STDOUT
+            )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_ready(
@@ -443,13 +446,22 @@ def langgraph_dev(venv: Path, workdir: Path, ready_s: float) -> Iterator[str]:
             process.kill()
             raise
     try:
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextlib.contextmanager
+def langgraph_dev(venv: Path, workdir: Path, ready_s: float) -> Iterator[str]:
+    """``langgraph dev`` (in-memory) serving the reference graph; its URL."""
+    (workdir / "reference_graph.py").write_text(textwrap.dedent(REFERENCE_GRAPH))
+    (workdir / "langgraph.json").write_text(json.dumps(LANGGRAPH_JSON, indent=2))
+    with langgraph_dev_process(venv, workdir, ready_s, env={"PYTHONPATH": ""}, nice=10) as (url, _):
+        yield url
 
 
 def _recloop_data_dir(source: Path, work: Path, dataset: str, model: str) -> Path:

@@ -42,7 +42,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench.langgraph_reference import REFERENCE_PINS, add_server_arguments
+from bench.langgraph_reference import REFERENCE_PINS, add_server_arguments, langgraph_dev_process
 from bench.service_loadgen import percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,51 +207,22 @@ def served_env(data_dir: Path, args: argparse.Namespace) -> dict[str, str]:
 @contextlib.contextmanager
 def langgraph_dev(venv: Path, data_dir: Path, args: argparse.Namespace) -> Iterator[tuple[str, int]]:
     """``langgraph dev`` serving recloop's graph (bench/langgraph_speed_graph.py); its URL and pid."""
-    from bench.ports import http_ready, reserved_port, wait_ready
-
     workdir = Path(tempfile.mkdtemp(prefix="langgraph-speed-"))
     (workdir / "served_graph.py").write_text(textwrap.dedent(SERVED_GRAPH))
     config = {"dependencies": ["."], "graphs": {"recloop": "./served_graph.py:graph"}}
     (workdir / "langgraph.json").write_text(json.dumps(config, indent=2))
-    log = workdir / "langgraph-dev.log"
-    env = {
-        **os.environ,
-        **served_env(data_dir, args),
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-        "PYTHONPATH": str(REPO),
-    }
-    with reserved_port() as port:
-        command = [
-            str(venv / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-            "--port", str(port), "--config", "langgraph.json",
-            "--n-jobs-per-worker", str(max(args.concurrency)),
-        ]  # fmt: skip
-        with log.open("wb") as out:
-            process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_ready(
-                process, http_ready(f"{url}/ok"), what="langgraph dev", timeout_s=args.ready_s, log_path=log
-            )
-        except BaseException:
-            process.kill()
-            raise
+    env = {**served_env(data_dir, args), "PYTHONPATH": str(REPO)}
+    jobs = ["--n-jobs-per-worker", str(max(args.concurrency))]
     try:
-        yield url, process.pid
+        with langgraph_dev_process(venv, workdir, args.ready_s, env=env, args=jobs) as (url, process):
+            yield url, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        kept = args.out.with_name("langgraph-dev.log")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, kept)
+        log, kept = workdir / "langgraph-dev.log", args.out.with_name("langgraph-dev.log")
+        if log.is_file():  # kept also when the server did not start: its log says why
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, kept)
+            echo(f"langgraph dev's log: {kept}")
         shutil.rmtree(workdir, ignore_errors=True)
-        echo(f"langgraph dev's log: {kept}")
 
 
 @contextlib.contextmanager
