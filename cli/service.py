@@ -277,7 +277,8 @@ def _train_parser_in_background(settings, dataset: str) -> None:
         return  # another start of this data directory is training it already
     log = settings.data_dir / "run" / f"parser-{dataset}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    entry = "import recloop._server as server; server.main()"
+    # Niced: the trainer takes the cores the server leaves idle, never a request's.
+    entry = "import os; os.nice(10); import recloop._server as server; server.main()"
     with log.open("ab") as out:
         trainer = subprocess.Popen(  # noqa: S603 -- our own command line, no user input
             [sys.executable, "-c", entry, "prepare-parser"], stdout=out, stderr=out, start_new_session=True

@@ -34,7 +34,7 @@ from lab.steering.natural_labels import FrozenSetError, read_training_set
 from lab.steering.scoring import NaturalSetError, read_natural_set
 from lab.steering.simulator import simulate
 from lab.steering.teacher import LLMTeacher, TeacherReport, teacher_cache_path
-from lab.steering.training import ParserTrainConfig, train_parser
+from lab.steering.training import ParserTrainConfig, TrainingEstimate, train_parser
 from llm.usage import sum_usage
 from recmodels.artifacts import code_version, load_latest_scorer
 from recmodels.dataset import Dataset, DatasetNotFound
@@ -232,7 +232,8 @@ def train_parser_command(
     progress: bool = ProgressOpt,
 ) -> None:
     """Train the learned command parser on simulated commands; thresholds chosen on held-out phrasings."""
-    settings = _threaded_settings()
+    settings = get_settings()
+    torch.set_num_threads(settings.parser_train_threads())  # batch training: every core it may use
     try:
         catalog = Dataset.open(settings.datasets_dir, dataset)
         encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
@@ -317,6 +318,9 @@ def retired_sets(dataset: str) -> list[Path]:
     return found
 
 
+PROGRESS_EVERY_S = 15.0
+
+
 def prepare_parser(
     settings: Settings, dataset: Dataset, echo, config: ParserTrainConfig | None = None
 ) -> Path | None:
@@ -328,7 +332,8 @@ def prepare_parser(
     path = learned_artifact(settings.parser_config(), dataset.name)
     if path.is_file():
         return path
-    torch.set_num_threads(settings.torch_threads)
+    started = time.monotonic()
+    torch.set_num_threads(settings.parser_train_threads())
     try:
         encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
     except TextEncoderUnavailable as exc:
@@ -339,8 +344,22 @@ def prepare_parser(
     natural = retired_sets(dataset.name)
     echo(f"training the learned steering parser for {dataset.name} ({len(natural)} retired natural sets)")
     config = config or ParserTrainConfig(natural=tuple(natural))
+    estimate = TrainingEstimate.for_recipe(config)
+    estimate.started = started  # the encoder's loading counts too
+    last_said = [time.monotonic()]
+
+    def on_progress(stage: str, done: int, total: int) -> None:
+        # Every 15 s: the status file's expected_ready_at (what /readyz and commands announce) from how
+        # far the training is, and a progress line (a log, a job's output: no bars).
+        remaining = estimate.remaining_s(stage, done, total)
+        if remaining is None or time.monotonic() - last_said[0] < PROGRESS_EVERY_S:
+            return
+        last_said[0] = time.monotonic()
+        write_status(settings, dataset.name, "training", expected_s=remaining)
+        echo(f"learned parser: {stage} {done}/{total}, about {remaining / 60:.1f} min left")
+
     try:
-        parser, trained = train_parser(CatalogIndex(dataset), encoder, config)
+        parser, trained = train_parser(CatalogIndex(dataset), encoder, config, on_progress=on_progress)
         parser.save(path)
     except Exception as exc:
         write_status(settings, dataset.name, "failed", error=f"{type(exc).__name__}: {exc}")

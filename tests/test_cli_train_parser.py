@@ -5,6 +5,9 @@ artifact; and the refusals that need no training (a frozen set, a teacher withou
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -58,3 +61,32 @@ def test_train_parser_with_natural_commands_and_the_llm_teacher(cli_env, fake_op
     again = invoke(*args, "--cache-dir", str(cache), "--json", "--no-progress")
     assert again.exit_code == 0, again.output
     assert len(fake_openai.requests) == asked  # the teacher's answers came from the cache
+
+
+def test_the_refit_beside_the_first_fit_trains_the_same_parser_as_in_turn(cli_env, tmp_path):
+    """With two torch threads the cold refit trains in a forked process beside the first fit, one
+    thread each; with one, the two fits run in turn. Same seed and commands: the same thresholds and
+    the same student, bit for bit (each run in a process of its own, as the command line runs it)."""
+    artifacts = {}
+    for threads in (1, 2):
+        output = tmp_path / f"parser-{threads}.pt"
+        env = os.environ | {
+            "RECLOOP_DATA_DIR": str(cli_env), "RECLOOP_STEERING_PARSER_TRAIN_THREADS": str(threads),
+        }  # fmt: skip
+        args = ["train-parser", "--dataset", "movielens", "--natural", str(RETIRED), *SMALL]
+        done = subprocess.run(  # noqa: S603 -- our own command line
+            [sys.executable, "-m", "cli", *args, "--output", str(output), "--json", "--no-progress"],
+            env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.loads(done.stdout.strip().splitlines()[-1])["artifact"] == str(output)
+        artifacts[threads] = torch.load(output, weights_only=True)
+    in_turn, beside = artifacts[1], artifacts[2]
+    assert in_turn["info"]["train"]["refit_beside"] is False
+    assert beside["info"]["train"]["refit_beside"] is True
+    assert in_turn["thresholds"] == beside["thresholds"]
+    assert in_turn["state"].keys() == beside["state"].keys()
+    for name, weights in in_turn["state"].items():
+        assert torch.equal(weights, beside["state"][name]), name
+    # the refit's CPU (the child's) is counted in its phase, not lost
+    assert beside["info"]["phases"]["refit"]["cpu"] > beside["info"]["phases"]["refit"]["wall"]

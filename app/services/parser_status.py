@@ -22,9 +22,9 @@ from steering.choice import learned_artifact, parser_kind
 
 LearnedState = Literal["ready", "training", "failed", "absent"]
 
-EXPECTED_TRAINING_S = 600
-"""What the default recipe takes on an idle 2-core box (9.5 min, bench/README.md's tenth measurement),
-for the announced time; a busy box takes longer."""
+EXPECTED_TRAINING_S = 300
+"""The first announced time, before the trainer has measured its own pace (the default recipe takes
+3.5-4 min on an idle 2-core box, bench/README.md); the trainer then updates it as it goes."""
 
 
 def status_path(settings: Settings, dataset: str) -> Path:
@@ -35,12 +35,19 @@ def write_status(
     settings: Settings, dataset: str, state: LearnedState, *, expected_s: float = EXPECTED_TRAINING_S,
     error: str | None = None, pid: int | None = None,
 ) -> None:  # fmt: skip
-    """Record the trainer's state (atomically: a worker never reads half a file)."""
+    """Record the trainer's state (atomically: a worker never reads half a file); ``expected_s``: the
+    seconds it expects to take still (the trainer updates it as it goes)."""
     path = status_path(settings, dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
     now = datetime.now(UTC)
     since = now.isoformat(timespec="seconds")
     record: dict[str, Any] = {"state": state, "since": since, "pid": pid or os.getpid()}
+    try:  # a trainer's updated estimate: the state holds since it was first written
+        earlier = json.loads(path.read_text())
+        if (earlier.get("state"), earlier.get("pid")) == (state, record["pid"]):
+            record["since"] = earlier.get("since", record["since"])
+    except (OSError, ValueError, AttributeError):
+        pass
     if state == "training":
         record["expected_ready_at"] = (now + timedelta(seconds=expected_s)).isoformat(timespec="seconds")
     if error:

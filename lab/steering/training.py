@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import multiprocessing
+import os
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -68,6 +71,9 @@ class ParserTrainConfig:
     the profile of issue 43). N: it continues the selected student (warm) for N epochs over every
     command at ``refit_lr_scale`` of the rates, at about N / ``epochs`` of that cost."""
     refit_lr_scale: float = 0.3
+    bf16: bool | None = None
+    """Train under bfloat16 autocast (weights and optimiser stay float32). None: where the CPU has
+    bfloat16 arithmetic (:func:`native_bf16`)."""
     natural: tuple[Path, ...] = ()
     """Retired natural-command sets (development data) trained on beside the simulated commands
     (a share of them also helps choose the thresholds: ``natural_select_share``)."""
@@ -158,17 +164,6 @@ def train_parser(
         features = [*features, *[nat_features[i] for i in fit] * k]
         train_roles = [*train_roles, *[nat_roles[i] for i in fit] * k]
         train_flags = torch.cat([train_flags, nat_flags[fit].repeat(k, 1)])
-    phases.lap("encode")
-    _fit(
-        parser.student,
-        features,
-        train_roles,
-        train_flags,
-        config,
-        lambda n, total: progress("train", n, total),
-    )
-    phases.lap("fit")
-
     val_mentions = [finder.find(c.text) for c in val]
     done[0] = 0
     val_features = _cached_encode(cache_dir, encoder, val, val_mentions, step("validate", len(val)))
@@ -176,63 +171,58 @@ def train_parser(
         val = [*val, *[natural.commands[i] for i in chosen]]
         val_mentions = [*val_mentions, *[nat_mentions[i] for i in chosen]]
         val_features = [*val_features, *[nat_features[i] for i in chosen]]
-    predictions = []
-    for start in range(0, len(val), 256):
-        predictions += parser.predict_features(
-            val_mentions[start : start + 256], val_features[start : start + 256]
-        )
     val_roles = [torch.tensor([int(r) for r in label_roles(m, c)], dtype=torch.long)
                  for m, c in zip(val_mentions, val, strict=True)]  # fmt: skip
     val_flags = torch.tensor([[float(c.reset), float(c.soft_positive), float(c.soft_negative)] for c in val])
-    best: tuple[tuple, Thresholds, dict[str, object]] | None = None
-    scored = []
-    rule_facts = [parser.rule_facts(c.text) for c in val]
-    grid = [(hard, agreed, veto) for veto in (True, False) for hard in HARD_CONFIDENCE_GRID
-            for agreed in AGREED_CONFIDENCE_GRID if agreed <= hard]  # fmt: skip
-    for hard, agreed, veto in grid:
-        parser.thresholds = replace(
-            parser.thresholds, hard_confidence=hard, agreed_confidence=agreed, rules_veto=veto
-        )
-        score = score_all(
-            (c.expected, parser.read(c.text, p, set(), rules).update)
-            for c, p, rules in zip(val, predictions, rule_facts, strict=True)
-        )
-        scored.append((parser.thresholds, score))
-    # The fewest commands with an inverted hard constraint first, then the best exact reading.
-    strictest = min(s.commands_with_inversion for _t, s in scored)
-    for thresholds, score in scored:
-        if score.commands_with_inversion > strictest:
-            continue
-        key = (score.exact, -thresholds.hard_confidence, -thresholds.agreed_confidence, thresholds.rules_veto)
-        if best is None or key > best[0]:
-            best = (key, thresholds, score.summary())
-    assert best is not None
-    parser.thresholds = best[1]
-    inverted = [  # what the chosen thresholds still invert, kept for reading (never for selection)
-        c.text for c, p, rules in zip(val, predictions, rule_facts, strict=True)
-        if score_command(c.expected, parser.read(c.text, p, set(), rules).update).inversions
-    ]  # fmt: skip
-    phases.lap("select")
-    if config.refit_all:
-        # The thresholds are chosen; the final head learns from every phrasing, held-out ones included:
-        # a new student (cold), or the selected one going on at a lower rate (warm, refit_epochs).
-        torch.manual_seed(config.seed)
-        refit_config = config
-        if config.refit_epochs is None:
-            parser.student = build_student(student_config, pretrained)
-        else:
-            refit_config = replace(
-                config, epochs=config.refit_epochs, lr=config.lr * config.refit_lr_scale,
-                encoder_lr=config.encoder_lr * config.refit_lr_scale,
-            )  # fmt: skip
-        n_sim = len(val) - len(chosen)  # held-out natural commands count k times, as in the first fit
-        refit_features = [*val_features[:n_sim], *val_features[n_sim:] * k]
-        refit_roles = [*val_roles[:n_sim], *val_roles[n_sim:] * k]
-        refit_flags = torch.cat([val_flags[:n_sim], val_flags[n_sim:].repeat(k, 1)])
-        _fit(
-            parser.student, [*features, *refit_features], [*train_roles, *refit_roles],
-            torch.cat([train_flags, refit_flags]), refit_config, lambda n, total: progress("refit", n, total),
+    # The final head learns from every phrasing, held-out ones included (held-out natural commands
+    # count k times, as in the first fit).
+    n_sim = len(val) - len(chosen)
+    refit_features = [*features, *val_features[:n_sim], *val_features[n_sim:] * k]
+    refit_roles = [*train_roles, *val_roles[:n_sim], *val_roles[n_sim:] * k]
+    refit_flags = torch.cat([train_flags, val_flags[:n_sim], val_flags[n_sim:].repeat(k, 1)])
+    phases.lap("encode")
+    refit_beside = None
+    if refits_beside(config):  # a cold refit needs neither the first student nor the thresholds
+        refit_beside = _ForkedFit(
+            student_config, pretrained, refit_features, refit_roles, refit_flags, config,
+            lambda n, total: progress("refit", n, total),
         )  # fmt: skip
+
+    def progress_with_refit(stage: str, n: int, total: int) -> None:
+        progress(stage, n, total)
+        if refit_beside is not None:  # how far the refit beside is, said from this process
+            refit_beside.report()
+
+    try:
+        _fit(
+            parser.student, features, train_roles, train_flags, config,
+            lambda n, total: progress_with_refit("train", n, total),
+        )  # fmt: skip
+        phases.lap("fit")
+        best, scored, inverted = _choose_thresholds(
+            parser, val, val_mentions, val_features, progress_with_refit
+        )
+        phases.lap("select")
+        if refit_beside is not None:
+            parser.student = refit_beside.result()
+        elif config.refit_all:
+            # A new student (cold), or the selected one going on at a lower rate (warm, refit_epochs).
+            torch.manual_seed(config.seed)
+            refit_config = config
+            if config.refit_epochs is None:
+                parser.student = build_student(student_config, pretrained)
+            else:
+                refit_config = replace(
+                    config, epochs=config.refit_epochs, lr=config.lr * config.refit_lr_scale,
+                    encoder_lr=config.encoder_lr * config.refit_lr_scale,
+                )  # fmt: skip
+            _fit(
+                parser.student, refit_features, refit_roles, refit_flags, refit_config,
+                lambda n, total: progress("refit", n, total),
+            )  # fmt: skip
+    finally:
+        if refit_beside is not None:
+            refit_beside.stop()
     phases.lap("refit")
     oracle = _oracle_exact(val, finder, index)
     offline = _offline_score(val, index)
@@ -248,6 +238,7 @@ def train_parser(
             "n_val": len(val),
             "epochs": config.epochs,
             "refit_epochs": config.refit_epochs,
+            "refit_beside": refit_beside is not None,
             "seed": config.seed,
             "natural": [str(p) for p in config.natural],
             "n_natural": len(natural.commands),
@@ -270,18 +261,184 @@ def train_parser(
     return parser, report
 
 
+def _choose_thresholds(
+    parser: LearnedParser,
+    val: Sequence[SimulatedCommand],
+    val_mentions: list,
+    val_features: list[Features],
+    progress: Callable[[str, int, int], None],
+) -> tuple[tuple[tuple, Thresholds, dict[str, object]], list, list[str]]:
+    """Set ``parser.thresholds`` to the fewest validation commands with an inverted hard constraint,
+    then the best exact reading; the choice, every setting's score, and what the choice still inverts."""
+    predictions = []
+    for start in range(0, len(val), 256):
+        predictions += parser.predict_features(
+            val_mentions[start : start + 256], val_features[start : start + 256]
+        )
+    best: tuple[tuple, Thresholds, dict[str, object]] | None = None
+    scored = []
+    rule_facts = [parser.rule_facts(c.text) for c in val]
+    grid = [(hard, agreed, veto) for veto in (True, False) for hard in HARD_CONFIDENCE_GRID
+            for agreed in AGREED_CONFIDENCE_GRID if agreed <= hard]  # fmt: skip
+    for done_grid, (hard, agreed, veto) in enumerate(grid, 1):
+        progress("select", done_grid, len(grid))
+        parser.thresholds = replace(
+            parser.thresholds, hard_confidence=hard, agreed_confidence=agreed, rules_veto=veto
+        )
+        score = score_all(
+            (c.expected, parser.read(c.text, p, set(), rules).update)
+            for c, p, rules in zip(val, predictions, rule_facts, strict=True)
+        )
+        scored.append((parser.thresholds, score))
+    strictest = min(s.commands_with_inversion for _t, s in scored)
+    for thresholds, score in scored:
+        if score.commands_with_inversion > strictest:
+            continue
+        key = (score.exact, -thresholds.hard_confidence, -thresholds.agreed_confidence, thresholds.rules_veto)
+        if best is None or key > best[0]:
+            best = (key, thresholds, score.summary())
+    assert best is not None
+    parser.thresholds = best[1]
+    inverted = [  # what the chosen thresholds still invert, kept for reading (never for selection)
+        c.text for c, p, rules in zip(val, predictions, rule_facts, strict=True)
+        if score_command(c.expected, parser.read(c.text, p, set(), rules).update).inversions
+    ]  # fmt: skip
+    return best, scored, inverted
+
+
+def refits_beside(config: ParserTrainConfig) -> bool:
+    """Whether the cold refit trains in a forked process beside the first fit: it needs neither the first
+    student nor the thresholds, so with two torch threads to spend, the two fits run at once on one
+    thread each (a fit's second thread adds only 1.4x). Forked, not a thread: its dropout draws from
+    its own generator, so a seed gives the same student as in turn."""
+    return (
+        config.refit_all and config.refit_epochs is None and torch.get_num_threads() >= 2
+        and "fork" in multiprocessing.get_all_start_methods()
+    )  # fmt: skip
+
+
+class _ForkedFit:
+    """A new student trained by :func:`_fit` in a forked process (which inherits the commands, no copy),
+    handed back through a temporary file. The child touches nothing but torch, its file and a shared
+    step counter (no lock, no progress bar: safe to fork beside a bar's monitor thread); the parent
+    reports its progress. The caller's torch runs on one thread until :meth:`stop`."""
+
+    def __init__(
+        self,
+        student_config: StudentConfig,
+        pretrained: CommandEncoder,
+        features: Sequence[Features],
+        roles: Sequence[torch.Tensor],
+        flags: torch.Tensor,
+        config: ParserTrainConfig,
+        progress: Callable[[int, int], None],
+    ) -> None:
+        self._build = lambda: build_student(student_config, pretrained)
+        self._progress = progress
+        self.total = config.epochs * _n_length_batches(len(features), config.batch_size)
+        context = multiprocessing.get_context("fork")
+        self._steps = context.Value("q", 0, lock=False)  # written by the child only
+        handle, name = tempfile.mkstemp(prefix="refit-", suffix=".pt")
+        os.close(handle)
+        self._path = Path(name)
+        self._threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # before the fork: the child starts on one thread, as the parent goes on
+
+        def count(done: int, _total: int) -> None:
+            self._steps.value = done
+
+        def train() -> None:
+            torch.manual_seed(config.seed)
+            student = self._build()
+            _fit(student, features, roles, flags, config, count)
+            torch.save(student.state_dict(), self._path)
+
+        self._process = context.Process(target=train, name="parser-refit", daemon=True)
+        self._process.start()
+
+    def report(self) -> None:
+        self._progress(self._steps.value, self.total)
+
+    def result(self) -> CommandStudent:
+        while self._process.is_alive():
+            self._process.join(timeout=1.0)
+            self.report()
+        if self._process.exitcode != 0:
+            raise RuntimeError(f"the refit beside the first fit failed (exit code {self._process.exitcode})")
+        student = self._build()
+        student.load_state_dict(torch.load(self._path, weights_only=True))
+        return student.eval()
+
+    def stop(self) -> None:
+        """End the child if it still runs (the first fit failed), remove its file, restore the threads."""
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join()
+        self._path.unlink(missing_ok=True)
+        torch.set_num_threads(self._threads)
+
+
+STAGES = ("encode", "natural", "validate", "train", "select", "refit")
+"""The progress stages of :func:`train_parser`, in the order they run ("natural" only with natural sets;
+with :func:`refits_beside`, "refit" runs beside "train" and "select")."""
+STAGE_SHARES = {
+    "encode": 0.09, "natural": 0.02, "validate": 0.01, "train": 0.38, "select": 0.06, "refit": 0.44,
+}  # fmt: skip
+"""Each stage's share of the default recipe's wall time, fits in turn (bench/README.md "Training time"):
+how far a training is, for the time it announces."""
+BESIDE_SHARES = {"encode": 0.09, "natural": 0.02, "validate": 0.01, "refit": 0.88}
+"""The same with the refit beside the first fit: it is the longer of the two, so the one counted."""
+
+
+class TrainingEstimate:
+    """The seconds a training has left, from the stage it reports and how far into it: its elapsed time
+    over the share of the recipe done. None until a twentieth is done, and for a stage off the
+    longest path (the first fit and the choice, while the refit runs beside them)."""
+
+    def __init__(self, shares: dict[str, float] = STAGE_SHARES, clock: Callable[[], float] = time.monotonic):
+        self.shares, self.clock = shares, clock
+        self.started = clock()
+
+    @classmethod
+    def for_recipe(cls, config: ParserTrainConfig) -> TrainingEstimate:
+        """For a training of ``config`` on this process's torch threads (in turn or beside)."""
+        return cls(BESIDE_SHARES if refits_beside(config) else STAGE_SHARES)
+
+    def remaining_s(self, stage: str, done: int, total: int) -> float | None:
+        if stage not in self.shares:
+            return None
+        before = sum(self.shares.get(earlier, 0.0) for earlier in STAGES[: STAGES.index(stage)])
+        fraction = before + self.shares[stage] * min(done, total) / max(total, 1)
+        if fraction < 0.05:
+            return None
+        return (self.clock() - self.started) * (1 - fraction) / fraction
+
+
 class _PhaseClock:
     """Wall and process CPU seconds of each training phase (CPU: the honest figure on a shared box)."""
 
     def __init__(self) -> None:
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        self._wall, self._cpu = time.perf_counter(), self._cpu_s()
         self.seconds: dict[str, dict[str, float]] = {}
 
+    @staticmethod
+    def _cpu_s() -> float:
+        """This process's CPU seconds and its ended children's (the refit beside, once joined)."""
+        times = os.times()
+        return time.process_time() + times.children_user + times.children_system
+
     def lap(self, phase: str) -> dict[str, dict[str, float]]:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), self._cpu_s()
         self.seconds[phase] = {"wall": round(wall - self._wall, 1), "cpu": round(cpu - self._cpu, 1)}
         self._wall, self._cpu = wall, cpu
         return self.seconds
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AMX tiles or AVX-512 BF16). Without it,
+    autocast would emulate bfloat16 and train slower than float32."""
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(getattr(torch.cpu, probe, lambda: False)() for probe in probes)
 
 
 def _fit(
@@ -299,7 +456,7 @@ def _fit(
         {"params": [p for p in student.parameters() if id(p) in tuned], "lr": config.encoder_lr},
     ]
     groups = [g for g in groups if g["params"]]
-    optimiser = torch.optim.AdamW(groups, weight_decay=1e-4)
+    optimiser = torch.optim.AdamW(groups, weight_decay=1e-4, fused=True)  # one kernel per step, not ~10
     role_loss, flag_loss = nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     order = list(range(len(features)))
@@ -308,13 +465,15 @@ def _fit(
         optimiser, max_lr=[g["lr"] for g in groups], total_steps=total_steps
     )
     steps = 0
+    bf16 = config.bf16 if config.bf16 is not None else native_bf16()
     for _epoch in range(config.epochs):
         for batch in _length_batches(order, features, config.batch_size, rng):
-            logits, predicted = student([features[i] for i in batch])
-            loss = flag_loss(predicted, flags[batch])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits, predicted = student([features[i] for i in batch])
+            loss = flag_loss(predicted.float(), flags[batch])
             targets = torch.cat([roles[i] for i in batch])
             if targets.numel():
-                loss = loss + role_loss(logits, targets)
+                loss = loss + role_loss(logits.float(), targets)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -429,4 +588,4 @@ def encode_all(
     return out
 
 
-__all__ = ["ParserTrainConfig", "ParserTrainReport", "train_parser"]
+__all__ = ["ParserTrainConfig", "ParserTrainReport", "TrainingEstimate", "train_parser"]
