@@ -179,14 +179,17 @@ def train_parser(
     # The final head learns from every phrasing, held-out ones included (held-out natural commands
     # count k times, as in the first fit).
     n_sim = len(val) - len(chosen)
-    refit_features = [*features, *val_features[:n_sim], *val_features[n_sim:] * k]
-    refit_roles = [*train_roles, *val_roles[:n_sim], *val_roles[n_sim:] * k]
-    refit_flags = torch.cat([train_flags, val_flags[:n_sim], val_flags[n_sim:].repeat(k, 1)])
+    first_fit = _FitCommands(features, train_roles, train_flags)
+    refit = _FitCommands(
+        [*features, *val_features[:n_sim], *val_features[n_sim:] * k],
+        [*train_roles, *val_roles[:n_sim], *val_roles[n_sim:] * k],
+        torch.cat([train_flags, val_flags[:n_sim], val_flags[n_sim:].repeat(k, 1)]),
+    )
     phases.lap("encode")
     refit_beside = None
     if refits_beside(config):  # a cold refit needs neither the first student nor the thresholds
         refit_beside = _ForkedFit(
-            student_config, pretrained, refit_features, refit_roles, refit_flags, config,
+            student_config, pretrained, refit, config,
             lambda n, total: progress("refit", n, total),
         )  # fmt: skip
 
@@ -197,7 +200,7 @@ def train_parser(
 
     try:
         _fit(
-            parser.student, features, train_roles, train_flags, config,
+            parser.student, first_fit, config,
             lambda n, total: progress_with_refit("train", n, total),
         )  # fmt: skip
         phases.lap("fit")
@@ -219,7 +222,7 @@ def train_parser(
                     encoder_lr=config.encoder_lr * config.refit_lr_scale,
                 )  # fmt: skip
             _fit(
-                parser.student, refit_features, refit_roles, refit_flags, refit_config,
+                parser.student, refit, refit_config,
                 lambda n, total: progress("refit", n, total),
             )  # fmt: skip
     finally:
@@ -261,6 +264,15 @@ def train_parser(
         "phases": phases.lap("baselines"),
     }
     return parser, report
+
+
+@dataclass(frozen=True)
+class _FitCommands:
+    """Encoded commands and their targets, as one fit learns them."""
+
+    features: Sequence[Features]
+    roles: Sequence[torch.Tensor]
+    flags: torch.Tensor  # [N, 3]: reset, soft positive, soft negative
 
 
 def _choose_thresholds(
@@ -329,15 +341,13 @@ class _ForkedFit:
         self,
         student_config: StudentConfig,
         pretrained: CommandEncoder,
-        features: Sequence[Features],
-        roles: Sequence[torch.Tensor],
-        flags: torch.Tensor,
+        commands: _FitCommands,
         config: ParserTrainConfig,
         progress: Callable[[int, int], None],
     ) -> None:
         self._build = lambda: build_student(student_config, pretrained)
         self._progress = progress
-        self.total = config.epochs * _n_length_batches(len(features), config.batch_size)
+        self.total = config.epochs * _n_length_batches(len(commands.features), config.batch_size)
         context = multiprocessing.get_context("fork")
         self._steps = context.Value("q", 0, lock=False)  # written by the child only
         handle, name = tempfile.mkstemp(prefix="refit-", suffix=".pt")
@@ -352,7 +362,7 @@ class _ForkedFit:
         def train() -> None:
             torch.manual_seed(config.seed)
             student = self._build()
-            _fit(student, features, roles, flags, config, count)
+            _fit(student, commands, config, count)
             torch.save(student.state_dict(), self._path)
 
         self._process = context.Process(target=train, name="parser-refit", daemon=True)
@@ -445,12 +455,11 @@ def native_bf16() -> bool:
 
 def _fit(
     student: CommandStudent,
-    features: Sequence[Features],
-    roles: Sequence[torch.Tensor],
-    flags: torch.Tensor,
+    commands: _FitCommands,
     config: ParserTrainConfig,
     progress: Callable[[int, int], None],
 ) -> None:
+    features, roles, flags = commands.features, commands.roles, commands.flags
     student.train()
     tuned = {id(p) for p in student.tuned.parameters()} if student.tuned is not None else set()
     groups = [
