@@ -6,11 +6,11 @@ learned parser (trained in the background) answers, counting every command that 
     python -m bench.first_start --clone /tmp/fresh/recloop [--port 8765] [--every 3] [--json]
 
 Times are seconds from `make serve` (the venv, the embedded PostgreSQL, MovieLens' fetch and the
-models included). The server is stopped at the end (its process group gets SIGTERM); its output is
-kept in CLONE/first_start.log. The last line with --json is one JSON object: serving_s,
-first_recommendation_s, learned_s, learned_after_serving_s, commands, failed, parsers (how many
-commands each parser read), announced (the expected_ready_at values the rules' answers carried,
-first and last, with the time each was said), readyz_steering.
+models included). The server is stopped at the end (its process group gets SIGTERM, and so does the
+parser's trainer if it is still at work); its output is kept in CLONE/first_start.log. The last line
+with --json is one JSON object: serving_s, first_recommendation_s, learned_s, learned_after_serving_s,
+commands, failed, parsers (how many commands each parser read), announced (the expected_ready_at
+values the rules' answers carried, first and last, with the time each was said), readyz_steering.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Server:
 
     def __init__(self, clone: Path, port: int) -> None:
         self.started = time.monotonic()
+        self.clone = clone
         self.key: str | None = None
         self.serving_s: float | None = None
         self.log = (clone / "first_start.log").open("w")
@@ -71,12 +72,22 @@ class Server:
         return round(time.monotonic() - self.started, 1)
 
     def stop(self) -> None:
+        """Stop the server, and the parser's trainer if it is still at work: it runs in a session of
+        its own (it outlives a server stopped mid-training, for the next start to find), and would
+        load the machine under the next measurement."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
+        for status in (self.clone / "data" / "run").glob("parser-*.json"):
+            try:
+                record = json.loads(status.read_text())
+                if record.get("state") == "training":
+                    os.killpg(int(record["pid"]), signal.SIGTERM)
+            except (OSError, ValueError, KeyError):
+                pass
         self.log.close()
 
 
