@@ -332,8 +332,10 @@ def prepare_parser(
     path = learned_artifact(settings.parser_config(), dataset.name)
     if path.is_file():
         return path
-    started = time.monotonic()
     torch.set_num_threads(settings.parser_train_threads())
+    natural = retired_sets(dataset.name)
+    config = config or ParserTrainConfig(natural=tuple(natural))
+    estimate = TrainingEstimate.for_recipe(config)  # started before the encoder loads: that counts too
     try:
         encoder = CommandEncoder(load_text_encoder("the learned steering parser"))
     except TextEncoderUnavailable as exc:
@@ -341,11 +343,7 @@ def prepare_parser(
         write_status(settings, dataset.name, "failed", error=str(exc))
         return None
     write_status(settings, dataset.name, "training")
-    natural = retired_sets(dataset.name)
     echo(f"training the learned steering parser for {dataset.name} ({len(natural)} retired natural sets)")
-    config = config or ParserTrainConfig(natural=tuple(natural))
-    estimate = TrainingEstimate.for_recipe(config)
-    estimate.started = started  # the encoder's loading counts too
     last_said = [time.monotonic()]
 
     def on_progress(stage: str, done: int, total: int) -> None:

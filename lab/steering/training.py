@@ -347,7 +347,7 @@ class _ForkedFit:
     ) -> None:
         self._build = lambda: build_student(student_config, pretrained)
         self._progress = progress
-        self.total = config.epochs * _n_length_batches(len(commands.features), config.batch_size)
+        self.total = _fit_steps(len(commands.features), config)
         context = multiprocessing.get_context("fork")
         self._steps = context.Value("q", 0, lock=False)  # written by the child only
         handle, name = tempfile.mkstemp(prefix="refit-", suffix=".pt")
@@ -471,7 +471,7 @@ def _fit(
     role_loss, flag_loss = nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     order = list(range(len(features)))
-    total_steps = config.epochs * _n_length_batches(len(order), config.batch_size)
+    total_steps = _fit_steps(len(order), config)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
         optimiser, max_lr=[g["lr"] for g in groups], total_steps=total_steps
     )
@@ -496,6 +496,11 @@ def _fit(
 
 _POOL_BATCHES = 32
 """Commands are sorted by length within pools of this many batches (shuffled pools, then batches)."""
+
+
+def _fit_steps(n_commands: int, config: ParserTrainConfig) -> int:
+    """The optimiser steps :func:`_fit` takes over ``n_commands`` (what its progress counts to)."""
+    return config.epochs * _n_length_batches(n_commands, config.batch_size)
 
 
 def _n_length_batches(n: int, batch_size: int) -> int:
