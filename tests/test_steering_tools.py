@@ -201,7 +201,7 @@ def test_the_attribute_index_filters_exactly_as_hard_violations(synthetic_datase
     from steering.tools import AttributeIndex
 
     items = synthetic_dataset.items
-    index = AttributeIndex(items)
+    index = AttributeIndex.of_items(items)
     genres = sorted({g for item in items for g in item.genres})
     cases = [
         Preferences(positive=Side(genres=[genres[0].upper()])),
@@ -226,7 +226,7 @@ def test_an_item_without_a_year_passes_only_the_negative_range():
         Item(0, "A", {"genres": ["Drama"], "year": None}),
         Item(1, "B", {"genres": ["Drama"], "year": 1990}),
     ]
-    index = AttributeIndex(items)
+    index = AttributeIndex.of_items(items)
     wanted = Preferences(positive=Side(year_range=YearRange(start=1980)))
     unwanted = Preferences(negative=Side(year_range=YearRange(start=1980)))
     assert index.allowed(wanted).tolist() == [False, True]
