@@ -18,7 +18,7 @@ from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 from recmodels.text import embedding_cache_path, text_available
-from steering.similarity import CollaborativeSimilarity, text_item_vectors
+from steering.similarity import text_item_vectors
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,10 @@ def load_vectors(
 
 
 def _collaborative_vectors(reward: Scorer) -> ItemVectors:
-    return ItemVectors("collaborative", CollaborativeSimilarity(reward).item_vectors)
+    # The model's weights as they are (memory-mapped): the floats steering's CollaborativeSimilarity
+    # normalises, normalised twice as they were when the agents read its copy.
+    weight, _bias = reward.model.output_embeddings()
+    return ItemVectors("collaborative", weight, normalize_twice=True)
 
 
 def _text_vectors(config: LoopConfig, catalog: Dataset) -> ItemVectors:
