@@ -15,14 +15,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.child_runs import Progress, StageFailed
 from bench.data_scale import DatasetRun, Options, http_stage, served
 from bench.scale_common import DEFAULT_SERVER
+
+
+@dataclass
+class ServedRun(DatasetRun):
+    """A dataset run whose worker also gets ``worker_env`` (DatasetRun passes no RECLOOP_ variable
+    of this process on)."""
+
+    worker_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self, options: Options, **more: str) -> dict[str, str]:
+        return super().env(options, **self.worker_env, **more)
 
 
 def write_stand_in_calibration(data_dir: Path, dataset: str, model: str) -> None:
@@ -60,7 +71,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    os.environ["RECLOOP_STEERING_SIMILARITY"] = args.steering_similarity  # the worker inherits it
     options = Options(
         models=(args.model,),
         serve_model=args.model,
@@ -75,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     for dataset in args.datasets:
         if args.stand_in_calibration:
             write_stand_in_calibration(args.data_dir, dataset, args.model)
-        run = DatasetRun(dataset, dataset, args.data_dir)
+        worker_env = {"RECLOOP_STEERING_SIMILARITY": args.steering_similarity}
+        run = ServedRun(dataset, dataset, args.data_dir, worker_env=worker_env)
         (args.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         progress.say(f"[{dataset}] serving ...")
         try:
