@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from recmodels.dataset import Dataset
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.lexicon import (
     CLAUSE_BREAK,
@@ -277,7 +278,13 @@ _SHIELD = re.compile(r"\u27e8(\d+)\u27e9")  # ⟨n⟩ stands for the n-th shield
 
 def _fragile_titles(index: CatalogIndex) -> list[str]:
     """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
-    titles = {_normalize(item.title) for item in index.catalog.items if item.title}
+    catalog = index.catalog
+    every_title = (
+        catalog.item_columns.titles()  # a dataset: its titles column, no item made (10^6 items)
+        if isinstance(catalog, Dataset)
+        else (item.title for item in catalog.items)
+    )
+    titles = {_normalize(title) for title in every_title if title}
     fragile = (t for t in titles if CLAUSE_BREAK.search(t) or TERM_SPLIT.search(t))
     return sorted(fragile, key=len, reverse=True)
 
