@@ -195,3 +195,21 @@ def test_caser_with_tied_weights_scores_with_its_input_embeddings() -> None:
     seqs = pad_histories(HISTORIES, model.max_len, model.pad_id)
     candidates = torch.tensor([[0, 1, 59]] * len(HISTORIES))
     torch.testing.assert_close(model.score_candidates(seqs, candidates), model.score_all(seqs)[:, [0, 1, 59]])
+
+
+def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():
+    """score_candidates gathers a steering pool's weights 2^16 candidates at a time (recmodels/base.py):
+    the same floats as one [1, C, H] block, so a 10^6-item pool is planned as before."""
+    from recmodels import base
+    from recmodels.sasrec import SASRec, SASRecConfig
+
+    torch.manual_seed(0)
+    n_items = 3 * base._GATHERED + 1234
+    model = SASRec(n_items, SASRecConfig(hidden=64)).eval()
+    seqs = torch.tensor([[0, 0, 0, 0, 0, 5, 9, 17, 4000, 150000]])
+    candidates = torch.randperm(n_items)[: n_items - 777].unsqueeze(0)
+    with torch.no_grad():
+        chunked = model.score_candidates(seqs, candidates)
+        weight, _ = model.output_embeddings()
+        one_block = torch.einsum("bh,bch->bc", model.encode(seqs), weight[candidates])
+    assert torch.equal(chunked, one_block)
