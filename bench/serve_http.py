@@ -1,6 +1,7 @@
 """A serving worker over HTTP on datasets whose models are already trained: ``/readyz`` seconds, the
 worker's RSS and the p50/p99 of recommendations, commands and searches, each dataset in turn in
-one run (the same requests as ``bench.data_scale``'s serve stage, which it reuses).
+one run (the same requests as ``bench.data_scale``'s serve stage, which it reuses), sent once the
+worker is idle after its start-up warm-ups (``warm_up_s_after_ready``), so they time a warmed worker.
 
     python -m bench.serve_http --data-dir DIR --datasets movielens syn1m --json
 
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,27 @@ class ServedRun(DatasetRun):
 
     def env(self, options: Options, **more: str) -> dict[str, str]:
         return super().env(options, **self.worker_env, **more)
+
+
+def settle(pid: int, *, quiet_s: float = 2.0, busy_share: float = 0.05, timeout_s: float = 600) -> float:
+    """Seconds until the worker's CPU time grew by less than ``busy_share`` of a core over
+    ``quiet_s``: its start-up warm-ups (steering, title index) are done, so the timed requests
+    measure a warmed worker and not the warm-up beside them."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
+    started = time.monotonic()
+    last = cpu_s()
+    while time.monotonic() - started < timeout_s:
+        time.sleep(quiet_s)
+        now = cpu_s()
+        if now - last < busy_share * quiet_s:
+            break
+        last = now
+    return round(time.monotonic() - started, 1)
 
 
 def write_stand_in_calibration(data_dir: Path, dataset: str, model: str) -> None:
@@ -91,7 +115,11 @@ def main(argv: list[str] | None = None) -> None:
         progress.say(f"[{dataset}] serving ...")
         try:
             with served(run, options, progress) as (base, key, pid):
-                progress.say(f"[{dataset}] /readyz after {run.figures['ready_s']} s; requests ...")
+                progress.say(
+                    f"[{dataset}] /readyz after {run.figures['ready_s']} s; waiting for its warm-ups ..."
+                )
+                run.extra["warm_up_s_after_ready"] = settle(pid)
+                progress.say(f"[{dataset}] idle {run.extra['warm_up_s_after_ready']} s later; requests ...")
                 http_stage(run, base, key, pid, options, progress)
         except StageFailed as exc:
             run.errors["serve"] = str(exc)
