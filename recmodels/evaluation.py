@@ -32,6 +32,14 @@ from recmodels.scorer import Scorer
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 N_CANDIDATES = 20
 _BATCH = 512
+SCORE_BLOCK_ELEMENTS = 1 << 24
+"""Most scores a [rows, N] block holds at once (64 MB of float32, a few times that in the masks
+built from it): at a million items 16 rows a block, where 512 rows had made 2 GB blocks."""
+
+
+def rows_per_block(n_items: int, most: int = _BATCH) -> int:
+    """Rows of one [rows, N] score block over a catalog of ``n_items`` (at least 1)."""
+    return max(1, min(most, SCORE_BLOCK_ELEMENTS // max(1, n_items)))
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,9 @@ def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> lis
     was_training = model.training
     model.eval()
     stats: list[RankingStats] = []
-    for start in range(0, len(rows), _BATCH):
-        chunk = rows[start : start + _BATCH]
+    block = rows_per_block(model.n_items)
+    for start in range(0, len(rows), block):
+        chunk = rows[start : start + block]
         seqs = pad_histories([r.history for r in chunk], model.max_len, model.pad_id)  # [B, T]
         device = next(model.parameters()).device  # a model training on a GPU is validated there
         stats += ranking_stats_from_scores(model.score_all(seqs.to(device)).cpu(), chunk)
@@ -60,8 +69,16 @@ def full_ranking_stats(model: SequentialRecommender, rows: Sequence[Row]) -> lis
 @torch.no_grad()
 def ranking_stats_from_scores(scores: torch.Tensor, rows: Sequence[Row]) -> list[RankingStats]:
     """Where each row's target lands under per-item scores ``scores`` [B, N] (any model or mix of
-    models: higher is better). History items are left out; ties go to the lower item id."""
+    models: higher is better). History items are left out; ties go to the lower item id. Rows are
+    taken in blocks of :func:`rows_per_block`, so the masks stay small at any catalog size."""
     _B, N = scores.shape  # batch, catalog
+    block = rows_per_block(N, most=len(rows) or 1)
+    if len(rows) > block:
+        return [
+            stat
+            for start in range(0, len(rows), block)
+            for stat in ranking_stats_from_scores(scores[start : start + block], rows[start : start + block])
+        ]
     if not rows:
         return []
     seqs = pad_histories([r.history for r in rows], max(1, *(len(r.history) for r in rows)), N)

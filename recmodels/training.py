@@ -13,6 +13,7 @@ import copy
 import resource
 import time
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -27,6 +28,7 @@ from recmodels.dataset import Dataset, Row
 from recmodels.ensemble import SeedEnsemble
 from recmodels.evaluation import full_ranking_stats, ranking_summary
 from recmodels.losses import all_positions_ce, full_softmax_ce, gbce
+from recmodels.optimizers import LazyItemsAdamW, make_optimizer, sparse_item_gradients
 from recmodels.presets import preset_overrides
 from recmodels.progress import progress_bar
 from recmodels.registry import build_model, model_class, model_config, split_overrides
@@ -237,7 +239,8 @@ def _fit_one(
         raise ValueError(f"patience must be >= 1, got {config.patience}")
     seqs, targets = training_tensors(train_rows, model.max_len, model.pad_id, config.all_positions)
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sampled = config.loss_for(n_items) == "gbce"
+    optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, sampled=sampled)
     generator = torch.Generator().manual_seed(seed)
 
     best_score, best_epoch, best_state = float("-inf"), 0, copy.deepcopy(model.state_dict())
@@ -247,7 +250,8 @@ def _fit_one(
     for epoch in range(1, n_epochs + 1):
         started = time.perf_counter()
         desc = f"{label}epoch {epoch}/{n_epochs} ({config.loss_for(n_items)})"
-        loss = _train_epoch(model, optimizer, seqs, targets, config, generator, progress, desc)
+        with sparse_item_gradients(model) if sampled else nullcontext():
+            loss = _train_epoch(model, optimizer, seqs, targets, config, generator, progress, desc)
         epoch_seconds.append(time.perf_counter() - started)
         epoch_losses.append(loss)
         val = _validate(model, val_rows)
@@ -272,7 +276,7 @@ def _fit_one(
 
 def _train_epoch(
     model: SequentialRecommender,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | LazyItemsAdamW,
     seqs: torch.Tensor,
     targets: torch.Tensor,
     config: TrainConfig,
@@ -290,7 +294,10 @@ def _train_epoch(
     for idx in progress_bar(batches, desc=desc, disable=not progress, leave=False):
         batch_seqs, batch_targets = seqs[idx].to(device), targets[idx].to(device)
         if sampled:
-            loss = gbce(model, batch_seqs, batch_targets, config.negatives, config.gbce_t, generator)
+            loss = gbce(
+                model, batch_seqs, batch_targets, config.negatives, config.gbce_t, generator,
+                shared=config.shared_negatives,
+            )  # fmt: skip
         elif config.all_positions:
             loss = all_positions_ce(
                 model, batch_seqs, batch_targets, model.pad_id, config.label_smoothing, config.mask_history

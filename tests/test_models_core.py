@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from recmodels import training
+from recmodels import evaluation, training
 from recmodels.base import SequentialRecommender, pad_histories
 from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import evaluate_model, full_ranking_stats, ranking_summary
@@ -195,3 +195,20 @@ def test_caser_with_tied_weights_scores_with_its_input_embeddings() -> None:
     seqs = pad_histories(HISTORIES, model.max_len, model.pad_id)
     candidates = torch.tensor([[0, 1, 59]] * len(HISTORIES))
     torch.testing.assert_close(model.score_candidates(seqs, candidates), model.score_all(seqs)[:, [0, 1, 59]])
+
+
+def test_ranking_stats_in_small_score_blocks_are_the_stats_of_one_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # At a million items 512 rows of scores were 2 GB; blocks bound them. Same stats either way.
+    torch.manual_seed(0)
+    model = build_model("sasrec", 40, hidden=8, max_len=5)
+    histories = torch.randint(0, 40, (37, 4)).tolist()
+    rows = [Row(tuple(h), int(t), 4) for h, t in zip(histories, torch.randint(0, 40, (37,)), strict=True)]
+    rows.append(Row((3, 5, 3), 3, 3))  # a repeat: the target in its own history
+    whole = full_ranking_stats(model, rows)
+    scores = model.eval().score_all(pad_histories([r.history for r in rows], 5, 40)).detach()
+    monkeypatch.setattr(evaluation, "SCORE_BLOCK_ELEMENTS", 3 * 40)  # three rows a block
+    assert evaluation.rows_per_block(40) == 3
+    assert full_ranking_stats(model, rows) == whole
+    assert evaluation.ranking_stats_from_scores(scores, rows) == whole
