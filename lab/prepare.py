@@ -52,7 +52,9 @@ def ensure_calibration(settings: Settings, dataset: Dataset, echo: Echo) -> None
     (on validation: seconds on MovieLens, minutes on a large catalog). A worker only reads it."""
     rec, reward = load_scorers(settings, dataset)
     echo(f"calibration of the offline agents for {settings.rec_model}+{settings.reward_model} ...")
-    asyncio.run(ensure_loop_calibration(settings.loop_config(), dataset, rec, reward, available_backends()))
+    asyncio.run(
+        ensure_loop_calibration(settings.loop_config(), dataset, rec, reward, available_backends(dataset))
+    )
 
 
 def prepare_artifacts(settings: Settings, echo: Echo) -> Dataset:
