@@ -17,25 +17,18 @@ from graph.caches import LoopCaches
 from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
-from recmodels.text import embedding_cache_path, text_available
+from recmodels.text import TEXT_VECTORS_MAX_ITEMS, embedding_cache_path, text_available
 from steering.similarity import CollaborativeSimilarity, text_item_vectors
 
 log = logging.getLogger(__name__)
 
 
-TEXT_SIMILARITY_MAX_ITEMS = 20_000
-"""Above this many items the text backend is not offered. Its vectors need every item's text
-through MiniLM (~110 titles/s on a 2-core CPU: 3 min at this size, 15 min at 10^5 items, 2.5 h at
-10^6), and both the calibration's full-catalog rankings and serving read every item's vector, so a
-subset will not do. The paper's catalogs (1,682 to 4,606 items) are far below it; above it the
-collaborative backend (the reward model's own item embeddings, free) is the one tried."""
-
-
 def available_backends(catalog: Dataset) -> tuple[str, ...]:
     """Backends offered for ``catalog``: collaborative always, text with the embeddings extra on a
-    catalog of at most :data:`TEXT_SIMILARITY_MAX_ITEMS` items. Part of the calibration's key, so
-    the lab and a worker compute the same tuple from the same catalog."""
-    text = text_available() and catalog.n_items <= TEXT_SIMILARITY_MAX_ITEMS
+    catalog of at most :data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items (above it MiniLM takes
+    hours, and the calibration's full-catalog rankings need every item's vector). Part of the
+    calibration's key, so the lab and a worker compute the same tuple from the same catalog."""
+    text = text_available() and catalog.n_items <= TEXT_VECTORS_MAX_ITEMS
     return ("collaborative", "text") if text else ("collaborative",)
 
 

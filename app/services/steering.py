@@ -286,8 +286,8 @@ def _similarity(models: SteeringModels, scorer: Scorer) -> Similarity:
         if (scorer, backend) not in models.similarities:
             catalog = models.catalog
             cache = embedding_cache_path(models.settings.data_dir, catalog.name, catalog.fingerprint)
-            models.similarities[scorer, backend] = load_similarity(
-                catalog, scorer, backend=backend, cache_path=cache
+            models.similarities[scorer, backend] = load_similarity(  # what prepare saved: never encodes
+                catalog, scorer, backend=backend, cache_path=cache, prepared_only=True
             )
         return models.similarities[scorer, backend]
 

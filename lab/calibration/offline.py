@@ -30,7 +30,7 @@ takes a fixed, seeded sample of the validation rows, at most ``FIT_CELLS`` rows 
 (:func:`fit_rows`: 134 of 9,551 rows at 10^6 items, all of them up to ~10^5 items and on every
 paper dataset), so its memory and time stay bounded: a [rows, catalog] tensor of float32 is then
 at most 512 MB. The MiniLM text backend is offered only up to
-:data:`graph.item_vectors.TEXT_SIMILARITY_MAX_ITEMS` items (:func:`graph.item_vectors.available_backends`).
+:data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items (:func:`graph.item_vectors.available_backends`).
 
 The result is saved beside the rec model's artifact, where a worker reads it
 (:mod:`graph.calibration`: the file, its key, how the parameters combine scores):
