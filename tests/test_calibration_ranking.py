@@ -22,28 +22,34 @@ def _rows(n_rows: int, n_items: int, rng: random.Random) -> list[Row]:
     return rows
 
 
-def _scores(rows: list[Row], n_items: int, generator: torch.Generator, *, coarse: bool) -> torch.Tensor:
-    """[B, N] log-probability-like scores; ``coarse`` ones tie often (values on a grid of 1/4)."""
+def _scores(
+    rows: list[Row], n_items: int, generator: torch.Generator, *, coarse: bool, masked: bool = True
+) -> torch.Tensor:
+    """[B, N] log-probability-like scores; ``coarse`` ones tie often (values on a grid of 1/4);
+    ``masked`` ones are -inf on the history, as catalog_log_probs'."""
     scores = torch.randn(len(rows), n_items, generator=generator) * 3
     if coarse:
         scores = torch.round(scores * 4) / 4
-    for r, row in enumerate(rows):  # as catalog_log_probs: the history is -inf
+    for r, row in enumerate(rows):
+        if not masked:
+            break
         if row.history:
             scores[r, list(row.history)] = float("-inf")
     return scores
 
 
+@pytest.mark.parametrize("masked", [True, False])
 @pytest.mark.parametrize("coarse", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_counts_equal_ranking_stats_of_every_mix(
-    seed: int, coarse: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, coarse: bool, masked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ranking, "CHUNK_CELLS", 3 * 50)  # several chunks of rows
     rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
     n_items = 50
     rows = _rows(40, n_items, rng)
-    a = _scores(rows, n_items, generator, coarse=coarse)
-    b = _scores(rows, n_items, generator, coarse=coarse)
+    a = _scores(rows, n_items, generator, coarse=coarse, masked=masked)
+    b = _scores(rows, n_items, generator, coarse=coarse, masked=masked)
     b[:5] = a[:5]  # identical scores: every item on the target's side at every trust
     b[5:8] = a[5:8] * 0.5 + 0.25  # the mix crosses ties exactly at grid trusts
     counts = ranking.outranking_counts(a, b, rows, TRUST_GRID)

@@ -8,9 +8,9 @@ an item's side of the target can change at most once as t goes from 0 to 1 (the 
 two mixes is linear in t), so the crossing point says at which grid trusts it outranks the target.
 
 The counts are those of ``ranking_stats_from_scores`` on each mix, not an approximation: an item
-within rounding of a tie with the target at some grid trust (float32 mixes: ~1e-7 relative; the
-band is 1e-5) is recounted with the same float32 expression and the same tie rule (lower id
-first), and so is every item of a row whose target score is not finite (a target in its own
+within rounding of a tie with the target at some grid trust (float32 mixes and margins: ~1e-7 of
+the magnitudes; the band is 1e-5) is recounted with the same float32 expression and the same tie
+rule (lower id first), and so is every item of a row whose target score is not finite (a target in its own
 history). tests/test_calibration_ranking.py compares both on ties, history targets and -inf.
 Rows are taken a chunk at a time, so no temporary exceeds ``CHUNK_CELLS`` rows x items.
 """
@@ -25,7 +25,7 @@ from recmodels.dataset import Row
 from recmodels.evaluation import RankingStats
 
 CHUNK_CELLS = 2**22
-"""Rows x items per step: each float64 temporary is then 32 MB, whatever the catalog."""
+"""Rows x items per step: each temporary is then 16 MB, whatever the catalog."""
 TIE_BAND = 1e-5
 """Relative distance to a tie below which an item is recounted exactly (float32 rounding of a
 mix is ~3e-7 of the magnitudes involved: 30 times inside the band)."""
@@ -62,22 +62,28 @@ def _chunk_counts(
     K = len(trusts)
     targets = torch.as_tensor([r.next for r in rows], dtype=torch.long)  # [C]
     a_t, b_t = a.gather(1, targets.unsqueeze(1)), b.gather(1, targets.unsqueeze(1))  # [C, 1]
-    # Never counted: the row's history (masked to -inf by ranking_stats_from_scores) and the target.
+    # The margins over the target at t = 0 and t = 1 (linear in between), in float32: their
+    # rounding (~1e-7 of the magnitudes) is a hundredth of the band.
+    d0, d1 = a - a_t, b - b_t  # [C, N]
+    tol = (a.abs() + b.abs()).add_(a_t.abs() + b_t.abs()).mul_(TIE_BAND)
+    # Never counted: the row's history (-inf in ranking_stats_from_scores' mask) and the target.
     skip = torch.zeros(C, N, dtype=torch.bool)
     for r, row in enumerate(rows):
         skip[r, torch.as_tensor([*row.history, row.next], dtype=torch.long)] = True
-    d0 = a.double() - a_t.double()  # [C, N] the mix's margin over the target at t = 0
-    d1 = b.double() - b_t.double()  # [C, N] and at t = 1; linear in between
-    tol = TIE_BAND * (a.double().abs() + b.double().abs() + a_t.double().abs() + b_t.double().abs())
-    finite = torch.isfinite(d0) & torch.isfinite(d1) & torch.isfinite(a_t) & torch.isfinite(b_t)
-    always = finite & (d0 > tol) & (d1 > tol) & ~skip
-    never = finite & (d0 < -tol) & (d1 < -tol)
-    band = ~finite & ~skip
-    crossing = finite & ~skip & ~always & ~never
+    d0.masked_fill_(skip, -1.0)
+    d1.masked_fill_(skip, -1.0)
+    tol.masked_fill_(skip, 0.0)
+    band = ~(torch.isfinite(d0) & torch.isfinite(d1) & torch.isfinite(tol))  # odd scores: recount
+    band |= ~(torch.isfinite(a_t) & torch.isfinite(b_t))  # a target in its history: the whole row
+    band &= ~skip
+    always = (d0 > tol) & (d1 > tol)
+    crossing = ~always & ((d0 >= -tol) | (d1 >= -tol)) & ~band
+    always &= ~band
     counts = always.sum(dim=1, keepdim=True).expand(C, K).clone()  # [C, K]
 
     r, j = crossing.nonzero(as_tuple=True)  # items whose side may change with t
-    slope, start, width = d1[r, j] - d0[r, j], d0[r, j], tol[r, j]
+    start, width = d0[r, j].double(), tol[r, j].double()
+    slope = d1[r, j].double() - start
     grid = torch.as_tensor(list(trusts), dtype=torch.float64)  # [K] ascending
     flat = slope.abs() <= width  # both margins within the band: a tie is near everywhere
     crossing_t = -start / torch.where(flat, torch.ones_like(slope), slope)  # where the margin is 0
@@ -92,10 +98,9 @@ def _chunk_counts(
     # Rising margin: above from the first grid trust past the crossing on; falling: until it.
     first = torch.where(rising, pos, torch.zeros_like(pos))
     last = torch.where(rising, torch.full_like(pos, K), pos)
-    edges = torch.zeros(C, K + 1, dtype=torch.long)
-    edges.index_put_((r, first), torch.ones_like(r), accumulate=True)
-    edges.index_put_((r, last), -torch.ones_like(r), accumulate=True)
-    counts += edges.cumsum(dim=1)[:, :K]
+    edges = torch.bincount(r * (K + 1) + first, minlength=C * (K + 1))
+    edges -= torch.bincount(r * (K + 1) + last, minlength=C * (K + 1))
+    counts += edges.view(C, K + 1).cumsum(dim=1)[:, :K]
 
     r, j = band.nonzero(as_tuple=True)  # recounted as ranking_stats_from_scores counts
     if len(r):
