@@ -1,9 +1,9 @@
 """`recloop prepare`: everything a worker reads from ``data_dir``, fitted once, before any worker starts.
 
 The dataset (fetched and built if absent), the rec and reward models (trained if absent), the
-item text vectors steering reads and the offline agents' calibration. `recloop prepare` (a
-one-shot job) and `recloop serve` (on a fresh machine) share it; a worker only reads what this
-wrote (:func:`app.services.bootstrap.check_prepared` checks it is there).
+item text vectors and the catalog look-up steering reads, and the offline agents' calibration.
+`recloop prepare` (a one-shot job) and `recloop serve` (on a fresh machine) share it; a worker
+only reads what this wrote (:func:`app.services.bootstrap.check_prepared` checks it is there).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from recmodels.artifacts import artifact_path
 from recmodels.dataset import Dataset, DatasetNotFound
 from recmodels.text import TEXT_VECTORS_MAX_ITEMS, embedding_cache_path, prepared_text_vectors, text_available
 from recmodels.training import train
+from steering.lookup import build_lookup, load_lookup, lookup_dir, save_lookup
 from steering.similarity import text_item_vectors
 
 
@@ -80,6 +81,16 @@ def ensure_text_vectors(settings: Settings, dataset: Dataset, echo: Echo) -> Non
     text_item_vectors(dataset, cache_path=path)  # a saved file is read, not recomputed
 
 
+def ensure_steering_lookup(settings: Settings, dataset: Dataset, echo: Echo) -> None:
+    """The catalog's steering look-up (steering/lookup.py) unless a current one is saved: a worker
+    then maps it instead of building it from every item at start-up."""
+    where = lookup_dir(settings.data_dir, dataset.name)
+    if load_lookup(where, dataset.fingerprint) is not None:
+        return
+    echo(f"steering look-up of {dataset.n_items:,} items ...")
+    save_lookup(build_lookup(dataset), where, dataset.fingerprint)
+
+
 def prepare_artifacts(settings: Settings, echo: Echo) -> Dataset:
     """Data, models and the loop calibration: everything a worker reads from ``data_dir``, made once.
 
@@ -89,5 +100,6 @@ def prepare_artifacts(settings: Settings, echo: Echo) -> Dataset:
     dataset = ensure_dataset(settings, echo)
     ensure_models(settings, dataset, echo)
     ensure_text_vectors(settings, dataset, echo)
+    ensure_steering_lookup(settings, dataset, echo)
     ensure_calibration(settings, dataset, echo)
     return dataset
