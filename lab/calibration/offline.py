@@ -27,9 +27,9 @@ learned here, on the **validation** split only, for one (dataset, rec model, rew
 
 Every part reads each validation row's scores over the whole catalog. On a large catalog the fit
 takes a fixed, seeded sample of the validation rows, at most ``FIT_CELLS`` rows x items
-(:func:`fit_rows`: 134 of 9,551 rows at 10^6 items, all of them up to ~10^5 items and on every
-paper dataset), so its memory and time stay bounded: a [rows, catalog] tensor of float32 is then
-at most 512 MB. The MiniLM text backend is offered only up to
+(:func:`fit_rows`: every row of the paper's datasets and all 955 of a 10^5-item, 10^6-interaction
+log; 134 of 9,551 at 10^6 items), so its memory and time stay bounded: a [rows, catalog]
+tensor of float32 is then at most 512 MB. The MiniLM text backend is offered only up to
 :data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items (:func:`graph.item_vectors.available_backends`).
 
 The result is saved beside the rec model's artifact, where a worker reads it
@@ -196,7 +196,7 @@ async def fit_calibration(
 
 def fit_rows(rows: Sequence[Row], n_items: int) -> list[Row]:
     """The validation rows the fit reads: all of them while rows x items stays within ``FIT_CELLS``
-    (every paper dataset; synthetic catalogs up to ~10^5 items), else a fixed, seeded sample of
+    (every paper dataset, 955 rows of 10^5 items), else a fixed, seeded sample of
     ``FIT_CELLS // n_items`` rows in their order, so that a fit's memory and time stay bounded."""
     if len(rows) * n_items <= FIT_CELLS:
         return list(rows)
