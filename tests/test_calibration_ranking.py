@@ -68,6 +68,7 @@ def test_fit_rows_keeps_small_splits_and_samples_large_ones(monkeypatch: pytest.
     sample = fit_rows(rows, 1000)
     assert len(sample) == 10 and sample == sorted(sample, key=rows.index)
     assert fit_rows(rows, 1000) == sample  # seeded: the same rows each time
+    assert offline.seeded_sample(rows, 100) == rows and len(offline.seeded_sample(rows, 7)) == 7
 
 
 class _Scorer:
