@@ -55,9 +55,9 @@ import torch
 from graph.agents.evidence import ItemVectors, LoopCalibration, MemoryView, VerdictFeatures
 from graph.caches import LoopCaches
 from graph.calibration import (
+    agent_belief,
     calibration_key,
     calibration_path,
-    combined_scores,
     memo_key,
     stored_loop_calibration,
 )
@@ -87,9 +87,9 @@ N_EVAL = 20
 THRESHOLD_POINTS = 500  # verdict thresholds tried (quantiles of the validation evidence)
 MEMORY_RESAMPLES = 1000  # bootstrap resamples of validation users behind the memory weights
 USERSIM_MAX_ROWS = 2000
-"""Validation rows the user simulation reads at most: two loops each, ~17 loops/s at 10^6 items on
-a 2-core box, so the 9,500 rows of a 10^7-interaction log would take ~19 min; above it a seeded
-sample. Steam's validation split, the paper's largest, has 1,194 rows."""
+"""Validation rows the user simulation reads at most (above it a seeded sample): two loops each
+(~215 loops/s at 10^4 items, slower on larger catalogs), and their pooled verdicts, grow with the
+log, not the catalog. Steam's validation split, the paper's largest, has 1,194 rows."""
 FIT_CELLS = 2**27
 """Validation rows x catalog items the fit reads at most (:func:`fit_rows`): a [rows, catalog]
 float32 tensor is 512 MB; the fit holds about six of them at once."""
@@ -287,7 +287,7 @@ def fit_trust_with(
     rows: Sequence[Row],
 ) -> tuple[float, dict[str, float]]:
     """:func:`fit_trust` for the recommendation agent's belief under ``calibration``."""
-    belief = combined_scores(calibration, rec_log_probs, reward_log_probs, similarity)["agent"]
+    belief = agent_belief(calibration, rec_log_probs, similarity)
     return fit_trust(belief, reward_log_probs / calibration.reward_temperature, rows)
 
 
