@@ -318,7 +318,10 @@ async def warm_up(models: SteeringModels) -> Similarity | None:
 
     Best effort: a failure is logged and the first command tries again and reports its own error.
     """
-    await asyncio.to_thread(_locked_catalog_index, models)
+    try:
+        await asyncio.to_thread(_locked_catalog_index, models)
+    except Exception:
+        _log.warning("steering look-up warm-up failed; the first command will build it", exc_info=True)
     await asyncio.to_thread(attribute_index, models.catalog)  # never raises: None means per-item rules
     try:
         await asyncio.to_thread(session_parser, models)
