@@ -12,6 +12,7 @@ cosine similarities live on unrelated scales, and only their order within one li
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import weakref
 from collections.abc import Mapping, Sequence
@@ -92,6 +93,20 @@ class AttributeIndex:
         self.year_known = np.array([y is not None for y in years], dtype=bool)
         self.years = np.array([0 if y is None else y for y in years], dtype=np.int64)
 
+    @classmethod
+    def from_arrays(
+        cls, genre_columns: dict[str, int], genres: np.ndarray, year_known: np.ndarray, years: np.ndarray
+    ) -> AttributeIndex:
+        """The index over arrays made before (:mod:`steering.lookup`; they may be memory-mapped)."""
+        index = cls.__new__(cls)
+        index.genre_columns, index.genres, index.year_known, index.years = (
+            genre_columns,
+            genres,
+            year_known,
+            years,
+        )
+        return index
+
     @staticmethod
     def supports(items: Sequence[Item]) -> bool:
         """Ids 0..n-1 in order and whole-number years: what the arrays assume."""
@@ -157,6 +172,12 @@ def attribute_index(catalog: Catalog) -> AttributeIndex | None:
         index = None
     _ATTRIBUTE_INDEXES[catalog] = index
     return index
+
+
+def use_attribute_index(catalog: Catalog, index: AttributeIndex | None) -> None:
+    """Make ``index`` (read from the steering look-up) :func:`attribute_index`'s answer for ``catalog``."""
+    with contextlib.suppress(TypeError):  # not weakly referenceable: attribute_index builds none either
+        _ATTRIBUTE_INDEXES[catalog] = index
 
 
 def semantic_scores(
