@@ -74,7 +74,9 @@ def calibrate_command(
     config = settings.loop_config()
     echo = (lambda line: typer.echo(line, err=True)) if as_json else typer.echo
     if agents == "offline":
-        calibration = asyncio.run(ensure_loop_calibration(config, catalog, rec, reward, available_backends()))
+        calibration = asyncio.run(
+            ensure_loop_calibration(config, catalog, rec, reward, available_backends(catalog))
+        )
         result: dict[str, Any] = {
             "agents": "offline",
             "dataset": dataset,

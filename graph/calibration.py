@@ -48,11 +48,21 @@ def combined_scores(
     """Per item, the recommendation agent's belief alone (``agent``) and combined with the user
     agent's evidence at the learned trust (``weighted``): what the offline loop ranks by, for a
     batch of users ([B, N] each; the similarity may be None when the agent reads none)."""
+    belief = agent_belief(calibration, rec_log_probs, rec_history_similarity)
+    user = reward_log_probs / calibration.reward_temperature
+    return {"agent": belief, "weighted": (1.0 - calibration.trust) * belief + calibration.trust * user}
+
+
+def agent_belief(
+    calibration: LoopCalibration, rec_log_probs: torch.Tensor, rec_history_similarity: torch.Tensor | None
+) -> torch.Tensor:
+    """[B, N] the recommendation agent's belief: its model's calibrated log-probability plus the
+    weighted similarity to the history (:func:`combined_scores`' ``agent``; the trust fit reads it
+    alone, without a [B, N] mix it would not use)."""
     belief = rec_log_probs / calibration.rec_temperature
     if rec_history_similarity is not None and calibration.rec_history_weight:
         belief = belief + calibration.rec_history_weight * rec_history_similarity
-    user = reward_log_probs / calibration.reward_temperature
-    return {"agent": belief, "weighted": (1.0 - calibration.trust) * belief + calibration.trust * user}
+    return belief
 
 
 def models_key(catalog: Dataset, rec: Scorer, reward: Scorer) -> dict[str, Any]:

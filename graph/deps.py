@@ -44,7 +44,9 @@ async def make_deps(
     check_models(catalog, rec_scorer, reward_scorer)
     caches = knobs.get("caches")
     if calibration is None:
-        calibration = loop_calibration(catalog, rec_scorer, reward_scorer, available_backends(), caches)
+        calibration = loop_calibration(
+            catalog, rec_scorer, reward_scorer, available_backends(catalog), caches
+        )
     if agents == "llm" and knobs.get("llm_weights") is None:
         llm_weights, key = stored_llm_weights(config, catalog, rec_scorer, reward_scorer, caches)
         if llm_weights is None:

@@ -17,15 +17,19 @@ from graph.caches import LoopCaches
 from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
-from recmodels.text import embedding_cache_path, text_available
+from recmodels.text import TEXT_VECTORS_MAX_ITEMS, embedding_cache_path, text_available
 from steering.similarity import text_item_vectors
 
 log = logging.getLogger(__name__)
 
 
-def available_backends() -> tuple[str, ...]:
-    """Backends this installation offers: collaborative always, text with the embeddings extra."""
-    return ("collaborative", "text") if text_available() else ("collaborative",)
+def available_backends(catalog: Dataset) -> tuple[str, ...]:
+    """Backends offered for ``catalog``: collaborative always, text with the embeddings extra on a
+    catalog of at most :data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items (above it MiniLM takes
+    hours, and the calibration's full-catalog rankings need every item's vector). Part of the
+    calibration's key, so the lab and a worker compute the same tuple from the same catalog."""
+    text = text_available() and catalog.n_items <= TEXT_VECTORS_MAX_ITEMS
+    return ("collaborative", "text") if text else ("collaborative",)
 
 
 def load_vectors(

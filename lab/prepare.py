@@ -1,9 +1,9 @@
 """`recloop prepare`: everything a worker reads from ``data_dir``, fitted once, before any worker starts.
 
-The dataset (fetched and built if absent), the rec and reward models (trained if absent) and the
-offline agents' calibration. `recloop prepare` (a one-shot job) and `recloop serve` (on a fresh
-machine) share it; a worker only reads what this wrote (:func:`app.services.bootstrap.check_prepared`
-checks it is there).
+The dataset (fetched and built if absent), the rec and reward models (trained if absent), the
+item text vectors and the catalog look-up steering reads, and the offline agents' calibration.
+`recloop prepare` (a one-shot job) and `recloop serve` (on a fresh machine) share it; a worker
+only reads what this wrote (:func:`app.services.bootstrap.check_prepared` checks it is there).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from lab.calibration.offline import ensure_loop_calibration
 from lab.data.fetch import fetch_movielens
 from recmodels.artifacts import artifact_path
 from recmodels.dataset import Dataset, DatasetNotFound
+from recmodels.text import TEXT_VECTORS_MAX_ITEMS, embedding_cache_path, prepared_text_vectors, text_available
 from recmodels.training import train
+from steering.lookup import build_lookup, load_lookup, lookup_dir, save_lookup
+from steering.similarity import text_item_vectors
 
 
 def ensure_dataset(settings: Settings, echo: Echo) -> Dataset:
@@ -52,7 +55,40 @@ def ensure_calibration(settings: Settings, dataset: Dataset, echo: Echo) -> None
     (on validation: seconds on MovieLens, minutes on a large catalog). A worker only reads it."""
     rec, reward = load_scorers(settings, dataset)
     echo(f"calibration of the offline agents for {settings.rec_model}+{settings.reward_model} ...")
-    asyncio.run(ensure_loop_calibration(settings.loop_config(), dataset, rec, reward, available_backends()))
+    asyncio.run(
+        ensure_loop_calibration(settings.loop_config(), dataset, rec, reward, available_backends(dataset))
+    )
+
+
+def ensure_text_vectors(settings: Settings, dataset: Dataset, echo: Echo) -> None:
+    """The MiniLM item vectors steering's soft preferences read (RECLOOP_STEERING_SIMILARITY ``auto``
+    or ``text``), made here once unless saved: a worker only maps the file and never encodes a
+    catalog. ``auto`` above TEXT_VECTORS_MAX_ITEMS items makes none (minutes to hours of MiniLM;
+    steering then uses the rec model's item embeddings); ``text`` asks for them at any size."""
+    backend = settings.steering_similarity
+    if backend == "collaborative" or not text_available():
+        return
+    if backend == "auto" and dataset.n_items > TEXT_VECTORS_MAX_ITEMS:
+        echo(
+            f"steering similarity: collaborative ({dataset.n_items:,} items is above "
+            f"{TEXT_VECTORS_MAX_ITEMS:,} for MiniLM text vectors; "
+            "RECLOOP_STEERING_SIMILARITY=text makes them)"
+        )
+        return
+    path = embedding_cache_path(settings.data_dir, dataset.name, dataset.fingerprint)
+    if prepared_text_vectors(path, dataset.n_items) is None:
+        echo(f"text vectors of {dataset.n_items:,} items for steering (MiniLM, ~110 items/s on a CPU) ...")
+    text_item_vectors(dataset, cache_path=path)  # a saved file is read, not recomputed
+
+
+def ensure_steering_lookup(settings: Settings, dataset: Dataset, echo: Echo) -> None:
+    """The catalog's steering look-up (steering/lookup.py) unless a current one is saved: a worker
+    then maps it instead of building it from every item at start-up."""
+    where = lookup_dir(settings.data_dir, dataset.name)
+    if load_lookup(where, dataset.fingerprint) is not None:
+        return
+    echo(f"steering look-up of {dataset.n_items:,} items ...")
+    save_lookup(build_lookup(dataset), where, dataset.fingerprint)
 
 
 def prepare_artifacts(settings: Settings, echo: Echo) -> Dataset:
@@ -63,5 +99,7 @@ def prepare_artifacts(settings: Settings, echo: Echo) -> Dataset:
     to check the calibration's key."""
     dataset = ensure_dataset(settings, echo)
     ensure_models(settings, dataset, echo)
+    ensure_text_vectors(settings, dataset, echo)
+    ensure_steering_lookup(settings, dataset, echo)
     ensure_calibration(settings, dataset, echo)
     return dataset

@@ -78,6 +78,21 @@ class SequentialRecommender(nn.Module, ABC):
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Item output weights [N, H] (N = n_items, padding excluded) and an optional bias [N]."""
 
+    def per_item_tables(self) -> tuple[nn.Embedding, ...]:
+        """The embedding tables with one row per item that :meth:`sampled_item_rows` reads. Under a
+        sampled loss a step touches a few hundred of their rows, so training gives them sparse
+        gradients and updates only those rows (``recmodels.optimizers``): a dense gradient and a
+        dense Adam step over a million rows cost 20x the rest of the step. Empty (the default): the
+        model's item vectors are computed (TextRec) and train densely."""
+        return ()
+
+    def sampled_item_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Output weights [..., H] and bias [...] | None of the items ``ids`` [...]: what a sampled
+        loss reads. A model with :meth:`per_item_tables` gathers through those tables, so their
+        gradients stay sparse when training asks for it."""
+        weight, bias = self.output_embeddings()
+        return weight[ids], None if bias is None else bias[ids]
+
     def score_all(self, seqs: torch.Tensor) -> torch.Tensor:
         """seqs [B, T] -> logits over all items [B, N]."""
         states = self.encode(seqs)  # [B, H]

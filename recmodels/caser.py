@@ -78,3 +78,11 @@ class Caser(SequentialRecommender):
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         weight = self.item_emb.weight[: self.n_items] if self.out_weight is None else self.out_weight.weight
         return weight, self.out_bias.weight.squeeze(1)
+
+    def per_item_tables(self) -> tuple[nn.Embedding, ...]:
+        tables = (self.item_emb, self.out_bias)
+        return tables if self.out_weight is None else (*tables, self.out_weight)
+
+    def sampled_item_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        weight = self.item_emb(ids) if self.out_weight is None else self.out_weight(ids)
+        return weight, self.out_bias(ids).squeeze(-1)

@@ -100,6 +100,7 @@ def gbce(
     n_negatives: int,
     t: float,
     generator: torch.Generator,
+    shared: bool = False,
 ) -> torch.Tensor:
     """gBCE (gSASRec: Petrov & Macdonald, RecSys 2023): binary cross-entropy of the positive against
     ``n_negatives`` items drawn uniformly from the catalog, the positive's probability raised to
@@ -120,9 +121,15 @@ def gbce(
     as the items' own parts at this init scale), which drowns the items' identity in the encoder's
     input: SASRec on MovieLens stayed at popularity (validation HR@1 0.23 against softmax's 0.49).
     The shift is the same for every item, so rankings and serving are unchanged.
+
+    ``shared``: one draw of k negatives for the whole batch, shared by its positions, instead of
+    gSASRec's k per position. Each position's loss is the same in expectation (its k negatives are
+    still uniform); the step reads k item rows instead of P x k. At a million items the P x k rows'
+    gathers and their sparse update were most of a step (68k random rows of a 256 MB table, 110-170
+    ms against 42 ms for a whole MovieLens step); shared, the negatives cost one [P, H] x [H, k]
+    product. What it costs in accuracy is measured by ``python -m bench.sampled_parity``.
     """
-    weight, bias = model.output_embeddings()  # [N, H], [N] | None
-    N = weight.shape[0]  # items
+    N = model.n_items
     if targets.dim() == 2:  # every position
         encode_positions = getattr(model, "encode_positions", None)
         if encode_positions is None:
@@ -133,11 +140,18 @@ def gbce(
         states, positives = model.encode(seqs), targets  # [B, H], [B]
     P, _H = states.shape  # positions with a target, hidden
     k = max(1, min(n_negatives, N - 1))
-    negatives = torch.randint(0, N, (P, k), generator=generator).to(states.device)  # [P, k]
-    pos = (states * weight[positives]).sum(-1)  # [P]
-    neg = torch.einsum("ph,pkh->pk", states, weight[negatives])  # [P, k]
-    if bias is not None:
-        pos, neg = pos + bias[positives], neg + bias[negatives]
+    pos_weight, pos_bias = model.sampled_item_rows(positives)  # [P, H], [P] | None
+    pos = (states * pos_weight).sum(-1)  # [P]
+    if shared:
+        negatives = torch.randint(0, N, (k,), generator=generator).to(states.device)  # [k]
+        neg_weight, neg_bias = model.sampled_item_rows(negatives)  # [k, H], [k] | None
+        neg = states @ neg_weight.T  # [P, k]
+    else:
+        negatives = torch.randint(0, N, (P, k), generator=generator).to(states.device)  # [P, k]
+        neg_weight, neg_bias = model.sampled_item_rows(negatives)  # [P, k, H], [P, k] | None
+        neg = torch.einsum("ph,pkh->pk", states, neg_weight)  # [P, k]
+    if pos_bias is not None and neg_bias is not None:
+        pos, neg = pos + pos_bias, neg + neg_bias
     return gbce_from_logits(pos, neg, gbce_beta(k, N, t))
 
 

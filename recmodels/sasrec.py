@@ -110,3 +110,9 @@ class SASRec(SequentialRecommender):
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.item_emb.weight[: self.n_items], None
+
+    def per_item_tables(self) -> tuple[nn.Embedding, ...]:
+        return (self.item_emb,)
+
+    def sampled_item_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.item_emb(ids), None  # the tied output vectors, gathered through the table

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from recmodels.base import init_weights
+from recmodels.base import SequentialRecommender, init_weights
 from recmodels.sasrec import SASRec, SASRecConfig
 from recmodels.text import TEXT_DIM, content_scores, fit_text_popularity, standardize
 
@@ -162,6 +162,12 @@ class TextRec(SASRec):
 
     def output_embeddings(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         return self.item_table()[: self.n_items], None
+
+    def per_item_tables(self) -> tuple[nn.Embedding, ...]:
+        return ()  # its item vectors are computed from text and ids: they train densely
+
+    def sampled_item_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return SequentialRecommender.sampled_item_rows(self, ids)  # not SASRec's table gather
 
     def score_all(self, seqs: torch.Tensor) -> torch.Tensor:
         """seqs [B, T] -> logits [B, N], one item table (one id-dropout draw) for inputs and outputs.

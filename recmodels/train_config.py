@@ -43,6 +43,9 @@ class TrainConfig:
     loss: str = "auto"
     sampled_above: int = 20_000
     negatives: int = 256  # gSASRec's setting
+    # One draw of `negatives` per batch, shared by its rows (gSASRec draws per row): each row's loss is
+    # the same in expectation and a step reads 256 item rows instead of 65k (recmodels.losses.gbce).
+    shared_negatives: bool = True
     gbce_t: float = 0.75  # gSASRec's calibration t (0: plain BCE, 1: fully calibrated)
 
     def __post_init__(self) -> None:

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Protocol
 
 from recmodels.dataset import Item
-from steering.lexicon import ARTICLES, WORD
+from steering.lexicon import ARTICLES, CLAUSE_BREAK, TERM_SPLIT, WORD, normalize_text
 
 
 class Catalog(Protocol):
@@ -27,10 +27,18 @@ def normalize_title(text: str) -> str:
 
 
 class CatalogIndex:
-    """Title and genre look-ups over one catalog, built once per catalog."""
+    """Title and genre look-ups over one catalog, built once per catalog (or read from the steering
+    look-up `recloop prepare` saved: :func:`steering.lookup.catalog_index`)."""
 
-    def __init__(self, catalog: Catalog):
+    TABLES = ("_ids_by_title", "genres", "fragile_titles")
+    """The look-ups built from every item: what :mod:`steering.lookup` saves and gives back."""
+
+    def __init__(self, catalog: Catalog, tables: dict[str, object] | None = None):
         self.catalog = catalog
+        for name, value in (tables or {}).items():  # prepared tables: the cached properties' values
+            if name not in self.TABLES:
+                raise ValueError(f"unknown catalog index table {name!r}")
+            self.__dict__[name] = value
 
     @cached_property
     def _ids_by_title(self) -> dict[str, list[int]]:
@@ -45,6 +53,13 @@ class CatalogIndex:
     def genres(self) -> tuple[str, ...]:
         """Genre names present in the catalog (empty for title-only catalogs such as LastFM)."""
         return tuple(sorted({g for item in self.catalog.items for g in item.genres}))
+
+    @cached_property
+    def fragile_titles(self) -> list[str]:
+        """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
+        titles = {normalize_text(item.title) for item in self.catalog.items if item.title}
+        fragile = (t for t in titles if CLAUSE_BREAK.search(t) or TERM_SPLIT.search(t))
+        return sorted(fragile, key=len, reverse=True)
 
     def canonical_genre(self, name: str) -> str | None:
         wanted = name.casefold()

@@ -365,6 +365,13 @@ def split_clauses_with_breaks(text: str) -> list[tuple[str, str]]:
     return pieces
 
 
+def normalize_text(text: str) -> str:
+    """Curly quotes straightened, case folded, runs of spaces one space: what the clause and term
+    splitters read (commands, and titles they must not cut)."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
+    return re.sub(r"\s+", " ", text).strip()
+
+
 TERM_SPLIT = re.compile(r"\s*(?:\band\b|\bor\b|\bnor\b|&|/)\s*")
 """What separates the terms of one clause ("horror or thrillers", "rock/pop")."""
 LIST_GAP = re.compile(r"\s*(?:,|;|/|&|\+|\band\b|\bor\b|\bnor\b)\s*(?:(?:and|or|no|not|nor)\s+)?(?:the\s+)?")

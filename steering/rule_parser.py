@@ -32,10 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from recmodels.dataset import Dataset
 from steering.catalog_index import Catalog, CatalogIndex
 from steering.lexicon import (
-    CLAUSE_BREAK,
     DECADE_NAMES,
     DISCOURSE_START,
     FILLER_END,
@@ -65,6 +63,7 @@ from steering.lexicon import (
     RULE_YEAR_FILLER,
     TERM_SPLIT,
     fold,
+    normalize_text,
     split_clauses_with_breaks,
     word_key,
 )
@@ -97,7 +96,7 @@ class OfflineParser(CommandParser):
 
     def __init__(self, catalog: Catalog | CatalogIndex):
         self.index = catalog if isinstance(catalog, CatalogIndex) else CatalogIndex(catalog)
-        self._fragile_titles = _fragile_titles(self.index)
+        self._fragile_titles = self.index.fragile_titles
         # the look-up's word tables over this catalog (no titles, no encoder vocabulary: nothing to load)
         self.finder = MentionFinder(self.index)
 
@@ -115,7 +114,7 @@ class OfflineParser(CommandParser):
         know) is withheld into ``unparsed`` with the reason. A negation standing alone ("horror? no",
         "westerns - not tonight") withholds the whole command, since what it turns around may be in
         another clause, and a value read on two sides is dropped from both."""
-        command = _normalize(text)
+        command = normalize_text(text)
         if not command:
             return ParseResult(unparsed=["empty command"])
         if RULE_RESET.match(command):
@@ -276,19 +275,6 @@ class OfflineParser(CommandParser):
 _SHIELD = re.compile(r"\u27e8(\d+)\u27e9")  # ⟨n⟩ stands for the n-th shielded title of a command
 
 
-def _fragile_titles(index: CatalogIndex) -> list[str]:
-    """Titles the clause/term splitting would cut ("Boot, Das", "G.I. Jane"), longest first."""
-    catalog = index.catalog
-    every_title = (
-        catalog.item_columns.titles()  # a dataset: its titles column, no item made (10^6 items)
-        if isinstance(catalog, Dataset)
-        else (item.title for item in catalog.items)
-    )
-    titles = {_normalize(title) for title in every_title if title}
-    fragile = (t for t in titles if CLAUSE_BREAK.search(t) or TERM_SPLIT.search(t))
-    return sorted(fragile, key=len, reverse=True)
-
-
 def _shield_titles(command: str, fragile: Sequence[str]) -> tuple[str, list[str]]:
     """Replace whole-word mentions of fragile titles by ⟨n⟩ so splitting leaves them intact."""
     shielded: list[str] = []
@@ -300,11 +286,6 @@ def _shield_titles(command: str, fragile: Sequence[str]) -> tuple[str, list[str]
             command = pattern.sub(f"\u27e8{len(shielded)}\u27e9", command)
             shielded.append(title)
     return command, shielded
-
-
-def _normalize(text: str) -> str:
-    text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def _polarity(clause: str) -> tuple[Polarity, str]:

@@ -31,6 +31,7 @@ from recmodels.text import (
     embedding_cache_path,
     item_texts,
     load_text_encoder,
+    prepared_text_vectors,
     text_available,
 )
 from recmodels.text import TextEncoderUnavailable as SimilarityUnavailable
@@ -136,20 +137,43 @@ def text_similarity(
     return TextSimilarity(encoder, text_item_vectors(catalog, cache_path=cache_path, encoder=encoder))
 
 
+def prepared_text_similarity(catalog: Catalog, cache_path: Path | None) -> TextSimilarity:
+    """The text backend on the item vectors `recloop prepare` saved at ``cache_path`` (memory-mapped,
+    never computed: MiniLM over a catalog takes minutes to hours); SimilarityUnavailable naming
+    the command when they are missing or stale, or without the embeddings extra."""
+    if not text_available():
+        load_text_encoder()  # raises, naming the extra
+    vectors = prepared_text_vectors(cache_path, len(catalog.items)) if cache_path else None
+    if vectors is None:
+        raise SimilarityUnavailable(
+            f"the catalog's text vectors are not prepared (expected at {cache_path}); a worker never "
+            "computes them: run `recloop prepare` with RECLOOP_STEERING_SIMILARITY=text, then start again"
+        )
+    return TextSimilarity(load_text_encoder(), vectors)
+
+
 def load_similarity(
     catalog: Catalog,
     scorer: Scorer,
     *,
     backend: SimilarityBackend = "auto",
     cache_path: Path | None = None,
+    prepared_only: bool = False,
 ) -> Similarity:
-    """The text backend when available (``auto``/``text``), else the collaborative fallback."""
+    """The text backend when available (``auto``/``text``), else the collaborative fallback.
+
+    ``prepared_only`` (a worker): the text vectors are read where `recloop prepare` saved them
+    (:func:`prepared_text_similarity`), never computed; without them ``auto`` is collaborative
+    (prepare makes none above :data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items) and ``text``
+    raises. Otherwise (the lab's commands) they are computed when the cache misses."""
     if backend == "collaborative":
         return CollaborativeSimilarity(scorer)
     try:
+        if prepared_only:
+            return prepared_text_similarity(catalog, cache_path)
         return text_similarity(catalog, cache_path=cache_path)
-    except SimilarityUnavailable:
+    except SimilarityUnavailable as exc:
         if backend == "text":
             raise
-        log.info("embeddings extra not installed: soft preferences use the rec model's item embeddings")
+        log.info("soft preferences use the rec model's item embeddings: %s", exc)
         return CollaborativeSimilarity(scorer)

@@ -12,6 +12,7 @@ cosine similarities live on unrelated scales, and only their order within one li
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import weakref
 from collections.abc import Mapping, Sequence
@@ -115,6 +116,13 @@ class AttributeIndex:
         year_known, years = columns.known_years()
         return cls({g: j for j, g in enumerate(names)}, genres, year_known, years)
 
+    @classmethod
+    def from_arrays(
+        cls, genre_columns: dict[str, int], genres: np.ndarray, year_known: np.ndarray, years: np.ndarray
+    ) -> AttributeIndex:
+        """The index over arrays made before (:mod:`steering.lookup`; they may be memory-mapped)."""
+        return cls(genre_columns, genres, year_known, years)
+
     @staticmethod
     def supports(items: Sequence[Item]) -> bool:
         """Ids 0..n-1 in order and whole-number years: what the arrays assume."""
@@ -189,6 +197,12 @@ def attribute_index(catalog: Catalog) -> AttributeIndex | None:
         index = None
     _ATTRIBUTE_INDEXES[catalog] = index
     return index
+
+
+def use_attribute_index(catalog: Catalog, index: AttributeIndex | None) -> None:
+    """Make ``index`` (read from the steering look-up) :func:`attribute_index`'s answer for ``catalog``."""
+    with contextlib.suppress(TypeError):  # not weakly referenceable: attribute_index builds none either
+        _ATTRIBUTE_INDEXES[catalog] = index
 
 
 def semantic_scores(

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from recmodels import training
-from recmodels.base import SequentialRecommender, pad_histories
+from recmodels import evaluation, training
+from recmodels.base import SequentialRecommender, mask_seen, pad_histories
 from recmodels.dataset import Dataset, Row
 from recmodels.evaluation import evaluate_model, full_ranking_stats, ranking_summary
 from recmodels.losses import full_softmax_ce
@@ -195,6 +195,55 @@ def test_caser_with_tied_weights_scores_with_its_input_embeddings() -> None:
     seqs = pad_histories(HISTORIES, model.max_len, model.pad_id)
     candidates = torch.tensor([[0, 1, 59]] * len(HISTORIES))
     torch.testing.assert_close(model.score_candidates(seqs, candidates), model.score_all(seqs)[:, [0, 1, 59]])
+
+
+def test_ranking_stats_in_small_score_blocks_are_the_stats_of_one_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # At a million items 512 rows of scores were 2 GB; blocks bound them. Same stats either way.
+    torch.manual_seed(0)
+    model = build_model("sasrec", 40, hidden=8, max_len=5)
+    histories = torch.randint(0, 40, (37, 4)).tolist()
+    rows = [Row(tuple(h), int(t), 4) for h, t in zip(histories, torch.randint(0, 40, (37,)), strict=True)]
+    rows.append(Row((3, 5, 3), 3, 3))  # a repeat: the target in its own history
+    whole = full_ranking_stats(model, rows)
+    scores = model.eval().score_all(pad_histories([r.history for r in rows], 5, 40)).detach()
+    monkeypatch.setattr(evaluation, "SCORE_BLOCK_ELEMENTS", 3 * 40)  # three rows a block
+    assert evaluation.rows_per_block(40) == 3
+    assert full_ranking_stats(model, rows) == whole
+    assert evaluation.ranking_stats_from_scores(scores, rows) == whole
+
+
+def _ranking_stats_by_masking(scores: torch.Tensor, rows: list[Row]) -> list[tuple[int, int, int]]:
+    """The stats as first written: the history masked in a copy of every score, then counted."""
+    N = scores.shape[1]
+    seqs = pad_histories([r.history for r in rows], max(1, *(len(r.history) for r in rows)), N)
+    masked = mask_seen(scores, seqs, N)
+    targets = torch.as_tensor([r.next for r in rows])
+    target_scores = scores.gather(1, targets.unsqueeze(1))
+    ids = torch.arange(N).unsqueeze(0)
+    above = (masked > target_scores) | ((masked == target_scores) & (ids < targets.unsqueeze(1)))
+    above &= (ids != targets.unsqueeze(1)) & (masked != float("-inf"))
+    return [
+        (N if r.next in r.history else n, n, N - len(set(r.history) - {r.next}) - 1)
+        for r, n in zip(rows, above.sum(dim=1).tolist(), strict=True)
+    ]
+
+
+def test_ranking_stats_count_as_masking_the_history_would_with_ties_repeats_and_minus_infinity() -> None:
+    generator = torch.Generator().manual_seed(5)
+    N = 25
+    scores = torch.randint(0, 6, (200, N), generator=generator).float()  # many ties
+    scores[torch.rand(200, N, generator=generator) < 0.1] = float("-inf")
+    histories = torch.randint(0, N, (200, 6), generator=generator).tolist()
+    lengths = torch.randint(0, 7, (200,), generator=generator).tolist()
+    targets = torch.randint(0, N, (200,), generator=generator).tolist()
+    rows = [Row(tuple(h[:k]), t, max(1, k)) for h, k, t in zip(histories, lengths, targets, strict=True)]
+    rows += [Row((4, 4, 9), 4, 3), Row((), 3, 1), Row((2, 7, 2), 7, 3)]  # repeats, empty history
+    scores = torch.cat([scores, torch.full((3, N), 1.0)])  # every item tied
+    scores[-1, 7] = float("-inf")  # a target scored -inf in its own history
+    stats = evaluation.ranking_stats_from_scores(scores, rows)
+    assert [(s.rank, s.n_outranking, s.pool_size) for s in stats] == _ranking_stats_by_masking(scores, rows)
 
 
 def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():

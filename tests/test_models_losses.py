@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from torch.nn import functional as F
 from recmodels.base import pad_histories
 from recmodels.dataset import Dataset, Row
 from recmodels.losses import all_positions_ce, full_softmax_ce, gbce, gbce_beta, gbce_from_logits, gbce_offset
+from recmodels.optimizers import LazyItemsAdamW, sparse_item_gradients
 from recmodels.registry import build_model
 from recmodels.train_config import TrainConfig, resolve_device
 from recmodels.training import train, training_tensors
@@ -161,3 +164,65 @@ def test_gbce_training_learns_beyond_popularity_on_a_synthetic_catalog(
     popularity = torch.tensor([[float(counts[i]) for i in range(synthetic_dataset.n_items)]] * len(test_rows))
     popular = sum(expected_hr_at_1_of(ranking_stats_from_scores(popularity, test_rows))) / len(test_rows)
     assert learned > max(popular, 1 / 20) + 0.05, (learned, popular)
+
+
+@pytest.mark.parametrize("model_name", ["sasrec", "gru4rec", "caser"])
+def test_shared_negatives_are_per_row_gbce_with_one_draw_for_every_row(model_name: str) -> None:
+    torch.manual_seed(0)
+    model = build_model(model_name, N_ITEMS, hidden=8, max_len=6).eval()
+    seqs = pad_histories([[1, 2, 3], [4, 5], [9]], 6, PAD)
+    targets = torch.tensor([6, 7, 8])
+    shared = gbce(model, seqs, targets, 5, 0.75, torch.Generator().manual_seed(3), shared=True)
+    negatives = torch.randint(0, N_ITEMS, (5,), generator=torch.Generator().manual_seed(3))
+    weight, bias = model.output_embeddings()
+    states = model.encode(seqs)
+    pos = (states * weight[targets]).sum(-1)
+    neg = states @ weight[negatives].T  # every row against the same five items
+    if bias is not None:
+        pos, neg = pos + bias[targets], neg + bias[negatives]
+    torch.testing.assert_close(shared, gbce_from_logits(pos, neg, gbce_beta(5, N_ITEMS, 0.75)))
+
+
+def _one_step_gradients(model_name: str, sparse: bool) -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    model = build_model(model_name, N_ITEMS, hidden=8, max_len=6).eval()
+    seqs, targets = pad_histories([[1, 2, 3], [4, 5]], 6, PAD), torch.tensor([6, 7])
+    with sparse_item_gradients(model) if sparse else contextlib.nullcontext():
+        gbce(model, seqs, targets, 5, 0.75, torch.Generator().manual_seed(3)).backward()
+    return {name: p.grad.to_dense() for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("model_name", ["sasrec", "gru4rec", "caser"])
+def test_sparse_item_gradients_are_the_dense_gradients(model_name: str) -> None:
+    dense, sparse = _one_step_gradients(model_name, False), _one_step_gradients(model_name, True)
+    assert dense.keys() == sparse.keys()
+    for name in dense:
+        torch.testing.assert_close(sparse[name], dense[name], msg=name)
+    model = build_model(model_name, N_ITEMS, hidden=8, max_len=6)
+    assert all(not table.sparse for table in model.per_item_tables())  # restored after the block
+
+
+def test_lazy_items_adamw_is_adamw_when_every_row_is_drawn_and_leaves_undrawn_rows_alone() -> None:
+    torch.manual_seed(0)
+    model = build_model("gru4rec", N_ITEMS, hidden=8, max_len=6)
+    twin = copy.deepcopy(model)
+    lazy = LazyItemsAdamW(model, lr=0.01, weight_decay=0.1)
+    dense = torch.optim.AdamW(twin.parameters(), lr=0.01, weight_decay=0.1)
+    every_row = torch.arange(N_ITEMS + 1)  # the padding row too: all rows get a gradient each step
+    for step in range(3):
+        for m, optimizer, sparse in ((model, lazy, True), (twin, dense, False)):
+            optimizer.zero_grad()
+            with sparse_item_gradients(m) if sparse else contextlib.nullcontext():
+                rows, _ = m.sampled_item_rows(every_row)
+                ((rows * (step + 1.0)).sin().sum() + m.project.weight.sum()).backward()
+            optimizer.step()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(p, q, msg=name)
+
+    before = model.item_emb.weight.detach().clone()
+    lazy.zero_grad()
+    with sparse_item_gradients(model):
+        model.sampled_item_rows(torch.tensor([3, 4]))[0].sum().backward()
+    lazy.step()
+    changed = (model.item_emb.weight != before).any(dim=1).nonzero().flatten().tolist()
+    assert changed == [3, 4]  # dense AdamW would also move every row along its momentum

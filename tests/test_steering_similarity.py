@@ -108,3 +108,30 @@ def test_bundled_sentence_model_reads_free_text(ml_dataset, monkeypatch):
     sims = similarity.similarities(range(60), SoftPreference(text="animated family cartoon"))
     best = max(range(60), key=sims.__getitem__)
     assert "Animation" in subset[best].genres or "Children's" in subset[best].genres
+
+
+def test_a_worker_reads_prepared_text_vectors_and_never_encodes(
+    ml_dataset, untrained_scorer, tmp_path, monkeypatch
+):
+    """prepared_only (the worker): the file prepare saved, memory-mapped; none or a stale one is
+    collaborative for ``auto`` and an error naming `recloop prepare` for ``text``: never an encoding."""
+    monkeypatch.setattr(sim_module, "text_available", lambda: True)
+    monkeypatch.setattr(sim_module, "load_text_encoder", lambda *a, **k: CountingEncoder())
+    path = embedding_cache_path(tmp_path, ml_dataset.name, ml_dataset.fingerprint)
+    with pytest.raises(SimilarityUnavailable, match="recloop prepare"):
+        load_similarity(ml_dataset, untrained_scorer, backend="text", cache_path=path, prepared_only=True)
+    fallback = load_similarity(
+        ml_dataset, untrained_scorer, backend="auto", cache_path=path, prepared_only=True
+    )
+    assert isinstance(fallback, CollaborativeSimilarity) and not path.exists()
+
+    made = text_similarity(ml_dataset, cache_path=path, encoder=CountingEncoder())  # what prepare does
+    served = load_similarity(
+        ml_dataset, untrained_scorer, backend="auto", cache_path=path, prepared_only=True
+    )
+    assert isinstance(served, TextSimilarity) and torch.equal(served.item_vectors, made.item_vectors)
+    assert isinstance(np.load(path, mmap_mode="c"), np.memmap)
+
+    np.save(path, np.zeros((3, 26), dtype=np.float32))  # stale: another catalog's size
+    with pytest.raises(SimilarityUnavailable, match="not prepared"):
+        load_similarity(ml_dataset, untrained_scorer, backend="text", cache_path=path, prepared_only=True)

@@ -30,7 +30,9 @@ from app.services.steering_models import SteeringModels
 from app.settings import Settings
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
+from steering.catalog_index import CatalogIndex
 from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
+from steering.lookup import catalog_index
 from steering.parsing import CommandParser
 from steering.planner import PlanWeights, steer_candidates
 from steering.preferences import (
@@ -275,10 +277,26 @@ def session_parser(models: SteeringModels) -> CommandParser:
     with models.lock:  # one load of the encoder, however many commands arrive at once
         if key not in models.parsers:
             try:
-                models.parsers[key] = build_parser(kind, catalog, config, catalog.name)
+                models.parsers[key] = build_parser(kind, _catalog_index(models), config, catalog.name)
             except ParserUnavailable as exc:
                 raise Unavailable(str(exc), field="steering_parser") from exc
         return models.parsers[key]
+
+
+def _catalog_index(models: SteeringModels) -> CatalogIndex:
+    """The catalog's index from the steering look-up `recloop prepare` saved (built from the items,
+    with a warning, when there is none); the caller holds ``models.lock``."""
+    catalog = models.catalog
+    if catalog.fingerprint not in models.indexes:
+        models.indexes[catalog.fingerprint] = catalog_index(
+            catalog, models.settings.data_dir, catalog.name, catalog.fingerprint
+        )
+    return models.indexes[catalog.fingerprint]
+
+
+def _locked_catalog_index(models: SteeringModels) -> CatalogIndex:
+    with models.lock:
+        return _catalog_index(models)
 
 
 def _similarity(models: SteeringModels, scorer: Scorer) -> Similarity:
@@ -287,8 +305,8 @@ def _similarity(models: SteeringModels, scorer: Scorer) -> Similarity:
         if (scorer, backend) not in models.similarities:
             catalog = models.catalog
             cache = embedding_cache_path(models.settings.data_dir, catalog.name, catalog.fingerprint)
-            models.similarities[scorer, backend] = load_similarity(
-                catalog, scorer, backend=backend, cache_path=cache
+            models.similarities[scorer, backend] = load_similarity(  # what prepare saved: never encodes
+                catalog, scorer, backend=backend, cache_path=cache, prepared_only=True
             )
         return models.similarities[scorer, backend]
 
@@ -310,12 +328,18 @@ def _read_warm_up_command(parser: CommandParser, catalog: Dataset) -> None:
 
 
 async def warm_up(models: SteeringModels) -> Similarity | None:
-    """Load the soft-preference similarity (the text model: seconds), the command parser and its
-    catalog tables (by parsing one command: ~8 s at 10^6 items) and the catalog's genre and year
-    arrays for the hard filter before the first command needs them.
+    """Load the soft-preference similarity (the text model: seconds), the steering look-up `recloop
+    prepare` saved (the catalog's index and the hard filter's genre and year arrays: built here
+    instead when it is missing, seconds at 10^5 items) and the command parser, and parse one
+    command naming a genre, a title and a year (what the parser builds on first use is built now),
+    before the first command needs them.
 
     Best effort: a failure is logged and the first command tries again and reports its own error.
     """
+    try:
+        await asyncio.to_thread(_locked_catalog_index, models)
+    except Exception:
+        _log.warning("steering look-up warm-up failed; the first command will build it", exc_info=True)
     await asyncio.to_thread(attribute_index, models.catalog)  # never raises: None means per-item rules
     try:
         parser = await asyncio.to_thread(session_parser, models)

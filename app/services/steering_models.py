@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from app.settings import Settings
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
+from steering.catalog_index import CatalogIndex
 from steering.choice import ParserKind
 from steering.config import ParserConfig
 from steering.parsing import CommandParser
@@ -28,5 +29,8 @@ class SteeringModels:
     """Command parsers by what shapes them (built once: the LLM client, the learned model)."""
     similarities: dict[tuple[Scorer, str], Similarity] = field(default_factory=dict)
     """Soft-preference similarity by (rec scorer, backend): the text model takes seconds to load."""
+    indexes: dict[str, CatalogIndex] = field(default_factory=dict)
+    """The catalog's index by dataset fingerprint: read from the steering look-up prepare saved
+    (steering/lookup.py), shared by every parser of the worker."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """A command arriving while the start-up warm-up loads the text model waits for it."""

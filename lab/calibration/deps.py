@@ -25,7 +25,7 @@ async def calibrated_deps(
     """:func:`graph.deps.make_deps` on the stored calibration, fitted on validation (and saved beside
     the models) when there is none, as `recloop prepare` does; the other arguments are make_deps's."""
     calibration = await ensure_loop_calibration(
-        config, catalog, rec_scorer, reward_scorer, available_backends(), knobs.get("caches")
+        config, catalog, rec_scorer, reward_scorer, available_backends(catalog), knobs.get("caches")
     )
     return await make_deps(
         config, catalog, rec_scorer, reward_scorer, agents, calibration=calibration, **knobs

@@ -14,7 +14,8 @@ learned here, on the **validation** split only, for one (dataset, rec model, rew
   1 = the feedback always wins.
 
   Backend, weight and trust are chosen together for the best exact expected validation HR@1-of-20
-  of the combination (every candidate draw of the 19 negatives, no sampling noise).
+  of the combination (every candidate draw of the 19 negatives, no sampling noise; every trust of
+  the grid counted in one pass, :mod:`lab.calibration.ranking`).
 - User simulation (``judge_items``): one verdict threshold on the user agent's evidence for an
   item (the reward model's log-probability over the catalog, plus a weight times its similarity to
   the history), and the weights of its loop memory (similarity to what it liked, and to what it
@@ -23,6 +24,13 @@ learned here, on the **validation** split only, for one (dataset, rec model, rew
   memory, then the memory weights for the best mean F1 with the memory each validation loop left,
   the threshold fixed, kept only if their gain's 95 % bootstrap interval over validation users lies
   above zero (otherwise the memory does not count). One threshold for all ratios.
+
+Every part reads each validation row's scores over the whole catalog. On a large catalog the fit
+takes a fixed, seeded sample of the validation rows, at most ``FIT_CELLS`` rows x items
+(:func:`fit_rows`: every row of the paper's datasets and all 955 of a 10^5-item, 10^6-interaction
+log; 134 of 9,551 at 10^6 items), so its memory and time stay bounded: a [rows, catalog]
+tensor of float32 is then at most 512 MB. The MiniLM text backend is offered only up to
+:data:`recmodels.text.TEXT_VECTORS_MAX_ITEMS` items (:func:`graph.item_vectors.available_backends`).
 
 The result is saved beside the rec model's artifact, where a worker reads it
 (:mod:`graph.calibration`: the file, its key, how the parameters combine scores):
@@ -47,9 +55,9 @@ import torch
 from graph.agents.evidence import ItemVectors, LoopCalibration, MemoryView, VerdictFeatures
 from graph.caches import LoopCaches
 from graph.calibration import (
+    agent_belief,
     calibration_key,
     calibration_path,
-    combined_scores,
     memo_key,
     stored_loop_calibration,
 )
@@ -57,10 +65,12 @@ from graph.config import LoopConfig
 from graph.context import build_deps
 from graph.item_vectors import load_vectors
 from graph.runner import LoopRunner
-from graph.usersim import RATIOS, cases_from_rows
+from graph.usersim import RATIOS, UserSimCase, cases_from_rows
+from lab.calibration.ranking import outranking_counts, ranking_stats
 from recmodels.candidates import negative_pool_size, sample_candidates
 from recmodels.dataset import Dataset, Row
-from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_from_scores
+from recmodels.evaluation import expected_hr_at_1_of
+from recmodels.progress import progress_bar
 from recmodels.scorer import Scorer
 
 log = logging.getLogger(__name__)
@@ -76,6 +86,15 @@ USERSIM_SEEDS = (0, 1)  # validation user-simulation cases per seed (candidates 
 N_EVAL = 20
 THRESHOLD_POINTS = 500  # verdict thresholds tried (quantiles of the validation evidence)
 MEMORY_RESAMPLES = 1000  # bootstrap resamples of validation users behind the memory weights
+USERSIM_MAX_ROWS = 2000
+"""Validation rows the user simulation reads at most (above it a seeded sample): two loops each
+(~215 loops/s at 10^4 items, slower on larger catalogs), and their pooled verdicts, grow with the
+log, not the catalog. Steam's validation split, the paper's largest, has 1,194 rows."""
+FIT_CELLS = 2**27
+"""Validation rows x catalog items the fit reads at most (:func:`fit_rows`): a [rows, catalog]
+float32 tensor is 512 MB; the fit holds about six of them at once."""
+SCORE_CELLS = 2**24
+"""Rows x items per model call when the rows' scores are computed in chunks (64 MB a chunk)."""
 
 
 # --------------------------------------------------------------------------- read, else fit and save
@@ -129,27 +148,42 @@ async def fit_calibration(
     caches: LoopCaches | None = None,
 ) -> LoopCalibration:
     """Learn every parameter on the validation split (see the module docstring)."""
-    rows, _dropped = catalog.eval_rows("val")
+    every, _dropped = catalog.eval_rows("val")
+    rows = fit_rows(every, catalog.n_items)
     if not rows:
         log.warning("%s has no validation rows: the offline agents run uncalibrated", catalog.name)
         return LoopCalibration()
+    if len(rows) < len(every):
+        log.info(
+            "calibration on %d of %d validation rows (a seeded sample: %s items)",
+            len(rows),
+            len(every),
+            f"{catalog.n_items:,}",
+        )
     histories = [r.history for r in rows]
-    rec_lp = rec.catalog_log_probs(histories)  # [B, N]
-    reward_lp = rec_lp if reward is rec else reward.catalog_log_probs(histories)
+    rec_lp = catalog_log_probs(rec, histories)  # [B, N]
+    reward_lp = rec_lp if reward is rec else catalog_log_probs(reward, histories)
     base = replace(LoopCalibration(), **_fit_temperatures(rows, rec_lp, reward_lp, catalog.n_items, config))
+    choices = [(name, weight) for name in ("none", *backends) for weight in _rec_weights(name)]
     tried: dict[str, Any] = {}
     best: tuple[float, LoopCalibration, dict[str, float]] | None = None
-    for name in ("none", *backends):
-        vectors = load_vectors(name, config, catalog, reward, caches)
-        similarity = vectors.history_similarity_all(histories) if vectors is not None else None
-        for weight in REC_HISTORY_WEIGHTS if vectors is not None else (0.0,):
-            candidate = replace(base, rec_similarity=name, rec_history_weight=weight)
-            trust, curve = fit_trust_with(candidate, rec_lp, reward_lp, similarity, rows)
-            score = curve[f"{trust:.2f}"]
-            tried[f"{name}/weight={weight:g}"] = {"trust": trust, "val_expected_hr1": score}
-            if best is None or score > best[0] + 1e-12:  # ties: the simpler choice tried first
-                best = (score, replace(candidate, trust=trust), curve)
+    with progress_bar(
+        total=len(choices), desc="calibration: trust", unit="choice", disable=_small(rows, catalog)
+    ) as bar:
+        for name in ("none", *backends):
+            vectors = load_vectors(name, config, catalog, reward, caches)
+            similarity = vectors.history_similarity_all(histories) if vectors is not None else None
+            for weight in _rec_weights(name):
+                candidate = replace(base, rec_similarity=name, rec_history_weight=weight)
+                trust, curve = fit_trust_with(candidate, rec_lp, reward_lp, similarity, rows)
+                score = curve[f"{trust:.2f}"]
+                tried[f"{name}/weight={weight:g}"] = {"trust": trust, "val_expected_hr1": score}
+                if best is None or score > best[0] + 1e-12:  # ties: the simpler choice tried first
+                    best = (score, replace(candidate, trust=trust), curve)
+                bar.update(1)
+            del similarity
     assert best is not None
+    del rec_lp, reward_lp  # the user simulation reads other histories
     recommendation = replace(
         best[1],
         provenance={
@@ -158,9 +192,52 @@ async def fit_calibration(
             "temperature_draws": FIT_DRAWS,
             "val_expected_hr1_by_trust": best[2],
             "val_expected_hr1_by_history_evidence": tried,
+            **({"n_rows_of": len(every)} if len(rows) < len(every) else {}),
         },
     )
-    return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation, caches)
+    return await fit_user_simulation(config, catalog, rec, reward, backends, recommendation, caches, rows)
+
+
+def fit_rows(rows: Sequence[Row], n_items: int) -> list[Row]:
+    """The validation rows the fit reads: all of them while rows x items stays within ``FIT_CELLS``
+    (every paper dataset, 955 rows of 10^5 items), else a fixed, seeded sample of
+    ``FIT_CELLS // n_items`` rows in their order, so that a fit's memory and time stay bounded."""
+    return seeded_sample(rows, max(1, FIT_CELLS // n_items))
+
+
+def seeded_sample(rows: Sequence[Row], keep: int) -> list[Row]:
+    """All ``rows`` when they are at most ``keep``, else ``keep`` of them drawn with ``FIT_SEED``,
+    in their order: the same rows on every run."""
+    if len(rows) <= keep:
+        return list(rows)
+    picked = sorted(random.Random(FIT_SEED).sample(range(len(rows)), keep))
+    return [rows[i] for i in picked]
+
+
+def catalog_log_probs(scorer: Scorer, histories: Sequence[Sequence[int]]) -> torch.Tensor:
+    """[B, N] :meth:`Scorer.catalog_log_probs`, one model call while B x N stays within
+    ``SCORE_CELLS`` (every paper dataset: the same numbers as before), else in row chunks (a
+    call's temporaries are several [B, N] tensors)."""
+    N = scorer.n_items
+    if len(histories) * N <= SCORE_CELLS:
+        return scorer.catalog_log_probs(histories)
+    step = max(1, SCORE_CELLS // N)
+    out = torch.empty(len(histories), N)
+    with progress_bar(total=len(histories), desc="calibration: scores", unit="row") as bar:
+        for start in range(0, len(histories), step):
+            chunk = histories[start : start + step]
+            out[start : start + len(chunk)] = scorer.catalog_log_probs(chunk)
+            bar.update(len(chunk))
+    return out
+
+
+def _rec_weights(name: str) -> tuple[float, ...]:
+    return (0.0,) if name == "none" else REC_HISTORY_WEIGHTS
+
+
+def _small(rows: Sequence[Row], catalog: Dataset) -> bool:
+    """A fit of seconds (the paper's catalogs): no progress bar."""
+    return len(rows) * catalog.n_items < 2**22
 
 
 def _fit_temperatures(
@@ -210,7 +287,7 @@ def fit_trust_with(
     rows: Sequence[Row],
 ) -> tuple[float, dict[str, float]]:
     """:func:`fit_trust` for the recommendation agent's belief under ``calibration``."""
-    belief = combined_scores(calibration, rec_log_probs, reward_log_probs, similarity)["agent"]
+    belief = agent_belief(calibration, rec_log_probs, similarity)
     return fit_trust(belief, reward_log_probs / calibration.reward_temperature, rows)
 
 
@@ -220,10 +297,11 @@ def fit_trust(rec: torch.Tensor, reward: torch.Tensor, rows: Sequence[Row]) -> t
 
     Among equally good values the one nearest the middle of the best run is kept: the curve is
     flat at its top on ~100 users, and its middle is the choice least tied to one user's draw."""
+    counts = outranking_counts(rec, reward, rows, TRUST_GRID)  # [B, K]: one pass for every trust
     curve: dict[str, float] = {}
-    for trust in TRUST_GRID:
-        mixed = (1.0 - trust) * rec + trust * reward
-        curve[f"{trust:.2f}"] = sum(expected_hr_at_1_of(ranking_stats_from_scores(mixed, rows))) / len(rows)
+    for k, trust in enumerate(TRUST_GRID):
+        stats = ranking_stats(counts[:, k].tolist(), rows, rec.shape[1])
+        curve[f"{trust:.2f}"] = sum(expected_hr_at_1_of(stats)) / len(rows)
     best = max(curve.values())
     runs: list[list[float]] = []  # runs of consecutive grid points at the top
     for trust in TRUST_GRID:
@@ -264,9 +342,14 @@ async def fit_user_simulation(
     backends: Sequence[str],
     calibration: LoopCalibration,
     caches: LoopCaches | None = None,
+    rows: Sequence[Row] | None = None,
 ) -> LoopCalibration:
-    """Threshold, history and memory weights of ``judge_items`` on validation users (module docstring)."""
-    rows, _dropped = catalog.eval_rows("val")
+    """Threshold, history and memory weights of ``judge_items`` on validation users (module
+    docstring): on ``rows``, by default :func:`fit_rows` of the validation split."""
+    if rows is None:
+        rows = fit_rows(catalog.eval_rows("val")[0], catalog.n_items)
+    fitted_rows = len(rows)
+    rows = seeded_sample(rows, USERSIM_MAX_ROWS)
     cases = [
         case
         for seed in USERSIM_SEEDS
@@ -276,10 +359,13 @@ async def fit_user_simulation(
         return calibration
     deps = build_deps(config, catalog, rec, reward, "offline", calibration=calibration, caches=caches)
     memories, runner = [], LoopRunner()
-    for case in cases:
-        loop = await runner.run(deps, case.rec_history, case.rec_candidates, config.max_rounds)
-        memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
-    log_probs = reward.catalog_log_probs([c.init_history for c in cases])  # [U, N]
+    with progress_bar(
+        cases, desc="calibration: user loops", unit="loop", disable=_small(rows, catalog)
+    ) as bar:
+        for case in bar:
+            loop = await runner.run(deps, case.rec_history, case.rec_candidates, config.max_rounds)
+            memories.append(MemoryView.of(loop.user_memory, loop.accepted_items()))
+    log_probs = _judged_log_probs(reward, cases)
     report: dict[str, Any] = {}
     best: tuple[tuple[float, float], dict[str, Any]] | None = None
     for name in ("none", *backends):
@@ -316,13 +402,28 @@ async def fit_user_simulation(
         "usersim_seeds": list(USERSIM_SEEDS),
         "usersim_ratios": list(RATIOS),
         "usersim_val_mean_f1": report,
+        **({"usersim_rows": f"{len(rows)} of {fitted_rows}"} if len(rows) < fitted_rows else {}),
     }
     return replace(calibration, **best[1], provenance=provenance)
 
 
+def _judged_log_probs(reward: Scorer, cases: Sequence[UserSimCase]) -> list[dict[int, float]]:
+    """Per case, the reward model's catalog log-probability of each item it judges: from
+    :func:`catalog_log_probs` a chunk of cases at a time, so no [cases, catalog] tensor is kept."""
+    histories = [c.init_history for c in cases]
+    step = len(cases) if len(cases) * reward.n_items <= SCORE_CELLS else max(1, SCORE_CELLS // reward.n_items)
+    judged: list[dict[int, float]] = []
+    for start in range(0, len(cases), step):
+        log_probs = catalog_log_probs(reward, histories[start : start + step])  # [c, N]
+        for u, case in enumerate(cases[start : start + step]):
+            items = sorted({i for ratio in case.eval_lists.values() for i in ratio.items})
+            judged.append(dict(zip(items, log_probs[u, items].tolist(), strict=True)))
+    return judged
+
+
 def _pool(
-    cases: Sequence[Any],
-    log_probs: torch.Tensor,
+    cases: Sequence[UserSimCase],
+    log_probs: Sequence[Mapping[int, float]],
     vectors: ItemVectors | None,
     memories: Sequence[MemoryView],
     ratio: int,
@@ -333,7 +434,9 @@ def _pool(
     for u, (case, memory) in enumerate(zip(cases, memories, strict=True)):
         items = list(case.eval_lists[ratio].items)
         view = memory if with_memory else MemoryView((), ())
-        features = VerdictFeatures.of(log_probs[u, items].tolist(), items, case.init_history, view, vectors)
+        features = VerdictFeatures.of(
+            [log_probs[u][i] for i in items], items, case.init_history, view, vectors
+        )
         columns[0] += features.log_probs
         columns[1] += features.history
         columns[2] += features.liked

@@ -88,7 +88,9 @@ async def calibrate_llm(
     path = llm_weights_path(rec, reward, key)
     found = None if refit else read_llm_weights(path, key, caches)
     rows = val_rows(catalog, rec, reward, n_rows, config.n_candidates)
-    calibration = await ensure_loop_calibration(config, catalog, rec, reward, available_backends(), caches)
+    calibration = await ensure_loop_calibration(
+        config, catalog, rec, reward, available_backends(catalog), caches
+    )
     deps = build_deps(config, catalog, rec, reward, "llm", calibration=calibration, caches=caches)
     planned = estimate(deps, rows, forms, items, items_rows)
     if found is not None:
