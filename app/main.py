@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -62,7 +63,12 @@ def create_app(settings: Settings | None = None, *, worker: Worker | None = None
             if settings.steering_warmup:
                 warm_up = asyncio.create_task(steering_service.warm_up(opened.steering))
             app.state.steering_warmup = warm_up
-            title_index = asyncio.create_task(catalog_service.warm_up(opened.catalog))
+            # After steering's: at 10^6 items both take seconds of the GIL and hundreds of MB while
+            # they build; one after the other, their peaks do not add up (a search meanwhile builds
+            # the index itself).
+            title_index = asyncio.create_task(
+                _after(warm_up, lambda: catalog_service.warm_up(opened.catalog))
+            )
             # Resumes (or resolves) loops left running by this worker or by dead ones
             # (app/services/recovery.py, app/services/resume.py).
             watch = asyncio.create_task(
@@ -96,6 +102,13 @@ def create_app(settings: Settings | None = None, *, worker: Worker | None = None
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware)
     return app
+
+
+async def _after(first: asyncio.Task[Any] | None, then: Callable[[], Awaitable[None]]) -> None:
+    """``then()`` once ``first`` has ended, however it ended (its failure is its own task's to report)."""
+    if first is not None:
+        await asyncio.wait({first})
+    await then()
 
 
 def create_app_from_env() -> FastAPI:

@@ -66,7 +66,7 @@ def _ms(values: list[float]) -> dict[str, float]:
 def title_index(n_items: int, n_queries: int, seed: int) -> dict[str, Any]:
     items = synthetic_titles(n_items, seed)
     started = time.perf_counter()
-    index = TitleIndex.build(items)
+    index = TitleIndex.build([item.title for item in items])  # item i is titled titles[i]
     build_s = time.perf_counter() - started
     queries = _queries(items, n_queries, seed)
     indexed, scanned = [], []

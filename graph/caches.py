@@ -11,15 +11,19 @@ import threading
 from dataclasses import dataclass, field
 
 from graph.agents.evidence import ItemVectors, LoopCalibration
+from recmodels.scorer import Scorer
 
 
 @dataclass(eq=False)
 class LoopCaches:
-    """Loop calibrations and text item vectors, each computed once per key."""
+    """Loop calibrations and item vectors, each computed once per key."""
 
     calibrations: dict[str, LoopCalibration] = field(default_factory=dict)
     """By (calibration key, artifact): :func:`graph.calibration.loop_calibration`'s results."""
     text_vectors: dict[str, ItemVectors] = field(default_factory=dict)
     """MiniLM item vectors by catalog fingerprint (:func:`graph.item_vectors.load_vectors`)."""
+    collaborative_vectors: dict[Scorer, ItemVectors] = field(default_factory=dict)
+    """The reward model's item embeddings by model (the same load_vectors): the user and the
+    recommendation agents, offline and LLM, read one copy."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Held while an entry is read or stored (the service's worker threads may share it)."""

@@ -18,7 +18,7 @@ from graph.config import LoopConfig
 from recmodels.dataset import Dataset
 from recmodels.scorer import Scorer
 from recmodels.text import TEXT_VECTORS_MAX_ITEMS, embedding_cache_path, text_available
-from steering.similarity import CollaborativeSimilarity, text_item_vectors
+from steering.similarity import text_item_vectors
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,19 @@ def available_backends(catalog: Dataset) -> tuple[str, ...]:
 def load_vectors(
     name: str, config: LoopConfig, catalog: Dataset, reward: Scorer, caches: LoopCaches | None = None
 ) -> ItemVectors | None:
-    """The item vectors of backend ``name`` (None for ``none``); text vectors are kept in ``caches``
-    (once per catalog version; without caches they are read from the file cache each time)."""
+    """The item vectors of backend ``name`` (None for ``none``), kept in ``caches``: the text vectors
+    once per catalog version, the collaborative ones once per reward model (without caches they are
+    read from the file cache or the model each time)."""
     if name == "none":
         return None
     if name == "collaborative":
-        return ItemVectors(name, CollaborativeSimilarity(reward).item_vectors)
+        if caches is None:
+            return _collaborative_vectors(reward)
+        # One copy per model, whichever agents read it: [N, H] floats, 256 MB at 10^6 items.
+        with caches.lock:
+            if reward not in caches.collaborative_vectors:
+                caches.collaborative_vectors[reward] = _collaborative_vectors(reward)
+            return caches.collaborative_vectors[reward]
     if name == "text":
         if caches is None:
             return _text_vectors(config, catalog)
@@ -49,6 +56,13 @@ def load_vectors(
                 caches.text_vectors[catalog.fingerprint] = _text_vectors(config, catalog)
             return caches.text_vectors[catalog.fingerprint]
     raise ValueError(f"unknown similarity backend {name!r}")
+
+
+def _collaborative_vectors(reward: Scorer) -> ItemVectors:
+    # The model's weights as they are (memory-mapped): the floats steering's CollaborativeSimilarity
+    # normalises, normalised twice as they were when the agents read its copy.
+    weight, _bias = reward.model.output_embeddings()
+    return ItemVectors("collaborative", weight, normalize_twice=True)
 
 
 def _text_vectors(config: LoopConfig, catalog: Dataset) -> ItemVectors:

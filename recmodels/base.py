@@ -45,6 +45,10 @@ def init_weights(module: nn.Module) -> None:
             module.weight.data[module.padding_idx].zero_()
 
 
+_GATHERED = 1 << 16
+"""Candidates whose output weights score_candidates gathers at once (a power of two)."""
+
+
 class SequentialRecommender(nn.Module, ABC):
     """Base class: subclasses implement :meth:`encode` and :meth:`output_embeddings`."""
 
@@ -101,8 +105,14 @@ class SequentialRecommender(nn.Module, ABC):
         assert candidates.dim() == 2 and candidates.shape[0] == seqs.shape[0], "candidates must be [B, C]"
         states = self.encode(seqs)  # [B, H]
         weight, bias = self.output_embeddings()
-        cand_w = weight[candidates]  # [B, C, H]
-        logits = torch.einsum("bh,bch->bc", states, cand_w)  # [B, C]
+        # A steering pool of 10^6 candidates would gather a [1, 10^6, H] block (256 MB at H = 64) at
+        # once: gathered a slice at a time it is never more than 16 MB. The slices are a power of two
+        # long, so BLAS walks the candidates in the groups it walks them in one block (the same
+        # floats: checked at 10^6); fewer candidates than a slice (today's catalogs) are one block.
+        logits = torch.cat(
+            [torch.einsum("bh,bch->bc", states, weight[part]) for part in candidates.split(_GATHERED, dim=1)],
+            dim=1,
+        )  # [B, C]
         return logits + bias[candidates] if bias is not None else logits
 
 

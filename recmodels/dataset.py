@@ -26,6 +26,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from recmodels.items import CatalogItems, ItemColumns
+from recmodels.items import Item as Item  # its home is recmodels.items; callers read it from here too
+
 MAX_HISTORY = 10
 SPLITS = ("train", "val", "test")
 MIN_EVAL_LEN_SEQ = 3  # LLaRA/AFL loaders drop rows with len_seq < 3 before use
@@ -42,24 +45,6 @@ class DatasetError(ValueError):
 
 class DatasetNotFound(LookupError):
     pass
-
-
-@dataclass(frozen=True)
-class Item:
-    id: int
-    title: str
-    attributes: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def genres(self) -> list[str]:
-        return list(self.attributes.get("genres") or [])
-
-    @property
-    def year(self) -> int | None:
-        return self.attributes.get("year")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, **self.attributes}
 
 
 @dataclass(frozen=True)
@@ -110,20 +95,21 @@ class Dataset:
         return self.meta["fingerprint"]
 
     @cached_property
-    def items(self) -> list[Item]:
-        items: list[Item] = []
-        with (self.root / "items.jsonl").open() as fh:
-            for line in fh:
-                raw = json.loads(line)
-                item_id, title = raw.pop("id"), raw.pop("title")
-                items.append(Item(item_id, title, raw))
-        return items
+    def item_columns(self) -> ItemColumns:
+        """The items as columns (titles, genres, years): what the dataset keeps of ``items.jsonl``."""
+        return ItemColumns.read(self.root / "items.jsonl")
+
+    @property
+    def items(self) -> CatalogItems:
+        """Every item in id order, each made when read: iterate or index it as the list it was, and
+        read :attr:`item_columns` instead where a whole column will do (10^6 items)."""
+        return CatalogItems(self.item_columns)
 
     def item(self, item_id: int) -> Item:
-        return self.items[item_id]
+        return self.item_columns.item(item_id)
 
     def title(self, item_id: int) -> str:
-        return self.items[item_id].title
+        return self.item_columns.title(item_id)
 
     def iter_rows(self, split: str) -> Iterator[Row]:
         if split not in SPLITS:

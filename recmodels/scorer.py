@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from recmodels.base import SequentialRecommender, mask_seen, pad_histories
@@ -46,8 +47,16 @@ class Scorer:
         cands = torch.as_tensor([list(c) for c in candidates], dtype=torch.long)  # [B, C]
         return self.model.score_candidates(self._seqs(histories), cands).tolist()
 
-    def score(self, history: Sequence[int], candidates: Sequence[int]) -> list[float]:
+    def score(self, history: Sequence[int], candidates: Sequence[int] | np.ndarray) -> list[float]:
+        """Scores of ``candidates`` for one history; an int array of them (a steering pool of up to
+        10^6 ids) goes to the model without a Python list on the way."""
+        if isinstance(candidates, np.ndarray):
+            return self._score_ids(history, torch.from_numpy(candidates.astype(np.int64, copy=False)))
         return self.score_batch([history], [candidates])[0]
+
+    @torch.no_grad()
+    def _score_ids(self, history: Sequence[int], ids: torch.Tensor) -> list[float]:
+        return self.model.score_candidates(self._seqs([history]), ids.unsqueeze(0))[0].tolist()  # [C]
 
     def rank(self, history: Sequence[int], candidates: Sequence[int]) -> list[int]:
         """Candidates ordered best first (ties keep the candidate order)."""

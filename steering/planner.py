@@ -113,7 +113,7 @@ def _run_plan(
     if not len(kept):
         return Plan([], tools, len(pool), 0)
     candidates = kept.tolist()
-    collaborative = scorer.score(history, candidates)
+    collaborative = scorer.score(history, kept)
     needs_similarity = "matcher" in tools or "attenuator" in tools
     sim = similarity or (CollaborativeSimilarity(scorer) if needs_similarity else None)
     skipped: list[str] = []

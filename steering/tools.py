@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from recmodels.dataset import Item
+from recmodels.dataset import Dataset, Item
+from recmodels.items import ItemColumns
 from steering.catalog_index import Catalog
 from steering.preferences import Preferences, SoftPreference, as_preferences
 from steering.similarity import Similarity
@@ -78,34 +79,49 @@ def filter_candidates(candidates: Sequence[int], preferences: Preferences, catal
     return [c for c in candidates if allowed[c]]
 
 
+@dataclass(frozen=True, eq=False)
 class AttributeIndex:
     """Genres and years of one catalog as arrays, so a hard filter over 10^5 items is a few numpy
     operations instead of a Python call per item. Built once per catalog (:func:`attribute_index`);
     :meth:`allowed` says exactly what :func:`hard_violations` says, item by item."""
 
-    def __init__(self, items: Sequence[Item]):
+    genre_columns: dict[str, int]
+    """Case-folded genre name -> its column of :attr:`genres`."""
+    genres: np.ndarray
+    """bool [N, G]: item i has genre j."""
+    year_known: np.ndarray
+    """bool [N]."""
+    years: np.ndarray
+    """int64 [N]: the year where known, else 0."""
+
+    @classmethod
+    def of_items(cls, items: Sequence[Item]) -> AttributeIndex:
         genre_sets = [{g.casefold() for g in item.genres} for item in items]
-        self.genre_columns = {g: j for j, g in enumerate(sorted(set().union(*genre_sets)))}
-        self.genres = np.zeros((len(items), len(self.genre_columns)), dtype=bool)  # [N, G]
-        for i, genres in enumerate(genre_sets):
-            self.genres[i, [self.genre_columns[g] for g in genres]] = True
+        genre_columns = {g: j for j, g in enumerate(sorted(set().union(*genre_sets)))}
+        genres = np.zeros((len(items), len(genre_columns)), dtype=bool)  # [N, G]
+        for i, names in enumerate(genre_sets):
+            genres[i, [genre_columns[g] for g in names]] = True
         years = [item.year for item in items]
-        self.year_known = np.array([y is not None for y in years], dtype=bool)
-        self.years = np.array([0 if y is None else y for y in years], dtype=np.int64)
+        return cls(
+            genre_columns,
+            genres,
+            np.array([y is not None for y in years], dtype=bool),
+            np.array([0 if y is None else y for y in years], dtype=np.int64),
+        )
+
+    @classmethod
+    def of_columns(cls, columns: ItemColumns) -> AttributeIndex:
+        """From a dataset's columns without making an item (needs ``columns.attributes_typed``)."""
+        names, genres = columns.genre_matrix()
+        year_known, years = columns.known_years()
+        return cls({g: j for j, g in enumerate(names)}, genres, year_known, years)
 
     @classmethod
     def from_arrays(
         cls, genre_columns: dict[str, int], genres: np.ndarray, year_known: np.ndarray, years: np.ndarray
     ) -> AttributeIndex:
         """The index over arrays made before (:mod:`steering.lookup`; they may be memory-mapped)."""
-        index = cls.__new__(cls)
-        index.genre_columns, index.genres, index.year_known, index.years = (
-            genre_columns,
-            genres,
-            year_known,
-            years,
-        )
-        return index
+        return cls(genre_columns, genres, year_known, years)
 
     @staticmethod
     def supports(items: Sequence[Item]) -> bool:
@@ -113,6 +129,11 @@ class AttributeIndex:
         return all(
             item.id == i and (item.year is None or (type(item.year) is int)) for i, item in enumerate(items)
         )
+
+    @staticmethod
+    def supports_columns(columns: ItemColumns) -> bool:
+        """The same of a dataset's columns: only items they keep as lines may break it."""
+        return columns.attributes_typed and all(columns.item(i).id == i for i in columns.irregular)
 
     def _any_genre(self, names: Sequence[str]) -> np.ndarray:
         columns = sorted(
@@ -165,9 +186,13 @@ def attribute_index(catalog: Catalog) -> AttributeIndex | None:
         pass
     except TypeError:  # not weakly referenceable
         return None
-    items = catalog.items
     try:
-        index = AttributeIndex(items) if AttributeIndex.supports(items) else None
+        if isinstance(catalog, Dataset):  # 10^6 items: read from the columns, never item by item
+            columns = catalog.item_columns
+            index = AttributeIndex.of_columns(columns) if AttributeIndex.supports_columns(columns) else None
+        else:
+            items = catalog.items
+            index = AttributeIndex.of_items(items) if AttributeIndex.supports(items) else None
     except (AttributeError, TypeError, ValueError):  # attributes of odd types: the per-item rules judge
         index = None
     _ATTRIBUTE_INDEXES[catalog] = index
@@ -246,7 +271,7 @@ def aggregate(
     if np.isnan(score).any():  # NaN has no place in an order: Python's sort decides as it always did
         order = sorted(range(len(candidates)), key=lambda i: -score[i])
     else:  # stable, like list.sort; + 0.0 makes -0.0 and 0.0 one key
-        order = np.argsort(-score + 0.0, kind="stable").tolist()
+        order = _stable_order(-score + 0.0, k).tolist()
     return [
         RankedItem(
             item=candidates[i],
@@ -257,6 +282,17 @@ def aggregate(
         )
         for i in (order if k is None else order[:k])
     ]
+
+
+def _stable_order(keys: np.ndarray, k: int | None) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")[:k]`` (NaN-free keys) without sorting what lies past the
+    k-th: every key up to the k-th smallest (its ties included) is kept in position order, then
+    sorted stably. A 10^6-item pool with k = 20: ~5 ms instead of a full sort's ~100 ms."""
+    if k is None or not 0 < k < len(keys):
+        return np.argsort(keys, kind="stable")
+    kth = np.partition(keys, k - 1)[k - 1]
+    within = np.flatnonzero(keys <= kth)  # ascending positions: ties keep the candidate order
+    return within[np.argsort(keys[within], kind="stable")][:k]
 
 
 def zscore(values: Sequence[float]) -> list[float]:
@@ -288,7 +324,9 @@ def _pstdev(values: Sequence[float]) -> float:
     fraction, exponent = np.frexp(x)
     mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
     power = exponent.astype(np.int64) - 53
-    order = np.argsort(power)
+    # Grouped by power (order within a group does not matter: its sums are exact). The powers of
+    # float64 span < 2^12 values, so as uint16 numpy's stable sort is a radix sort: O(n), not n log n.
+    order = np.argsort((power - power.min()).astype(np.uint16), kind="stable")
     mantissa, power = mantissa[order], power[order]
     lowest = int(power[0])
     starts = np.flatnonzero(np.diff(power, prepend=power[0] - 1)).tolist()

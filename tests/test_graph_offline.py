@@ -166,8 +166,11 @@ def test_one_threshold_judges_each_item_on_its_own(ml_dataset) -> None:
 
 
 def test_memory_changes_verdicts_on_similar_items_only_with_its_weight(ml_dataset) -> None:
-    vectors = ItemVectors("test", torch.eye(30)[:, :30] + 0.0)
-    vectors.vectors[21] = torch.nn.functional.normalize(torch.eye(30)[5] + torch.eye(30)[21], dim=0)
+    source = torch.eye(30)
+    source[21] = (
+        torch.eye(30)[5] + torch.eye(30)[21]
+    )  # item 21 is like item 5 (rows are normalised when read)
+    vectors = ItemVectors("test", source)
     items = [21, 22]
     ctx = JudgeItemsContext([1, 2], items, [0.0, 0.0], reward_log_probs=[-5.2, -5.2], accepted=[5])
     no_memory = JudgeItemsContext([1, 2], items, [0.0, 0.0], reward_log_probs=[-5.2, -5.2])

@@ -244,3 +244,21 @@ def test_ranking_stats_count_as_masking_the_history_would_with_ties_repeats_and_
     scores[-1, 7] = float("-inf")  # a target scored -inf in its own history
     stats = evaluation.ranking_stats_from_scores(scores, rows)
     assert [(s.rank, s.n_outranking, s.pool_size) for s in stats] == _ranking_stats_by_masking(scores, rows)
+
+
+def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():
+    """score_candidates gathers a steering pool's weights 2^16 candidates at a time (recmodels/base.py):
+    the same floats as one [1, C, H] block, so a 10^6-item pool is planned as before."""
+    from recmodels import base
+    from recmodels.sasrec import SASRec, SASRecConfig
+
+    torch.manual_seed(0)
+    n_items = 3 * base._GATHERED + 1234
+    model = SASRec(n_items, SASRecConfig(hidden=64)).eval()
+    seqs = torch.tensor([[0, 0, 0, 0, 0, 5, 9, 17, 4000, 150000]])
+    candidates = torch.randperm(n_items)[: n_items - 777].unsqueeze(0)
+    with torch.no_grad():
+        chunked = model.score_candidates(seqs, candidates)
+        weight, _ = model.output_embeddings()
+        one_block = torch.einsum("bh,bch->bc", model.encode(seqs), weight[candidates])
+    assert torch.equal(chunked, one_block)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import overload
 
 import numpy as np
 
@@ -45,69 +47,105 @@ def match_rank(title: str, query: str) -> MatchRank | None:
     return None
 
 
+class SortedTitles(Sequence[str]):
+    """Sorted case-folded titles in one string with their offsets: ``bisect`` reads it as the list of
+    strings it stands for, without a string object per title (10^6 of them: ~80 MB)."""
+
+    def __init__(self, joined: str, offsets: np.ndarray):
+        self.joined = joined
+        self.offsets = offsets
+        """int64 [M + 1]: title j is ``joined[offsets[j]:offsets[j + 1]]``."""
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[j] for j in range(*index.indices(len(self)))]
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError(f"title {index} out of range for {len(self)} titles")
+        start, end = self.offsets[position : position + 2].tolist()
+        return self.joined[start:end]
+
+
 @dataclass(frozen=True)
 class TitleIndex:
-    """A catalog's titles, indexed for :meth:`search` (see the module's docstring)."""
+    """A catalog's titles, indexed for :meth:`search` (see the module's docstring). Item ids are
+    held in int arrays, not as items: a search makes the few items it returns."""
 
-    by_title: list[str]
-    """Case-folded titles, sorted."""
-    by_title_items: list[Item]
+    by_title: SortedTitles
+    """Case-folded titles, sorted (ties by id)."""
+    by_title_ids: np.ndarray
+    """int64: the ids of their items."""
     by_title_order: np.ndarray
     """Their order within a rank, (title length, id) as one int64 each: the top of a range of
     prefixes is picked in C (``argpartition``), not by a Python key per title."""
-    by_length: list[Item]
-    """Items ordered by (title length, id): the order within a rank."""
+    by_length_ids: np.ndarray
+    """int64: item ids ordered by (title length, id), the order within a rank."""
     joined: str
     """Their case-folded titles, in that order, each followed by the separator."""
-    starts: list[int]
-    """Where each of them starts in ``joined``."""
+    starts: np.ndarray
+    """int64: where each of them starts in ``joined``."""
 
     @classmethod
-    def build(cls, items: list[Item]) -> TitleIndex:
-        titled = [(item.title.casefold(), item) for item in items if _SEPARATOR not in item.title]
-        titled.sort(key=lambda pair: (pair[0], pair[1].id))
-        by_length = sorted(titled, key=lambda pair: (len(pair[1].title), pair[1].id))
-        starts, offset = [], 0
-        for folded, _ in by_length:
-            starts.append(offset)
-            offset += len(folded) + 1
+    def build(cls, titles: Sequence[str]) -> TitleIndex:
+        """The index of a catalog whose item i is titled ``titles[i]``."""
+        ids = [i for i, title in enumerate(titles) if _SEPARATOR not in title]
+        folded = [titles[i].casefold() for i in ids]
+        lengths = np.fromiter((len(titles[i]) for i in ids), dtype=np.int64, count=len(ids))
+        kept = np.asarray(ids, dtype=np.int64)
+        by_title = sorted(range(len(ids)), key=folded.__getitem__)  # stable: ties stay in id order
+        by_length = np.argsort(lengths, kind="stable")  # ties stay in id order
+        folded_lengths = np.fromiter((len(f) for f in folded), dtype=np.int64, count=len(ids))
         return cls(
-            by_title=[folded for folded, _ in titled],
-            by_title_items=[item for _, item in titled],
-            by_title_order=np.fromiter(
-                ((len(item.title) << 32) | item.id for _, item in titled), dtype=np.int64, count=len(titled)
-            ),
-            by_length=[item for _, item in by_length],
-            joined="".join(folded + _SEPARATOR for folded, _ in by_length),
-            starts=starts,
+            by_title=SortedTitles("".join(folded[j] for j in by_title), _offsets(folded_lengths[by_title])),
+            by_title_ids=kept[by_title],
+            by_title_order=(lengths[by_title] << 32) | kept[by_title],
+            by_length_ids=kept[by_length],
+            joined="".join(folded[j] + _SEPARATOR for j in by_length.tolist()),
+            starts=_offsets(folded_lengths[by_length] + 1)[:-1],
         )
 
-    def search(self, needle: str, limit: int) -> list[Item]:
-        """Items whose case-folded title contains ``needle`` (case-folded, stripped, not empty),
-        ranked exact > prefix > substring, shorter titles first within a rank, then by id."""
+    def search(self, needle: str, limit: int) -> list[int]:
+        """Ids of the items whose case-folded title contains ``needle`` (case-folded, stripped, not
+        empty), ranked exact > prefix > substring, shorter titles first within a rank, then by id."""
         lo = bisect_left(self.by_title, needle)
         hi = bisect_left(self.by_title, needle + "\U0010ffff", lo)  # every title starting with it
         exact_end = bisect_right(self.by_title, needle, lo, hi)
         exact = self._best(lo, exact_end, limit)
         prefixed = self._best(exact_end, hi, limit)
         found = (exact + prefixed)[:limit]
-        position = 0
+        position, n_titles = 0, len(self.starts)
         while len(found) < limit:
             position = self.joined.find(needle, position)
             if position < 0:
                 break
-            index = bisect_right(self.starts, position) - 1
+            index = int(np.searchsorted(self.starts, position, side="right")) - 1
             if position != self.starts[index]:  # a title that starts with it is counted above
-                found.append(self.by_length[index])
+                found.append(int(self.by_length_ids[index]))
             # Any further occurrence in this title: on to the next one.
-            position = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.joined)
+            position = int(self.starts[index + 1]) if index + 1 < n_titles else len(self.joined)
         return found
 
-    def _best(self, start: int, end: int, limit: int) -> list[Item]:
-        """The first ``limit`` items of ``by_title[start:end]`` in rank order, picked in C."""
+    def _best(self, start: int, end: int, limit: int) -> list[int]:
+        """The first ``limit`` ids of ``by_title[start:end]`` in rank order, picked in C."""
         order = self.by_title_order[start:end]
         top = np.argpartition(order, limit - 1)[:limit] if len(order) > limit else np.arange(len(order))
-        return [self.by_title_items[start + int(i)] for i in top[np.argsort(order[top], kind="stable")]]
+        return self.by_title_ids[start + top[np.argsort(order[top], kind="stable")]].tolist()
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """int64 [M + 1]: where each of M consecutive pieces of these lengths starts, and the end."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 _INDEXES: weakref.WeakKeyDictionary[Dataset, TitleIndex] = weakref.WeakKeyDictionary()
@@ -124,7 +162,7 @@ def title_index(dataset: Dataset) -> TitleIndex:
         with _BUILDING:
             index = _INDEXES.get(dataset)
             if index is None:
-                index = _INDEXES[dataset] = TitleIndex.build(dataset.items)
+                index = _INDEXES[dataset] = TitleIndex.build(dataset.item_columns.titles())
     return index
 
 
@@ -139,4 +177,4 @@ def search_items(dataset: Dataset, query: str, limit: int) -> list[Item]:
     needle = query.strip().casefold()
     if not needle:
         return []
-    return title_index(dataset).search(needle, limit)
+    return [dataset.item(i) for i in title_index(dataset).search(needle, limit)]

@@ -63,26 +63,48 @@ MovieLens validation among the plain mean, the last item alone and decays 0.5 / 
 
 
 class ItemVectors:
-    """Unit-length item vectors ([N, D], row i = item i) and the similarities the agents read."""
+    """Unit-length item vectors ([N, D], row i = item i) and the similarities the agents read.
 
-    def __init__(self, name: str, vectors: torch.Tensor):
+    Rows are made unit-length when read, from ``source`` as given (a model's memory-mapped weights,
+    a cached file's array): a loop reads a few dozen rows, and a normalised copy of every row would
+    hold [N, D] floats per process (256 MB at 10^6 items and D = 64, 1.5 GB for D = 384). A row
+    normalised alone is the same floats as that row of the whole matrix normalised.
+    """
+
+    def __init__(self, name: str, source: torch.Tensor, *, normalize_twice: bool = False):
         self.name = name
-        self.vectors = torch.nn.functional.normalize(vectors.detach().float(), dim=1)
+        self.source = source.detach()
+        """[N, D] as given: not normalised, never copied."""
+        self.normalize_twice = normalize_twice
+        """Normalise twice, as an already normalised source was before (the same floats as then)."""
+
+    def rows(self, items: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """[I, D] unit-length vectors of ``items``."""
+        ids = items if isinstance(items, torch.Tensor) else torch.as_tensor(list(items), dtype=torch.long)
+        return self._unit(self.source[ids])
+
+    @property
+    def vectors(self) -> torch.Tensor:
+        """[N, D] every row unit-length: a full copy, for the lab's whole-catalog similarities."""
+        return self._unit(self.source)
+
+    def _unit(self, rows: torch.Tensor) -> torch.Tensor:
+        unit = torch.nn.functional.normalize(rows.float(), dim=1)
+        return torch.nn.functional.normalize(unit, dim=1) if self.normalize_twice else unit
 
     def history_profile(self, history: Sequence[int]) -> torch.Tensor:
         """[D] recency-weighted mean of the history's vectors (zeros for an empty history)."""
         if not history:
-            return torch.zeros(self.vectors.shape[1])
+            return torch.zeros(self.source.shape[1])
         weights = torch.tensor([RECENCY_DECAY ** (len(history) - 1 - k) for k in range(len(history))])
-        rows = self.vectors[torch.as_tensor(list(history), dtype=torch.long)]  # [T, D]
+        rows = self.rows(history)  # [T, D]
         return (weights / weights.sum()) @ rows
 
     def history_similarity(self, items: Sequence[int], history: Sequence[int]) -> list[float]:
         """Per item: cosine-like similarity to the recency-weighted history (0.0 without history)."""
         if not items:
             return []
-        ids = torch.as_tensor(list(items), dtype=torch.long)
-        return (self.vectors[ids] @ self.history_profile(history)).tolist()
+        return (self.rows(items) @ self.history_profile(history)).tolist()
 
     def history_similarity_all(self, histories: Sequence[Sequence[int]]) -> torch.Tensor:
         """[B, N] :meth:`history_similarity` of every catalog item for each history."""
@@ -93,14 +115,13 @@ class ItemVectors:
         """Per item: mean cosine similarity to the items ``to`` (0.0 when ``to`` is empty)."""
         if not to or not items:
             return [0.0] * len(items)
-        a = self.vectors[torch.as_tensor(list(items), dtype=torch.long)]  # [I, D]
-        b = self.vectors[torch.as_tensor(list(to), dtype=torch.long)]  # [J, D]
+        a = self.rows(items)  # [I, D]
+        b = self.rows(to)  # [J, D]
         return (a @ b.T).mean(dim=1).tolist()
 
     def closest(self, item: int, among: Sequence[int]) -> tuple[int, float]:
         """The item of ``among`` most similar to ``item``, and that similarity."""
-        ids = torch.as_tensor(list(among), dtype=torch.long)
-        sims = self.vectors[ids] @ self.vectors[item]  # [J]
+        sims = self.rows(among) @ self.rows([item])[0]  # [J]
         best = int(torch.argmax(sims))
         return int(among[best]), float(sims[best])
 
