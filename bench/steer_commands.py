@@ -58,7 +58,11 @@ def commands(dataset_dir: Path, n: int, seed: int) -> list[str]:
         title, title2 = rng.sample(sample.titles, 2)
         texts.append(
             templates[i % len(templates)].format(
-                genre=genre.lower(), genre2=genre2.lower(), title=title, title2=title2, year=year,
+                genre=genre.lower(),
+                genre2=genre2.lower(),
+                title=title,
+                title2=title2,
+                year=year,
                 decade=year // 10 * 10,
             )
         )
@@ -79,8 +83,14 @@ def plan_answer(models: SteeringModels, preferences: Preferences, history: list[
     unseen = np.ones(len(models.catalog.items), dtype=bool)
     unseen[[i for i in set(history) if 0 <= i < len(unseen)]] = False
     plan = _run_plan(
-        preferences, np.flatnonzero(unseen), history, scorer, models.catalog, settings.n_candidates,
-        similarity=similarity, weights=weights,
+        preferences,
+        np.flatnonzero(unseen),
+        history,
+        scorer,
+        models.catalog,
+        settings.n_candidates,
+        similarity=similarity,
+        weights=weights,
     )
     return [plan.tools, plan.pool_size, plan.after_filter, plan.skipped_soft, [repr(r) for r in plan.ranked]]
 
@@ -134,7 +144,10 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     for name in args.datasets:
         settings = Settings(
-            data_dir=args.data_dir, dataset=name, steering_similarity="collaborative", steering_parser="offline"
+            data_dir=args.data_dir,
+            dataset=name,
+            steering_similarity="collaborative",
+            steering_parser="offline",
         )
         result = measure(settings, args.commands, args.histories, args.seed)
         print(json.dumps(result), flush=True)
