@@ -108,10 +108,12 @@ def measure(settings: Settings, n_commands: int, n_histories: int, seed: int) ->
     histories = catalog_sample(settings.datasets_dir / settings.dataset).histories[:n_histories]
     digest = hashlib.sha256()
     times: list[float] = []
+    parse_times: list[float] = []
     for text in texts:
         for history in histories:
             started = time.perf_counter()
             parse = asyncio.run(parser.parse(text, memory=Preferences(), recommendations=history[-10:]))
+            parse_times.append((time.perf_counter() - started) * 1000)
             preferences = consolidate(Preferences(), parse.update)
             items = steering_service._plan(models, preferences, history)
             times.append((time.perf_counter() - started) * 1000)
@@ -128,6 +130,7 @@ def measure(settings: Settings, n_commands: int, n_histories: int, seed: int) ->
         "p50_ms": round(statistics.median(times), 1),
         "p99_ms": round(times[min(len(times) - 1, int(0.99 * len(times)))], 1),
         "max_ms": round(times[-1], 1),
+        "parse_p50_ms": round(statistics.median(parse_times), 1),
         "hash": digest.hexdigest()[:16],
     }
 
