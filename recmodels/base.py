@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import ClassVar
 
@@ -110,10 +110,23 @@ class SequentialRecommender(nn.Module, ABC):
         # long, so BLAS walks the candidates in the groups it walks them in one block (the same
         # floats: checked at 10^6); fewer candidates than a slice (today's catalogs) are one block.
         logits = torch.cat(
-            [torch.einsum("bh,bch->bc", states, weight[part]) for part in candidates.split(_GATHERED, dim=1)],
-            dim=1,
+            [torch.einsum("bh,bch->bc", states, rows) for rows in _gathered_rows(weight, candidates)], dim=1
         )  # [B, C]
         return logits + bias[candidates] if bias is not None else logits
+
+
+def _gathered_rows(weight: torch.Tensor, candidates: torch.Tensor) -> Iterator[torch.Tensor]:
+    """``weight[part]`` [B, c, H] for each slice of :data:`_GATHERED` candidates [B, C]. Without
+    gradients, one buffer holds every slice in turn: a fresh 16 MB block per slice pays its page
+    faults each time (a 10^6-item pool: 50-130 ms against 30-40 ms), for the same bytes."""
+    reuse = candidates.shape[1] > _GATHERED and not (torch.is_grad_enabled() and weight.requires_grad)
+    buffer = weight.new_empty(candidates.shape[0] * _GATHERED, weight.shape[1]) if reuse else None
+    for part in candidates.split(_GATHERED, dim=1):
+        if buffer is None:
+            yield weight[part]
+        else:
+            B, c = part.shape  # batch, candidates in this slice
+            yield torch.index_select(weight, 0, part.reshape(-1), out=buffer[: B * c]).view(B, c, -1)
 
 
 def mask_seen(logits: torch.Tensor, seqs: torch.Tensor, pad_id: int) -> torch.Tensor:

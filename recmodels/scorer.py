@@ -48,15 +48,18 @@ class Scorer:
         return self.model.score_candidates(self._seqs(histories), cands).tolist()
 
     def score(self, history: Sequence[int], candidates: Sequence[int] | np.ndarray) -> list[float]:
-        """Scores of ``candidates`` for one history; an int array of them (a steering pool of up to
-        10^6 ids) goes to the model without a Python list on the way."""
+        """Scores of ``candidates`` for one history; an int array of them goes to the model without a
+        Python list on the way (:meth:`score_array` keeps the scores an array too)."""
         if isinstance(candidates, np.ndarray):
-            return self._score_ids(history, torch.from_numpy(candidates.astype(np.int64, copy=False)))
+            return self.score_array(history, candidates).tolist()
         return self.score_batch([history], [candidates])[0]
 
     @torch.no_grad()
-    def _score_ids(self, history: Sequence[int], ids: torch.Tensor) -> list[float]:
-        return self.model.score_candidates(self._seqs([history]), ids.unsqueeze(0))[0].tolist()  # [C]
+    def score_array(self, history: Sequence[int], candidates: np.ndarray) -> np.ndarray:
+        """float64 [C] scores of an int array of candidates (a steering pool of up to 10^6 ids): the
+        floats :meth:`score` gives, never a Python float per candidate."""
+        ids = torch.from_numpy(candidates.astype(np.int64, copy=False))
+        return self.model.score_candidates(self._seqs([history]), ids.unsqueeze(0))[0].double().numpy()
 
     def rank(self, history: Sequence[int], candidates: Sequence[int]) -> list[int]:
         """Candidates ordered best first (ties keep the candidate order)."""

@@ -18,13 +18,13 @@ from steering.preferences import Preferences
 from steering.similarity import CollaborativeSimilarity, Similarity
 from steering.tools import (
     RankedItem,
-    aggregate,
-    attenuate,
+    aggregate_arrays,
+    attenuate_array,
     attribute_index,
     filter_candidates,
     hard_violations,
-    match,
-    semantic_scores,
+    match_array,
+    semantic_score_array,
 )
 
 __all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "run_plan", "steer_candidates"]
@@ -95,8 +95,9 @@ def _run_plan(
     similarity: Similarity | None,
     weights: PlanWeights,
 ) -> Plan:
-    """:func:`run_plan` over a pool without repeats, as an array: at 10^5 items every per-item step
-    is a numpy operation, never a Python loop (issue 45)."""
+    """:func:`run_plan` over a pool without repeats, as an array: at 10^6 items every per-item step
+    is a numpy operation on arrays (ids, scores, z-scores, the top k), never a Python loop or a
+    Python list over the pool (issue 45)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     tools = choose_tools(preferences)
@@ -112,26 +113,25 @@ def _run_plan(
             kept = pool[index.allowed(preferences)[pool]]
     if not len(kept):
         return Plan([], tools, len(pool), 0)
-    candidates = kept.tolist()
-    collaborative = scorer.score(history, kept)
+    collaborative = scorer.score_array(history, kept)
     needs_similarity = "matcher" in tools or "attenuator" in tools
     sim = similarity or (CollaborativeSimilarity(scorer) if needs_similarity else None)
     skipped: list[str] = []
     matched = semantic = penalties = None
     if "matcher" in tools:
-        semantic, missing = semantic_scores(candidates, preferences.positive.soft, sim)
+        semantic, missing = semantic_score_array(kept, preferences.positive.soft, sim)
         skipped += [p.text for p in missing]
         if semantic is not None:
-            matched = match(collaborative, semantic, semantic_weight=weights.semantic_weight)
+            matched = match_array(collaborative, semantic, semantic_weight=weights.semantic_weight)
     if "attenuator" in tools:
-        negative, missing = semantic_scores(candidates, preferences.negative.soft, sim)
+        negative, missing = semantic_score_array(kept, preferences.negative.soft, sim)
         skipped += [p.text for p in missing]
         if negative is not None:
-            penalties = attenuate(negative, strength=weights.attenuation)
-    ranked = aggregate(
-        candidates, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k
+            penalties = attenuate_array(negative, strength=weights.attenuation)
+    ranked = aggregate_arrays(
+        kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k
     )
-    return Plan(ranked, tools, len(pool), len(candidates), skipped)
+    return Plan(ranked, tools, len(pool), len(kept), skipped)
 
 
 def steer_candidates(

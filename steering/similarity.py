@@ -73,14 +73,19 @@ class Similarity(ABC):
 
     def similarities(self, candidates: Sequence[int], pref: SoftPreference) -> list[float] | None:
         """Cosine similarity of each candidate to ``pref``; None when ``pref`` cannot be embedded."""
+        scores = self.similarity_array(np.asarray(list(candidates), dtype=np.int64), pref)
+        return None if scores is None else scores.tolist()
+
+    def similarity_array(self, candidates: np.ndarray, pref: SoftPreference) -> np.ndarray | None:
+        """:meth:`similarities` of an int array of candidates as a float64 array (the same floats)."""
         vector = self.preference_vector(pref)
         if vector is None:
             return None
-        ids = torch.as_tensor(list(candidates), dtype=torch.long)
+        ids = torch.from_numpy(candidates.astype(np.int64, copy=False))
         vectors = self.item_vectors
         if len(ids) * 8 >= len(vectors):  # a large share: one product over the catalog, not a copy of rows
-            return (vectors @ vector)[ids].tolist()
-        return (vectors[ids] @ vector).tolist()
+            return (vectors @ vector)[ids].double().numpy()
+        return (vectors[ids] @ vector).double().numpy()
 
 
 class CollaborativeSimilarity(Similarity):

@@ -209,45 +209,78 @@ def semantic_scores(
     candidates: Sequence[int], soft: Sequence[SoftPreference], similarity: Similarity
 ) -> tuple[list[float] | None, list[SoftPreference]]:
     """Mean cosine similarity of each candidate to the embeddable preferences, and the ones skipped."""
-    rows: list[list[float]] = []
+    rows: list[np.ndarray] = []
     skipped: list[SoftPreference] = []
     for pref in soft:
         sims = similarity.similarities(candidates, pref)
         if sims is None:
             skipped.append(pref)
         else:
+            rows.append(np.asarray(sims, dtype=np.float64))
+    return (_mean_rows(rows).tolist() if rows else None), skipped
+
+
+def semantic_score_array(
+    candidates: np.ndarray, soft: Sequence[SoftPreference], similarity: Similarity
+) -> tuple[np.ndarray | None, list[SoftPreference]]:
+    """:func:`semantic_scores` of an int array of candidates, as a float64 array (the same floats)."""
+    rows: list[np.ndarray] = []
+    skipped: list[SoftPreference] = []
+    for pref in soft:
+        sims = similarity.similarity_array(candidates, pref)
+        if sims is None:
+            skipped.append(pref)
+        else:
             rows.append(sims)
-    if not rows:
-        return None, skipped
+    return (_mean_rows(rows) if rows else None), skipped
+
+
+def _mean_rows(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """``statistics.fmean`` of each column of one or more float64 rows, the same floats."""
     if len(rows) == 1:  # the mean of one value is that value, -0.0 made 0.0 as fmean does
-        return (np.asarray(rows[0], dtype=np.float64) + 0.0).tolist(), skipped
+        return rows[0] + 0.0
     if len(rows) == 2:  # fmean of two: fsum (one rounded addition) / 2, which float64 does per column
-        pair = np.asarray(rows, dtype=np.float64)
+        pair = np.stack(rows)
         if np.isfinite(pair).all():
-            return ((pair[0] + pair[1]) / 2 + 0.0).tolist(), skipped
-    return [statistics.fmean(col) for col in zip(*rows, strict=True)], skipped
+            return (pair[0] + pair[1]) / 2 + 0.0
+    columns = zip(*(row.tolist() for row in rows), strict=True)
+    return np.array([statistics.fmean(col) for col in columns], dtype=np.float64)
 
 
 def match(
     collaborative: Sequence[float], semantic: Sequence[float], *, semantic_weight: float
 ) -> list[float]:
     """Matcher tool: ``w * z(semantic) + (1 - w) * z(collaborative)``."""
+    return match_array(
+        np.asarray(collaborative, dtype=np.float64),
+        np.asarray(semantic, dtype=np.float64),
+        semantic_weight=semantic_weight,
+    ).tolist()
+
+
+def match_array(collaborative: np.ndarray, semantic: np.ndarray, *, semantic_weight: float) -> np.ndarray:
+    """:func:`match` over float64 arrays."""
     if not 0.0 <= semantic_weight <= 1.0:
         raise ValueError(f"semantic_weight must be in [0, 1], got {semantic_weight}")
     if len(semantic) != len(collaborative):
         raise ValueError(
             f"match: {len(semantic)} semantic scores for {len(collaborative)} collaborative ones"
         )
-    sem, col = np.asarray(zscore(semantic)), np.asarray(zscore(collaborative))
-    return (semantic_weight * sem + (1.0 - semantic_weight) * col).tolist()  # float64: as in Python
+    sem, col = zscore_array(semantic), zscore_array(collaborative)
+    return semantic_weight * sem + (1.0 - semantic_weight) * col  # float64: as in Python
 
 
 def attenuate(similarity_to_negative: Sequence[float], *, strength: float) -> list[float]:
     """Attenuator tool: a penalty for candidates more similar than average to what the user rejects."""
+    return attenuate_array(np.asarray(similarity_to_negative, dtype=np.float64), strength=strength).tolist()
+
+
+def attenuate_array(similarity_to_negative: np.ndarray, *, strength: float) -> np.ndarray:
+    """:func:`attenuate` over a float64 array."""
     if strength < 0:
         raise ValueError(f"strength must be >= 0, got {strength}")
-    z = np.asarray(zscore(similarity_to_negative), dtype=np.float64)
-    return (strength * np.where(z > 0.0, z, 0.0)).tolist()  # max(0.0, z), a zero never signed
+    z = zscore_array(similarity_to_negative)
+    return strength * np.where(z > 0.0, z, 0.0)  # max(0.0, z), a zero never signed
 
 
 def aggregate(
@@ -263,22 +296,46 @@ def aggregate(
 
     Ties keep the candidate order, so the result is deterministic.
     """
-    base = list(matched) if matched is not None else zscore(collaborative)
-    penalty = list(penalties) if penalties is not None else [0.0] * len(candidates)
+
+    def floats(values: Sequence[float] | None) -> np.ndarray | None:
+        return None if values is None else np.asarray(values, dtype=np.float64)
+
+    return aggregate_arrays(
+        np.asarray(candidates, dtype=np.int64),
+        np.asarray(collaborative, dtype=np.float64),
+        matched=floats(matched),
+        semantic=floats(semantic),
+        penalties=floats(penalties),
+        k=k,
+    )
+
+
+def aggregate_arrays(
+    candidates: np.ndarray,
+    collaborative: np.ndarray,
+    *,
+    matched: np.ndarray | None = None,
+    semantic: np.ndarray | None = None,
+    penalties: np.ndarray | None = None,
+    k: int | None = None,
+) -> list[RankedItem]:
+    """:func:`aggregate` over arrays (ids int64, scores float64): a Python object only per item ranked."""
+    base = matched if matched is not None else zscore_array(collaborative)
+    penalty = penalties if penalties is not None else np.zeros(len(candidates))
     if not len(base) == len(penalty) == len(candidates) == len(collaborative):
         raise ValueError("aggregate: one score per candidate")
-    score = np.asarray(base, dtype=np.float64) - np.asarray(penalty, dtype=np.float64)
+    score = base - penalty
     if np.isnan(score).any():  # NaN has no place in an order: Python's sort decides as it always did
         order = sorted(range(len(candidates)), key=lambda i: -score[i])
     else:  # stable, like list.sort; + 0.0 makes -0.0 and 0.0 one key
         order = _stable_order(-score + 0.0, k).tolist()
     return [
         RankedItem(
-            item=candidates[i],
+            item=int(candidates[i]),
             score=float(score[i]),
-            collaborative=collaborative[i],
-            semantic=None if semantic is None else semantic[i],
-            penalty=penalty[i],
+            collaborative=float(collaborative[i]),
+            semantic=None if semantic is None else float(semantic[i]),
+            penalty=float(penalty[i]),
         )
         for i in (order if k is None else order[:k])
     ]
@@ -306,6 +363,22 @@ def zscore(values: Sequence[float]) -> list[float]:
     return ((np.asarray(values, dtype=np.float64) - mean) / std).tolist()
 
 
+def zscore_array(values: np.ndarray) -> np.ndarray:
+    """:func:`zscore` of a float64 array, as an array and the same floats: over a 10^6-item pool the
+    mean and the deviation come from one pass of exact integer sums (:func:`_exact_sums`), never a
+    Python float per value."""
+    x = np.asarray(values, dtype=np.float64)
+    if _SQRT_OF_FRACTION is None or len(x) < _EXACT_FROM or not np.isfinite(x).all():
+        return np.asarray(zscore(x.tolist()), dtype=np.float64)
+    n = len(x)
+    total, squares, lowest = _exact_sums(x)
+    std = _pstdev_of_sums(n, total, squares, lowest)
+    if std == 0.0:
+        return np.zeros(n)
+    mean = float(Fraction(total) * Fraction(2) ** lowest) / n  # fmean: fsum (correctly rounded) / n
+    return (x - mean) / std
+
+
 # statistics.pstdev is exact (sums of the values' integer ratios, then a correctly rounded square
 # root) and spends ~1 µs of Python per value: 15-40 ms over a 10^5-item pool. _pstdev makes the
 # same exact sums with numpy and gives the same float; it keeps statistics' own rounding step.
@@ -321,6 +394,12 @@ def _pstdev(values: Sequence[float]) -> float:
     x = np.asarray(values, dtype=np.float64)
     if not np.isfinite(x).all():
         return statistics.pstdev(values)
+    return _pstdev_of_sums(len(x), *_exact_sums(x))
+
+
+def _exact_sums(x: np.ndarray) -> tuple[int, int, int]:
+    """The sums of finite float64 ``x`` and of its squares as exact integers, in units of ``2**lowest``
+    and ``2**(2 * lowest)``, and ``lowest``."""
     fraction, exponent = np.frexp(x)
     mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
     power = exponent.astype(np.int64) - 53
@@ -342,7 +421,11 @@ def _pstdev(values: Sequence[float]) -> float:
         total += _exact_sum(group) << shift
         square = (_exact_sum(high * high) << 54) + (_exact_sum(2 * high * low) << 27) + _exact_sum(low * low)
         squares += square << (2 * shift)
-    n = len(x)
+    return total, squares, lowest
+
+
+def _pstdev_of_sums(n: int, total: int, squares: int, lowest: int) -> float:
+    """statistics' correctly rounded population deviation from :func:`_exact_sums`."""
     mean_square_deviation = Fraction(n * squares - total * total, n * n) * Fraction(2) ** (2 * lowest)
     return _SQRT_OF_FRACTION(mean_square_deviation.numerator, mean_square_deviation.denominator)
 

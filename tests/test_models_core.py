@@ -262,3 +262,25 @@ def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():
         weight, _ = model.output_embeddings()
         one_block = torch.einsum("bh,bch->bc", model.encode(seqs), weight[candidates])
     assert torch.equal(chunked, one_block)
+
+
+def test_the_gather_buffer_serves_a_batch_and_training_gathers_afresh():
+    """Without gradients one buffer holds each slice of weights in turn (a batch of two histories
+    included); with them every slice is its own tensor: the same floats either way."""
+    from recmodels import base
+    from recmodels.sasrec import SASRec, SASRecConfig
+
+    torch.manual_seed(1)
+    n_items = base._GATHERED + 4321
+    model = SASRec(n_items, SASRecConfig(hidden=32)).eval()
+    seqs = torch.tensor([[0, 0, 3, 8, 60000], [0, 1, 2, 3, 4]])
+    candidates = torch.stack([torch.randperm(n_items)[: n_items - 10] for _ in range(2)])  # [2, C]
+    with torch.no_grad():
+        buffered = model.score_candidates(seqs, candidates)
+        weight, _ = model.output_embeddings()
+        states = model.encode(seqs)
+        slices = candidates.split(base._GATHERED, dim=1)
+        fresh = torch.cat([torch.einsum("bh,bch->bc", states, weight[p]) for p in slices], dim=1)
+    assert torch.equal(buffered, fresh)
+    with_grad = model.score_candidates(seqs, candidates)
+    assert with_grad.requires_grad and torch.equal(with_grad.detach(), fresh)

@@ -300,3 +300,72 @@ def test_the_top_k_order_is_the_full_stable_sorts_first_k():
             expected = full if k is None else full[:k]
             got = _stable_order(keys, k)
             assert (got if k is None or k > 0 else got[:k]).tolist() == expected.tolist(), (trial, k)
+
+
+def test_the_array_tools_give_the_list_tools_floats():
+    """The planner's numpy path (zscore_array, match_array, attenuate_array) makes the floats of the
+    list z-score (statistics' mean and deviation) bit for bit, signed zeros included: short and long
+    lists (exact sums), wide-ranged and constant ones."""
+    import numpy as np
+
+    from steering.tools import attenuate_array, match_array, zscore_array
+
+    def same(array, listed) -> bool:
+        return array.dtype == np.float64 and array.tobytes() == np.asarray(listed, dtype=np.float64).tobytes()
+
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        n = int(rng.choice([0, 1, 2, 5, 1023, int(rng.integers(1024, 5000))]))
+        lists = [
+            rng.standard_normal(n),
+            rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
+            rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
+            np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
+            np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
+            np.full(n, -0.0),
+        ]
+        for values in lists:
+            assert same(zscore_array(values), zscore(values.tolist())), trial
+            z = np.asarray(zscore(values.tolist()), dtype=np.float64)
+            assert same(attenuate_array(values, strength=1.5), 1.5 * np.where(z > 0.0, z, 0.0)), trial
+            other = rng.standard_normal(n)
+            mixed = 0.7 * np.asarray(zscore(other.tolist())) + (1.0 - 0.7) * z
+            assert same(match_array(values, other, semantic_weight=0.7), mixed), trial
+
+
+def test_the_planner_on_arrays_ranks_as_the_list_tools_do():
+    """run_plan (arrays end to end) against the tools' list functions composed by hand, on a catalog
+    long enough for the exact sums: the same items, scores, similarities and penalties; the scorer's
+    and the similarity's arrays hold their lists' floats."""
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
+    genres = ["Comedy", "Horror", "Drama"]
+    items = [Item(i, f"item {i}", {"genres": [genres[i % 3]], "year": 1950 + i % 60}) for i in range(n)]
+    big = InMemoryCatalog(items)
+    sim = CollaborativeSimilarity(model_scorer)
+    preferences = Preferences(
+        positive=Side(soft=[SoftPreference(text="a", item=3), SoftPreference(text="b", item=17)]),
+        negative=Side(genres=["Horror"], soft=[SoftPreference(text="c", item=40)]),
+    )
+    history = [5, 9, 200]
+    pool = [i for i in range(n) if i not in history]
+    plan = run_plan(preferences, pool, history, model_scorer, big, k=20, similarity=sim)
+
+    candidates = filter_candidates([i for i in pool if i not in (3, 17)], preferences, big)
+    collaborative = model_scorer.score(history, candidates)
+    semantic, _ = semantic_scores(candidates, preferences.positive.soft, sim)
+    negative, _ = semantic_scores(candidates, preferences.negative.soft, sim)
+    matched = match(collaborative, semantic, semantic_weight=PlanWeights().semantic_weight)
+    penalties = attenuate(negative, strength=PlanWeights().attenuation)
+    expected = aggregate(
+        candidates, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=20
+    )
+    assert len(candidates) > 1024 and repr(plan.ranked) == repr(expected)
+    assert model_scorer.score_array(history, np.asarray(candidates)).tolist() == collaborative
+    assert sim.similarity_array(np.asarray(candidates), preferences.positive.soft[0]).tolist() == (
+        sim.similarities(candidates, preferences.positive.soft[0])
+    )
