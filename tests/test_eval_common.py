@@ -94,3 +94,27 @@ def test_candidate_file_errors_name_file_line_and_field(lastfm_dataset, tmp_path
     bad.write_text(json.dumps(good) + "\n")
     with pytest.raises(DatasetError, match=r"cands.jsonl:1: missing field 'candidates'"):
         file_candidate_rows(bad, rows, lastfm_dataset.n_items)
+
+
+def test_runs_started_in_the_same_second_get_directories_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A quick evaluation and the next one with other settings, within one second, had shared a
+    # directory and the second refused to "resume" the first's settings.
+    import lab.eval.common as common
+
+    class _FrozenClock:
+        @staticmethod
+        def now(tz: object) -> object:
+            from datetime import UTC, datetime
+
+            return datetime(2026, 12, 6, 18, 30, 25, tzinfo=UTC)
+
+    monkeypatch.setattr(common, "datetime", _FrozenClock)
+    first = RunDir.create(None, tmp_path / "runs", "model-movielens", {"cold_seeds": 1})
+    second = RunDir.create(None, tmp_path / "runs", "model-movielens", {"cold_seeds": 2})
+    assert first.path.name == "model-movielens-20261206T183025Z"
+    assert second.path.name == "model-movielens-20261206T183025Z-2"
+    assert json.loads((second.path / "config.json").read_text()) == {"cold_seeds": 2}
+    resumed = RunDir.create(first.path, tmp_path / "runs", "model-movielens", {"cold_seeds": 1})
+    assert resumed.path == first.path  # an explicit --run-dir still resumes

@@ -16,6 +16,7 @@ continues where it stopped when started again with the same ``--run-dir``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import threading
@@ -96,6 +97,20 @@ class RowStore:
             self._records[str(record["key"])] = dict(record)
 
 
+def _claim_new_dir(root: Path, base: str) -> Path:
+    """A directory no other run has: ``base``, else ``base-2``, ``base-3`` ... (made here, so two
+    runs started in the same second, a quick evaluation and the next, never share one)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for attempt in itertools.count(1):
+        path = root / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise AssertionError("unreachable")
+
+
 class RunDir:
     """One experiment run on disk; see the module docstring for the layout."""
 
@@ -111,7 +126,7 @@ class RunDir:
         """Open ``run_dir`` (resuming it) or a new timestamped directory under ``runs_root``."""
         if run_dir is None:
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-            run_dir = runs_root / f"{name}-{stamp}"
+            run_dir = _claim_new_dir(runs_root, f"{name}-{stamp}")
         return cls(run_dir, config)
 
     def _check_or_write_config(self) -> None:
