@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from app.services import steering as steering_service
@@ -31,7 +30,7 @@ from app.services.steering_models import SteeringModels
 from app.settings import Settings
 from bench.scale_queries import COMMAND_TEMPLATES, catalog_sample
 from recmodels.dataset import Dataset
-from steering.planner import PlanWeights, _run_plan
+from steering.planner import _run_plan, unseen_pool
 from steering.preferences import Preferences, consolidate
 
 MORE_TEMPLATES = (
@@ -71,24 +70,16 @@ def commands(dataset_dir: Path, n: int, seed: int) -> list[str]:
 
 def plan_answer(models: SteeringModels, preferences: Preferences, history: list[int]) -> Any:
     """What the service's ``_plan`` computes, with the scores of the ranking kept for the hash."""
-    scorer, settings = models.rec_scorer, models.settings
-    weights = PlanWeights(settings.steering_semantic_weight, settings.steering_attenuation)
     if preferences.is_empty():
-        return scorer.top_k(history, settings.n_candidates)
-    similarity = (
-        steering_service._similarity(models, scorer)
-        if preferences.positive.soft or preferences.negative.soft
-        else None
-    )
-    unseen = np.ones(len(models.catalog.items), dtype=bool)
-    unseen[[i for i in set(history) if 0 <= i < len(unseen)]] = False
+        return models.rec_scorer.top_k(history, models.settings.n_candidates)
+    scorer, similarity, weights = steering_service.plan_inputs(models, preferences)
     plan = _run_plan(
         preferences,
-        np.flatnonzero(unseen),
+        unseen_pool(models.catalog, history),
         history,
         scorer,
         models.catalog,
-        settings.n_candidates,
+        models.settings.n_candidates,
         similarity=similarity,
         weights=weights,
     )

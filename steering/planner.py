@@ -152,9 +152,14 @@ def steer_candidates(
     """
     if preferences is None or preferences.is_empty():
         return scorer.top_k(history, k, exclude=exclude)
-    unseen = np.ones(len(catalog.items), dtype=bool)
-    unseen[[i for i in {*history, *exclude} if 0 <= i < len(unseen)]] = False
-    pool = np.flatnonzero(unseen)  # ascending ids, as the catalog lists them
+    pool = unseen_pool(catalog, {*history, *exclude})
     return _run_plan(
         preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights
     ).items
+
+
+def unseen_pool(catalog: Catalog, seen: Collection[int]) -> np.ndarray:
+    """The ids of the catalog's items not in ``seen``, ascending, as the catalog lists them."""
+    unseen = np.ones(len(catalog.items), dtype=bool)
+    unseen[[i for i in set(seen) if 0 <= i < len(unseen)]] = False
+    return np.flatnonzero(unseen)

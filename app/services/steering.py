@@ -233,21 +233,30 @@ async def _current_recommendations(database: Database, session_id: uuid.UUID) ->
 
 
 def _plan(models: SteeringModels, preferences: Preferences, history: list[int]) -> list[int]:
+    scorer, similarity, weights = plan_inputs(models, preferences)
+    return steer_candidates(
+        preferences,
+        history,
+        scorer,
+        models.catalog,
+        models.settings.n_candidates,
+        similarity=similarity,
+        weights=weights,
+    )
+
+
+def plan_inputs(
+    models: SteeringModels, preferences: Preferences
+) -> tuple[Scorer, Similarity | None, PlanWeights]:
+    """The rec scorer, the similarity (only when a soft preference needs it) and the weights a
+    plan of ``preferences`` runs with (bench.steer_commands times the same plan)."""
     scorer = _rec_scorer(models)
     settings = models.settings
     weights = PlanWeights(settings.steering_semantic_weight, settings.steering_attenuation)
     similarity = (
         _similarity(models, scorer) if preferences.positive.soft or preferences.negative.soft else None
     )
-    return steer_candidates(
-        preferences,
-        history,
-        scorer,
-        models.catalog,
-        settings.n_candidates,
-        similarity=similarity,
-        weights=weights,
-    )
+    return scorer, similarity, weights
 
 
 def _rec_scorer(models: SteeringModels) -> Scorer:
