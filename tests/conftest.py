@@ -77,6 +77,19 @@ def pytest_terminal_summary(terminalreporter) -> None:
     )
 
 
+@pytest.fixture
+def one_torch_thread():
+    """torch with one intra-op thread, as a worker runs it (app/services/runtime.py): a test of
+    exact floats must not depend on which earlier test set the count. Two threads split a product
+    where they like, and the rows at the split are walked apart (different last bits)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The LLaRA files as published (RECLOOP_SHARED_DATA), or a skip naming how to get them."""

@@ -246,7 +246,7 @@ def test_ranking_stats_count_as_masking_the_history_would_with_ties_repeats_and_
     assert [(s.rank, s.n_outranking, s.pool_size) for s in stats] == _ranking_stats_by_masking(scores, rows)
 
 
-def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():
+def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather(one_torch_thread):
     """score_candidates gathers a steering pool's weights 2^16 candidates at a time (recmodels/base.py):
     the same floats as one [1, C, H] block, so a 10^6-item pool is planned as before."""
     from recmodels import base
@@ -264,7 +264,7 @@ def test_scoring_a_pool_larger_than_one_gather_gives_the_floats_of_one_gather():
     assert torch.equal(chunked, one_block)
 
 
-def test_the_gather_buffer_serves_a_batch_and_training_gathers_afresh():
+def test_the_gather_buffer_serves_a_batch_and_training_gathers_afresh(one_torch_thread):
     """Without gradients one buffer holds each slice of weights in turn (a batch of two histories
     included); with them every slice is its own tensor: the same floats either way."""
     from recmodels import base
