@@ -36,6 +36,13 @@ class Settings(BaseSettings):
     rec_model: ModelName = "sasrec"
     reward_model: ModelName = "sasrec"
     torch_threads: int = Field(1, ge=1, description="One thread beats two on a shared 2-core box.")
+    scan_threads: int = Field(
+        2,
+        ge=1,
+        description="Threads for one pass over a catalog of 2^17 items or more (recmodels/scan.py): "
+        "memory-bound, so two cores read a 10^6-item table in about half the time; plain threads "
+        "that wait without spinning. Smaller catalogs are one call.",
+    )
 
     # --- the feedback loop -----------------------------------------------------------
     max_rounds: int = Field(4, ge=1, le=20, description="Paper default round limit.")

@@ -24,6 +24,7 @@ import numpy as np
 
 from recmodels.dataset import Dataset, Item
 from recmodels.items import ItemColumns
+from recmodels.scan import map_rows
 from steering.catalog_index import Catalog
 from steering.preferences import Preferences, SoftPreference, as_preferences
 from steering.similarity import Similarity
@@ -399,7 +400,17 @@ def _pstdev(values: Sequence[float]) -> float:
 
 def _exact_sums(x: np.ndarray) -> tuple[int, int, int]:
     """The sums of finite float64 ``x`` and of its squares as exact integers, in units of ``2**lowest``
-    and ``2**(2 * lowest)``, and ``lowest``."""
+    and ``2**(2 * lowest)``, and ``lowest``. A 10^6-item pool is summed in parts on the catalog-scan
+    threads: exact sums add up to the same integers in any order."""
+    parts = map_rows(len(x), lambda rows: _exact_sums_of_part(x[rows]))
+    lowest = min(part_lowest for _, _, part_lowest in parts)
+    total = sum(part_total << (part_lowest - lowest) for part_total, _, part_lowest in parts)
+    squares = sum(part_squares << (2 * (part_lowest - lowest)) for _, part_squares, part_lowest in parts)
+    return total, squares, lowest
+
+
+def _exact_sums_of_part(x: np.ndarray) -> tuple[int, int, int]:
+    """:func:`_exact_sums` of one part, in one thread."""
     fraction, exponent = np.frexp(x)
     mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
     power = exponent.astype(np.int64) - 53

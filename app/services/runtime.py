@@ -34,6 +34,7 @@ from postgres.checkpoints import PooledPostgresSaver
 from postgres.urls import libpq_url
 from recmodels.artifacts import load_latest_scorer
 from recmodels.dataset import Dataset
+from recmodels.scan import set_scan_threads
 from recmodels.scorer import Scorer
 
 
@@ -57,6 +58,7 @@ def load_scorers(settings: Settings, catalog: Dataset) -> tuple[Scorer, Scorer]:
     # Intra-op threads spin at barriers: beside other busy processes (workers, PostgreSQL) two
     # threads on two cores turned 5 ms scorings into 200-300 ms stalls.
     torch.set_num_threads(settings.torch_threads)
+    set_scan_threads(settings.scan_threads)
     rec = load_latest_scorer(settings.models_dir, catalog, settings.rec_model)
     reward = (
         rec
