@@ -75,7 +75,7 @@ def write_stand_in_calibration(data_dir: Path, dataset: str, model: str) -> None
     if path is None:
         raise RuntimeError(f"{dataset}: the {model} artifact has no path to write a calibration beside")
     stand_in = LoopCalibration(rec_similarity="collaborative", user_similarity="collaborative")  # not learned
-    key = calibration_key(catalog, scorer, scorer, available_backends())
+    key = calibration_key(catalog, scorer, scorer, available_backends(catalog))
     write_keyed(path, key, "calibration", stand_in.to_json())
 
 
