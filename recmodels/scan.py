@@ -108,3 +108,22 @@ def catalog_product(table: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     out = query.new_empty(*query.shape[:-1], len(table))
     _map_parts(parts, lambda rows: product(rows, out=out[..., rows]))
     return out
+
+
+def top_k(values: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(values, k)`` (values [N], best first) as (values, indices): each part's own top k
+    on the scan threads, then the top k of those. The same items in the same order, but for exact
+    ties at the k-th place, which either call may break its own way."""
+    parts = row_parts(len(values))
+    if len(parts) == 1:
+        top = torch.topk(values, k)
+        return top.values, top.indices
+
+    def part_top(rows: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        top = torch.topk(values[rows], min(k, rows.stop - rows.start))
+        return top.values, top.indices + rows.start
+
+    found = _map_parts(parts, part_top)
+    candidates = torch.cat([v for v, _ in found])
+    best = torch.topk(candidates, k)
+    return best.values, torch.cat([i for _, i in found])[best.indices]

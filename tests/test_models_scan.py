@@ -109,3 +109,16 @@ def test_a_large_pool_is_scored_off_the_catalogs_product_and_a_small_one_gathere
     assert scorer.score_array([1], large).tolist() == everything[large].tolist()
     small = np.array([7, 3, 399])
     assert np.allclose(scorer.score_array([1], small), everything[small], rtol=1e-6)
+
+
+def test_top_k_in_parts_is_torch_topk(two_scan_threads):
+    generator = torch.Generator().manual_seed(4)
+    values = torch.randn(N_ROWS, generator=generator)
+    values[torch.randperm(N_ROWS, generator=generator)[:50]] = float("-inf")
+    values[N_ROWS - 3] = float("nan")  # ranks first, as in torch.topk
+    for k in (1, 20, 1000):
+        got_values, got_indices = scan.top_k(values, k)
+        expected = torch.topk(values, k)
+        assert got_indices.tolist() == expected.indices.tolist(), k
+        assert torch.equal(got_values.nan_to_num(), expected.values.nan_to_num()), k
+    assert scan.top_k(values[:100], 5)[1].tolist() == torch.topk(values[:100], 5).indices.tolist()  # one part
