@@ -412,6 +412,9 @@ def _exact_sums(x: np.ndarray) -> tuple[int, int, int]:
 def _exact_sums_of_part(x: np.ndarray) -> tuple[int, int, int]:
     """:func:`_exact_sums` of one part, in one thread."""
     fraction, exponent = np.frexp(x)
+    short = fraction * 2.0**_SHORT_BITS
+    if np.array_equal(short, np.trunc(short)):
+        return _exact_sums_of_short(short, exponent - _SHORT_BITS)
     mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
     power = exponent.astype(np.int64) - 53
     # Grouped by power (order within a group does not matter: its sums are exact). The powers of
@@ -432,6 +435,31 @@ def _exact_sums_of_part(x: np.ndarray) -> tuple[int, int, int]:
         total += _exact_sum(group) << shift
         square = (_exact_sum(high * high) << 54) + (_exact_sum(2 * high * low) << 27) + _exact_sum(low * low)
         squares += square << (2 * shift)
+    return total, squares, lowest
+
+
+# Scores and cosines are float32's, made float64: 24 significant bits. Such a mantissa's square is
+# exact in float64, and 2^29 of them (or of its square's two 24-bit halves) sum exactly in float64:
+# bincount per power of two gives the exact sums in a few passes, without sorting (10^6 values:
+# ~5 ms instead of ~35). Wider mantissas (a mean of two cosines, say) take the general path.
+_SHORT_BITS = 24
+
+
+def _exact_sums_of_short(mantissa: np.ndarray, power: np.ndarray) -> tuple[int, int, int]:
+    """:func:`_exact_sums` of ``mantissa * 2**power`` with integer-valued float64 mantissas below
+    ``2**24`` in size (at most 2^29 of them)."""
+    lowest = int(power.min())
+    group = power - lowest  # each value's power of two above the lowest
+    totals = np.bincount(group, weights=mantissa).tolist()
+    squared = mantissa * mantissa  # < 2**48: exact
+    high = np.floor(squared * 2.0**-_SHORT_BITS)
+    low = squared - high * 2.0**_SHORT_BITS
+    highs, lows = np.bincount(group, weights=high).tolist(), np.bincount(group, weights=low).tolist()
+    total = sum(int(t) << g for g, t in enumerate(totals))
+    squares = sum(
+        ((int(h) << _SHORT_BITS) + int(lo)) << (2 * g)
+        for g, (h, lo) in enumerate(zip(highs, lows, strict=True))
+    )
     return total, squares, lowest
 
 

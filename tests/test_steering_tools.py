@@ -248,6 +248,7 @@ def test_the_deviation_of_long_lists_is_statistics_own_float():
         lists = [
             rng.standard_normal(n),
             rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
+            (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32).astype(np.float64),
             rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
             np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
             np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
@@ -256,6 +257,27 @@ def test_the_deviation_of_long_lists_is_statistics_own_float():
             assert _pstdev(values.tolist()) == statistics.pstdev(values.tolist()), trial
     integers = list(range(3000))
     assert _pstdev(integers) == statistics.pstdev(integers)
+
+
+def test_exact_sums_of_float32_made_values_are_the_exact_sums():
+    """Scores and cosines are float32's made float64: their sums come from bincounts per power of two
+    (steering/tools.py); the same exact integers as the general path's, checked against Fractions."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from steering.tools import _exact_sums_of_part
+
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n = int(rng.integers(1, 3000))
+        values = (rng.standard_normal(n) * 2.0 ** rng.integers(-100, 100, n)).astype(np.float32)
+        values[rng.random(n) < 0.2] = 0.0
+        for x in (values.astype(np.float64), values.astype(np.float64) + 2.0**-80):  # short, then wide
+            total, squares, lowest = _exact_sums_of_part(x)
+            assert Fraction(total) * Fraction(2) ** lowest == sum(map(Fraction, x.tolist())), trial
+            exact_squares = sum(Fraction(v) ** 2 for v in x.tolist())
+            assert Fraction(squares) * Fraction(2) ** (2 * lowest) == exact_squares, trial
 
 
 def test_the_mean_of_two_preferences_similarities_is_statistics_own():
@@ -319,6 +341,7 @@ def test_the_array_tools_give_the_list_tools_floats():
         lists = [
             rng.standard_normal(n),
             rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
+            (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32).astype(np.float64),
             rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
             np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
             np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
