@@ -328,7 +328,10 @@ async def open_loop(
         steered = await steering.loop_candidates(
             steering_models, preferences, session.history, request.candidates
         )
-        candidates = steered or default_candidates(deps, session.history, settings.n_candidates)
+        # The catalog's top k: ~15 ms at 10^6 items, in a thread so the event loop serves others meanwhile.
+        candidates = steered or await asyncio.to_thread(
+            default_candidates, deps, list(session.history), settings.n_candidates
+        )
         max_rounds = request.max_rounds or settings.max_rounds
         graph_input = loop_input(
             deps,
