@@ -30,7 +30,6 @@ from app.services.steering_models import SteeringModels
 from app.settings import Settings
 from bench.scale_queries import COMMAND_TEMPLATES, catalog_sample
 from recmodels.dataset import Dataset
-from steering.planner import _run_plan, unseen_pool
 from steering.preferences import Preferences, consolidate
 
 MORE_TEMPLATES = (
@@ -72,17 +71,7 @@ def plan_answer(models: SteeringModels, preferences: Preferences, history: list[
     """What the service's ``_plan`` computes, with the scores of the ranking kept for the hash."""
     if preferences.is_empty():
         return models.rec_scorer.top_k(history, models.settings.n_candidates)
-    scorer, similarity, weights = steering_service.plan_inputs(models, preferences)
-    plan = _run_plan(
-        preferences,
-        unseen_pool(models.catalog, history),
-        history,
-        scorer,
-        models.catalog,
-        models.settings.n_candidates,
-        similarity=similarity,
-        weights=weights,
-    )
+    plan = steering_service.steered_plan(models, preferences, history)
     return [plan.tools, plan.pool_size, plan.after_filter, plan.skipped_soft, [repr(r) for r in plan.ranked]]
 
 

@@ -27,7 +27,15 @@ from steering.tools import (
     semantic_score_array,
 )
 
-__all__ = ["Plan", "PlanWeights", "choose_tools", "hard_violations", "run_plan", "steer_candidates"]
+__all__ = [
+    "Plan",
+    "PlanWeights",
+    "choose_tools",
+    "hard_violations",
+    "run_plan",
+    "steer_candidates",
+    "steer_plan",
+]
 
 ToolName = Literal["filter", "matcher", "attenuator", "aggregator"]
 
@@ -152,10 +160,26 @@ def steer_candidates(
     """
     if preferences is None or preferences.is_empty():
         return scorer.top_k(history, k, exclude=exclude)
-    pool = unseen_pool(catalog, {*history, *exclude})
-    return _run_plan(
-        preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights
+    return steer_plan(
+        preferences, history, scorer, catalog, k, exclude=exclude, similarity=similarity, weights=weights
     ).items
+
+
+def steer_plan(
+    preferences: Preferences,
+    history: Sequence[int],
+    scorer: Scorer,
+    catalog: Catalog,
+    k: int,
+    *,
+    exclude: Collection[int] = (),
+    similarity: Similarity | None = None,
+    weights: PlanWeights = PlanWeights(),
+) -> Plan:
+    """The plan behind :func:`steer_candidates` under non-empty preferences: the whole unseen
+    catalog is the pool. Its ranking keeps the scores (what bench.steer_commands hashes)."""
+    pool = unseen_pool(catalog, {*history, *exclude})
+    return _run_plan(preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights)
 
 
 def unseen_pool(catalog: Catalog, seen: Collection[int]) -> np.ndarray:

@@ -34,7 +34,7 @@ from steering.catalog_index import CatalogIndex
 from steering.choice import ParserUnavailable, build_parser, learned_artifact, parser_kind
 from steering.lookup import catalog_index
 from steering.parsing import CommandParser
-from steering.planner import PlanWeights, steer_candidates
+from steering.planner import Plan, PlanWeights, steer_plan
 from steering.preferences import (
     Preferences,
     PreferenceUpdate,
@@ -233,30 +233,29 @@ async def _current_recommendations(database: Database, session_id: uuid.UUID) ->
 
 
 def _plan(models: SteeringModels, preferences: Preferences, history: list[int]) -> list[int]:
-    scorer, similarity, weights = plan_inputs(models, preferences)
-    return steer_candidates(
-        preferences,
-        history,
-        scorer,
-        models.catalog,
-        models.settings.n_candidates,
-        similarity=similarity,
-        weights=weights,
-    )
+    if preferences.is_empty():  # nothing to steer by: the rec model's top k (as steer_candidates)
+        return _rec_scorer(models).top_k(history, models.settings.n_candidates)
+    return steered_plan(models, preferences, history).items
 
 
-def plan_inputs(
-    models: SteeringModels, preferences: Preferences
-) -> tuple[Scorer, Similarity | None, PlanWeights]:
-    """The rec scorer, the similarity (only when a soft preference needs it) and the weights a
-    plan of ``preferences`` runs with (bench.steer_commands times the same plan)."""
+def steered_plan(models: SteeringModels, preferences: Preferences, history: list[int]) -> Plan:
+    """The plan of a non-empty memory, with the rec scorer, the similarity (only when a soft
+    preference needs it) and the weights of the settings (bench.steer_commands hashes its scores)."""
     scorer = _rec_scorer(models)
     settings = models.settings
     weights = PlanWeights(settings.steering_semantic_weight, settings.steering_attenuation)
     similarity = (
         _similarity(models, scorer) if preferences.positive.soft or preferences.negative.soft else None
     )
-    return scorer, similarity, weights
+    return steer_plan(
+        preferences,
+        history,
+        scorer,
+        models.catalog,
+        settings.n_candidates,
+        similarity=similarity,
+        weights=weights,
+    )
 
 
 def _rec_scorer(models: SteeringModels) -> Scorer:
