@@ -233,6 +233,21 @@ def test_an_item_without_a_year_passes_only_the_negative_range():
     assert index.allowed(unwanted).tolist() == [True, False]
 
 
+def _awkward_floats(rng, n: int) -> list:
+    """n-value float64 arrays the exact sums must get right, drawn from ``rng`` in this order:
+    normal, float32-made (narrow and wide-ranged), wide-ranged, signed zeros, nearly constant."""
+    import numpy as np
+
+    return [
+        rng.standard_normal(n),
+        rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
+        (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32).astype(np.float64),
+        rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
+        np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
+        np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
+    ]
+
+
 def test_the_deviation_of_long_lists_is_statistics_own_float():
     """z-scores over a 10^5-item pool divide by the same float statistics.pstdev gives (exact sums,
     one rounding): normal, float32-made, wide-ranged, signed-zero, nearly constant and integer lists."""
@@ -245,14 +260,7 @@ def test_the_deviation_of_long_lists_is_statistics_own_float():
     rng = np.random.default_rng(0)
     for trial in range(60):
         n = int(rng.integers(1024, 5000))
-        lists = [
-            rng.standard_normal(n),
-            rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
-            (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32).astype(np.float64),
-            rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
-            np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
-            np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
-        ]
+        lists = _awkward_floats(rng, n)
         for values in lists:
             assert _pstdev(values.tolist()) == statistics.pstdev(values.tolist()), trial
     integers = list(range(3000))
@@ -338,15 +346,7 @@ def test_the_array_tools_give_the_list_tools_floats():
     rng = np.random.default_rng(1)
     for trial in range(40):
         n = int(rng.choice([0, 1, 2, 5, 1023, int(rng.integers(1024, 5000))]))
-        lists = [
-            rng.standard_normal(n),
-            rng.standard_normal(n).astype(np.float32).astype(np.float64) * 7 - 3,
-            (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32).astype(np.float64),
-            rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n),
-            np.where(rng.integers(0, 2, n) == 1, -0.0, np.round(rng.uniform(-1, 1, n), 2)),
-            np.full(n, 0.1) + rng.integers(0, 2, n) * 1e-17,
-            np.full(n, -0.0),
-        ]
+        lists = [*_awkward_floats(rng, n), np.full(n, -0.0)]
         for values in lists:
             assert same(zscore_array(values), zscore(values.tolist())), trial
             z = np.asarray(zscore(values.tolist()), dtype=np.float64)
