@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -210,25 +210,30 @@ def semantic_scores(
     candidates: Sequence[int], soft: Sequence[SoftPreference], similarity: Similarity
 ) -> tuple[list[float] | None, list[SoftPreference]]:
     """Mean cosine similarity of each candidate to the embeddable preferences, and the ones skipped."""
-    rows: list[np.ndarray] = []
-    skipped: list[SoftPreference] = []
-    for pref in soft:
+
+    def similarities(pref: SoftPreference) -> np.ndarray | None:
         sims = similarity.similarities(candidates, pref)
-        if sims is None:
-            skipped.append(pref)
-        else:
-            rows.append(np.asarray(sims, dtype=np.float64))
-    return (_mean_rows(rows).tolist() if rows else None), skipped
+        return None if sims is None else np.asarray(sims, dtype=np.float64)
+
+    means, skipped = _mean_similarities(soft, similarities)
+    return (None if means is None else means.tolist()), skipped
 
 
 def semantic_score_array(
     candidates: np.ndarray, soft: Sequence[SoftPreference], similarity: Similarity
 ) -> tuple[np.ndarray | None, list[SoftPreference]]:
     """:func:`semantic_scores` of an int array of candidates, as a float64 array (the same floats)."""
+    return _mean_similarities(soft, lambda pref: similarity.similarity_array(candidates, pref))
+
+
+def _mean_similarities(
+    soft: Sequence[SoftPreference], similarities: Callable[[SoftPreference], np.ndarray | None]
+) -> tuple[np.ndarray | None, list[SoftPreference]]:
+    """The column means of each embeddable preference's similarities, and the preferences skipped."""
     rows: list[np.ndarray] = []
     skipped: list[SoftPreference] = []
     for pref in soft:
-        sims = similarity.similarity_array(candidates, pref)
+        sims = similarities(pref)
         if sims is None:
             skipped.append(pref)
         else:
