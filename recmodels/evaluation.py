@@ -39,9 +39,11 @@ are a quarter of that each): at a million items 67 rows a block, where 512 rows 
 blocks. Not much smaller: each block reads the whole item table once."""
 
 
-def rows_per_block(n_items: int, most: int = _BATCH) -> int:
-    """Rows of one [rows, N] score block over a catalog of ``n_items`` (at least 1)."""
-    return max(1, min(most, SCORE_BLOCK_ELEMENTS // max(1, n_items)))
+def rows_per_block(n_items: int, most: int = _BATCH, cells: int | None = None) -> int:
+    """Rows of one [rows, N] score block over a catalog of ``n_items``: at most ``most`` and
+    ``cells`` scores (default :data:`SCORE_BLOCK_ELEMENTS`), at least 1."""
+    cells = SCORE_BLOCK_ELEMENTS if cells is None else cells
+    return max(1, min(most, cells // max(1, n_items)))
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ from graph.usersim import RATIOS, UserSimCase, cases_from_rows
 from lab.calibration.ranking import outranking_counts, ranking_stats
 from recmodels.candidates import negative_pool_size, sample_candidates
 from recmodels.dataset import Dataset, Row
-from recmodels.evaluation import expected_hr_at_1_of
+from recmodels.evaluation import expected_hr_at_1_of, rows_per_block
 from recmodels.progress import progress_bar
 from recmodels.scorer import Scorer
 
@@ -219,9 +219,9 @@ def catalog_log_probs(scorer: Scorer, histories: Sequence[Sequence[int]]) -> tor
     ``SCORE_CELLS`` (every paper dataset: the same numbers as before), else in row chunks (a
     call's temporaries are several [B, N] tensors)."""
     N = scorer.n_items
-    if len(histories) * N <= SCORE_CELLS:
+    step = rows_per_block(N, most=len(histories), cells=SCORE_CELLS)
+    if step >= len(histories):
         return scorer.catalog_log_probs(histories)
-    step = max(1, SCORE_CELLS // N)
     out = torch.empty(len(histories), N)
     with progress_bar(total=len(histories), desc="calibration: scores", unit="row") as bar:
         for start in range(0, len(histories), step):
@@ -411,7 +411,7 @@ def _judged_log_probs(reward: Scorer, cases: Sequence[UserSimCase]) -> list[dict
     """Per case, the reward model's catalog log-probability of each item it judges: from
     :func:`catalog_log_probs` a chunk of cases at a time, so no [cases, catalog] tensor is kept."""
     histories = [c.init_history for c in cases]
-    step = len(cases) if len(cases) * reward.n_items <= SCORE_CELLS else max(1, SCORE_CELLS // reward.n_items)
+    step = rows_per_block(reward.n_items, most=len(cases), cells=SCORE_CELLS)
     judged: list[dict[int, float]] = []
     for start in range(0, len(cases), step):
         log_probs = catalog_log_probs(reward, histories[start : start + step])  # [c, N]
