@@ -108,10 +108,19 @@ def ranking_stats_from_scores(scores: torch.Tensor, rows: Sequence[Row]) -> list
             & (their_targets != float("-inf"))
         )
         n_above -= torch.bincount(history_rows[counted], minlength=len(rows))
+    return ranking_stats_of_counts(n_above.tolist(), rows, N)
+
+
+def ranking_stats_of_counts(
+    n_outranking: Sequence[int], rows: Sequence[Row], n_items: int
+) -> list[RankingStats]:
+    """Each row's :class:`RankingStats` from how many items outrank its target (history items and
+    the target never count): the pool is the catalog less the row's other history items and the
+    target; a target in its own history ranks last."""
     stats: list[RankingStats] = []
-    for row, n, kept_out in zip(rows, n_above.tolist(), others, strict=True):
-        in_history = row.next in row.history
-        stats.append(RankingStats(N if in_history else n, n, N - len(kept_out) - 1))
+    for row, n in zip(rows, n_outranking, strict=True):
+        pool = n_items - len(set(row.history) - {row.next}) - 1
+        stats.append(RankingStats(n_items if row.next in row.history else n, n, pool))
     return stats
 
 

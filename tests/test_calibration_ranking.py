@@ -10,7 +10,7 @@ import torch
 from lab.calibration import ranking
 from lab.calibration.offline import TRUST_GRID, catalog_log_probs, fit_rows
 from recmodels.dataset import Row
-from recmodels.evaluation import ranking_stats_from_scores
+from recmodels.evaluation import ranking_stats_from_scores, ranking_stats_of_counts
 
 
 def _rows(n_rows: int, n_items: int, rng: random.Random) -> list[Row]:
@@ -56,7 +56,7 @@ def test_counts_equal_ranking_stats_of_every_mix(
     for k, t in enumerate(TRUST_GRID):
         expected = ranking_stats_from_scores((1.0 - t) * a + t * b, rows)
         assert counts[:, k].tolist() == [s.n_outranking for s in expected], f"trust {t}"
-        assert ranking.ranking_stats(counts[:, k].tolist(), rows, n_items) == expected
+        assert ranking_stats_of_counts(counts[:, k].tolist(), rows, n_items) == expected
 
 
 def test_fit_rows_keeps_small_splits_and_samples_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,10 +66,10 @@ from graph.context import build_deps
 from graph.item_vectors import load_vectors
 from graph.runner import LoopRunner
 from graph.usersim import RATIOS, UserSimCase, cases_from_rows
-from lab.calibration.ranking import outranking_counts, ranking_stats
+from lab.calibration.ranking import outranking_counts
 from recmodels.candidates import negative_pool_size, sample_candidates
 from recmodels.dataset import Dataset, Row
-from recmodels.evaluation import expected_hr_at_1_of, rows_per_block
+from recmodels.evaluation import expected_hr_at_1_of, ranking_stats_of_counts, rows_per_block
 from recmodels.progress import progress_bar
 from recmodels.scorer import Scorer
 
@@ -300,7 +300,7 @@ def fit_trust(rec: torch.Tensor, reward: torch.Tensor, rows: Sequence[Row]) -> t
     counts = outranking_counts(rec, reward, rows, TRUST_GRID)  # [B, K]: one pass for every trust
     curve: dict[str, float] = {}
     for k, trust in enumerate(TRUST_GRID):
-        stats = ranking_stats(counts[:, k].tolist(), rows, rec.shape[1])
+        stats = ranking_stats_of_counts(counts[:, k].tolist(), rows, rec.shape[1])
         curve[f"{trust:.2f}"] = sum(expected_hr_at_1_of(stats)) / len(rows)
     best = max(curve.values())
     runs: list[list[float]] = []  # runs of consecutive grid points at the top

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from recmodels.dataset import Row
-from recmodels.evaluation import RankingStats
+from recmodels.evaluation import rows_per_block
 
 CHUNK_CELLS = 2**22
 """Rows x items per step: each temporary is then 16 MB, whatever the catalog."""
@@ -39,20 +39,11 @@ def outranking_counts(
     (``n_outranking``): history items and the target never, ties to the lower item id."""
     B, N = a.shape  # rows, catalog
     counts = torch.zeros(B, len(trusts), dtype=torch.long)
-    step = max(1, CHUNK_CELLS // max(1, N))
+    step = rows_per_block(N, most=B, cells=CHUNK_CELLS)
     for start in range(0, B, step):
         stop = min(B, start + step)
         counts[start:stop] = _chunk_counts(a[start:stop], b[start:stop], rows[start:stop], trusts)
     return counts
-
-
-def ranking_stats(n_outranking: Sequence[int], rows: Sequence[Row], n_items: int) -> list[RankingStats]:
-    """The :class:`RankingStats` ``ranking_stats_from_scores`` builds from the same counts."""
-    stats = []
-    for row, n in zip(rows, n_outranking, strict=True):
-        pool = n_items - len(set(row.history) - {row.next}) - 1
-        stats.append(RankingStats(n_items if row.next in row.history else n, n, pool))
-    return stats
 
 
 def _chunk_counts(
