@@ -149,6 +149,27 @@ def proc_status_mb(pid: int, field_name: str) -> float | None:
     return None
 
 
+def settle(pid: int, *, quiet_s: float = 2.0, busy_share: float = 0.05, timeout_s: float = 600) -> float:
+    """Seconds until the worker's CPU time grew by less than ``busy_share`` of a core over
+    ``quiet_s``: its start-up warm-ups (steering, title index) are done, so the timed requests
+    measure a warmed worker and not the warm-up beside them."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
+    started = time.monotonic()
+    last = cpu_s()
+    while time.monotonic() - started < timeout_s:
+        time.sleep(quiet_s)
+        now = cpu_s()
+        if now - last < busy_share * quiet_s:
+            break
+        last = now
+    return round(time.monotonic() - started, 1)
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
     return sorted_values[index]

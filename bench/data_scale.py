@@ -60,6 +60,7 @@ from bench.child_runs import (
     last_json_line,
     proc_status_mb,
     run_child,
+    settle,
 )
 from bench.data_scale_report import MOVIELENS_SUFFIX, markdown_table, write_report
 from bench.ports import http_ready, reserved_port, wait_ready
@@ -295,7 +296,13 @@ def http_stage(run: DatasetRun, base: str, key: str, pid: int, options: Options,
         run.figures["command_first_ms"] = first.p(0.5)
         if answer is not None:
             run.extra["command_parser"] = answer.json().get("parser")
-        progress.say(f"[{run.label}]   first command {first.p(0.5)} ms; recommendations ...")
+        # The catalog's warm-up (its title index, app/main.py) starts after steering's and may still
+        # run (seconds at 10^6 items): requests timed beside it measured the warm-up, not the worker.
+        settled_s = settle(pid, timeout_s=min(300.0, options.stage_timeout_s))
+        run.extra["warm_up_s_after_first_command"] = settled_s
+        progress.say(
+            f"[{run.label}]   first command {first.p(0.5)} ms; idle {settled_s} s later; recommendations ..."
+        )
 
         recommend, rounds = Timed("recommend", deadline), []
         for i in range(n + 2):  # two unrecorded: the first loops' lazy loading

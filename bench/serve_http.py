@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.child_runs import Progress, StageFailed
+from bench.child_runs import Progress, StageFailed, settle
 from bench.data_scale import DatasetRun, Options, http_stage, served
 from bench.scale_common import DEFAULT_SERVER
 
@@ -37,27 +35,6 @@ class ServedRun(DatasetRun):
 
     def env(self, options: Options, **more: str) -> dict[str, str]:
         return super().env(options, **self.worker_env, **more)
-
-
-def settle(pid: int, *, quiet_s: float = 2.0, busy_share: float = 0.05, timeout_s: float = 600) -> float:
-    """Seconds until the worker's CPU time grew by less than ``busy_share`` of a core over
-    ``quiet_s``: its start-up warm-ups (steering, title index) are done, so the timed requests
-    measure a warmed worker and not the warm-up beside them."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def cpu_s() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-
-    started = time.monotonic()
-    last = cpu_s()
-    while time.monotonic() - started < timeout_s:
-        time.sleep(quiet_s)
-        now = cpu_s()
-        if now - last < busy_share * quiet_s:
-            break
-        last = now
-    return round(time.monotonic() - started, 1)
 
 
 def write_stand_in_calibration(data_dir: Path, dataset: str, model: str) -> None:
