@@ -288,7 +288,8 @@ def http_stage(run: DatasetRun, base: str, key: str, pid: int, options: Options,
             created.raise_for_status()
             return created.json()["id"]
 
-        # The first command waits for the start-up warm-up of the similarity: timed on its own.
+        # The first command may wait for the start-up warm-up of the parser's catalog tables (seconds
+        # at 10^6 items; never for the text model, which only a soft command needs): timed on its own.
         first = Timed("first command", deadline)
         answer = first.call(
             lambda: client.post(f"/v1/sessions/{new_session()}/commands", json={"text": "no horror"})

@@ -309,7 +309,7 @@ def _locked_catalog_index(models: SteeringModels) -> CatalogIndex:
 
 def _similarity(models: SteeringModels, scorer: Scorer) -> Similarity:
     backend = models.settings.steering_similarity
-    with models.lock:
+    with models.similarity_lock:
         if (scorer, backend) not in models.similarities:
             catalog = models.catalog
             cache = embedding_cache_path(models.settings.data_dir, catalog.name, catalog.fingerprint)
