@@ -282,9 +282,11 @@ RULE_NEUTRAL_WORDS = frozenset((
     "a", "an", "the", "some", "any", "of", "for", "me", "us", "please", "pls", "plz", "movies", "movie",
     "films", "film", "flicks", "flick", "stuff", "ones", "tonight", "today", "now", "thanks", "thx", "thank",
     "you", "kind", "type", "sort", "night", "evening", "weekend", "lol", "to", "watch", "see", "genre",
+    "things", "titles", "items", "picks", "songs", "tracks", "games", "shows",
 ))  # fmt: skip
 """Words that carry no wish of their own: a clause of the rule parser may hold them beside what it reads
-("no scary movies tonight please")."""
+("no scary movies tonight please", "only things from after 1999"). The generic nouns of items cover every
+catalog's kind (films, songs, games): one the rules do not know withheld the whole clause."""
 RULE_WISH_WORDS = frozenset((
     "i", "i'm", "im", "i'd", "id", "we", "we're", "let's", "lets", "can", "could", "would", "will", "want",
     "wanna", "like", "love", "need", "feel", "feeling", "in", "mood", "surprise", "with", "give", "show",
@@ -316,10 +318,13 @@ LIFT_PREFIX = re.compile(
     r"^(allow|bring back|i don't mind|i dont mind|i'm ok with|im ok with|unblock) (?P<body>.+)$"
 )
 LIKE = re.compile(r"^(like|similar to|in the style of|such as) (?P<title>.+)$")
-FILLER_START = re.compile(r"^(the|a|an|any|some|more|of|to|watch|see|movies|films|stuff|ones)\s+")
+FILLER_START = re.compile(
+    r"^(the|a|an|any|some|more|of|to|watch|see|movies|films|stuff|ones|things|titles|items|picks|songs|"
+    r"tracks|games|shows)\s+"
+)
 FILLER_END = re.compile(
-    r"\s+(movies|movie|films|film|ones|stuff|titles|games|artists|music|please|anymore|again|for now|"
-    r"for a while|for me|instead|too|then)$"
+    r"\s+(movies|movie|films|film|ones|stuff|things|titles|items|picks|songs|tracks|games|shows|artists|"
+    r"music|please|anymore|again|for now|for a while|for me|instead|too|then)$"
 )
 IGNORABLE = frozenset({"please", "thanks", "thank you", "ok", "okay", "and", "also", "then", "actually"})
 """Politeness and discourse words carry no preference: skipped, not reported as misunderstood."""
