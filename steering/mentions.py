@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from recmodels.dataset import Dataset
 from steering.catalog_index import CatalogIndex
 from steering.lexicon import (
     AGE,
@@ -88,7 +89,13 @@ class MentionFinder:
 
     @cached_property
     def newest_year(self) -> int | None:
-        years = [item.year for item in self.index.catalog.items if item.year]
+        catalog = self.index.catalog
+        if isinstance(catalog, Dataset) and catalog.item_columns.attributes_typed:
+            # 10^6 items: the year column's max in ~1 ms, where making every Item took 2.5 s
+            known, years = catalog.item_columns.known_years()
+            years = years[known & (years != 0)]  # as below: a year 0 says no more than none
+            return int(years.max()) if len(years) else None
+        years = [item.year for item in catalog.items if item.year]
         return max(years) if years else None
 
     @cached_property
