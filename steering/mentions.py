@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-from recmodels.dataset import Dataset
 from steering.catalog_index import CatalogIndex
 from steering.lexicon import (
     AGE,
@@ -40,6 +39,7 @@ from steering.lexicon import (
 )
 from steering.preferences import YearRange
 from steering.titles import Named, TitleLookup, Words
+from steering.tools import attribute_index
 
 MentionKind = Literal["genre", "year", "item", "mood"]
 MENTION_KINDS: tuple[MentionKind, ...] = ("genre", "year", "item", "mood")
@@ -90,10 +90,9 @@ class MentionFinder:
     @cached_property
     def newest_year(self) -> int | None:
         catalog = self.index.catalog
-        if isinstance(catalog, Dataset) and catalog.item_columns.attributes_typed:
-            # 10^6 items: the year column's max in ~1 ms, where making every Item took 2.5 s
-            known, years = catalog.item_columns.known_years()
-            years = years[known & (years != 0)]  # as below: a year 0 says no more than none
+        arrays = attribute_index(catalog)  # the filter's year arrays (from prepare's look-up when saved)
+        if arrays is not None:  # 10^6 items: ~1 ms, where making every Item took 2.5 s
+            years = arrays.years[arrays.year_known & (arrays.years != 0)]  # a year 0 says no more than none
             return int(years.max()) if len(years) else None
         years = [item.year for item in catalog.items if item.year]
         return max(years) if years else None

@@ -544,7 +544,8 @@ def test_another_name_of_everyday_words_counts_only_capitalised():
 
 def test_the_newest_year_is_read_off_the_year_column_as_the_items_say(synthetic_dataset, monkeypatch):
     """A 10^6-item catalog's newest year came from making every Item (2.5 s on the first command
-    naming an era); from the columns it is the same year, and no Item is made."""
+    naming an era); from the hard filter's year arrays (made from the columns) it is the same year,
+    and no Item is made."""
     expected = max(item.year for item in synthetic_dataset.items if item.year)
     fresh = MentionFinder(CatalogIndex(synthetic_dataset))
     monkeypatch.setattr(type(synthetic_dataset), "items", property(lambda _: pytest.fail("made every Item")))
