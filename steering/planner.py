@@ -6,8 +6,9 @@ the loop works on) and ``hard_violations`` (re-exported from tools, for the user
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -25,6 +26,7 @@ from steering.tools import (
     hard_violations,
     match_array,
     semantic_score_array,
+    zscore_order,
 )
 
 __all__ = [
@@ -50,17 +52,21 @@ class PlanWeights:
 
 @dataclass
 class Plan:
-    """What the planner did: the ranking, the tools it ran, soft preferences it could not use."""
+    """What the planner did: the items it ranks first, the tools it ran, soft preferences it could
+    not use, and (:attr:`ranked`) each item's scores."""
 
-    ranked: list[RankedItem]
+    items: list[int]
     tools: list[ToolName]
     pool_size: int
     after_filter: int
     skipped_soft: list[str] = field(default_factory=list)
+    scored: Callable[[], list[RankedItem]] = field(default=list, repr=False, compare=False)
+    """Makes :attr:`ranked`: the service reads only the items, whose scores may cost more to make."""
 
-    @property
-    def items(self) -> list[int]:
-        return [r.item for r in self.ranked]
+    @cached_property
+    def ranked(self) -> list[RankedItem]:
+        """:attr:`items` with their scores (a matcher's mix, the penalty), made when first read."""
+        return self.scored()
 
 
 def choose_tools(preferences: Preferences) -> list[ToolName]:
@@ -136,10 +142,18 @@ def _run_plan(
         skipped += [p.text for p in missing]
         if negative is not None:
             penalties = attenuate_array(negative, strength=weights.attenuation)
-    ranked = aggregate_arrays(
-        kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k
-    )
-    return Plan(ranked, tools, len(pool), len(kept), skipped)
+
+    def scored() -> list[RankedItem]:
+        return aggregate_arrays(
+            kept, collaborative, matched=matched, semantic=semantic, penalties=penalties, k=k
+        )
+
+    order = zscore_order(collaborative, k) if matched is None and penalties is None else None
+    if order is None:
+        ranked = scored()
+        return Plan([r.item for r in ranked], tools, len(pool), len(kept), skipped, lambda: ranked)
+    # Ranked by the rec model's scores alone: their order is their z-scores', which only `ranked` needs.
+    return Plan(kept[order].tolist(), tools, len(pool), len(kept), skipped, scored)
 
 
 def steer_candidates(

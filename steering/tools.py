@@ -327,24 +327,59 @@ def aggregate_arrays(
 ) -> list[RankedItem]:
     """:func:`aggregate` over arrays (ids int64, scores float64): a Python object only per item ranked."""
     base = matched if matched is not None else zscore_array(collaborative)
-    penalty = penalties if penalties is not None else np.zeros(len(candidates))
-    if not len(base) == len(penalty) == len(candidates) == len(collaborative):
+    penalized = len(candidates) if penalties is None else len(penalties)
+    if not len(base) == penalized == len(candidates) == len(collaborative):
         raise ValueError("aggregate: one score per candidate")
-    score = base - penalty
+    # No penalty leaves the score as it is (x - 0.0 is x, float for float): no 10^6-value subtraction.
+    score = base if penalties is None else base - penalties
     if np.isnan(score).any():  # NaN has no place in an order: Python's sort decides as it always did
         order = sorted(range(len(candidates)), key=lambda i: -score[i])
     else:  # stable, like list.sort; + 0.0 makes -0.0 and 0.0 one key
-        order = _stable_order(-score + 0.0, k).tolist()
+        keys = np.negative(score)
+        order = _stable_order(np.add(keys, 0.0, out=keys), k).tolist()
     return [
         RankedItem(
             item=int(candidates[i]),
             score=float(score[i]),
             collaborative=float(collaborative[i]),
             semantic=None if semantic is None else float(semantic[i]),
-            penalty=float(penalty[i]),
+            penalty=0.0 if penalties is None else float(penalties[i]),
         )
         for i in (order if k is None else order[:k])
     ]
+
+
+def zscore_order(values: np.ndarray, k: int) -> np.ndarray | None:
+    """The positions :func:`aggregate_arrays` ranks first when ``values`` alone are scored (no matcher,
+    no penalty), read off the values themselves: the z-score's exact sums (~15 ms over a 10^6-item
+    pool) are not needed to know the order. None where that cannot be shown; then rank by z.
+
+    z = (x - mean) / std never reverses two values, and keeps two distinct ones distinct when they
+    lie further apart than the rounding of either step can move them: 2^-51 of the values' range
+    (the mean lies within it), checked here with a wide margin for the first k + 1 values. Equal
+    values have equal z, so ties keep the candidate order in both rankings.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if not 0 < k < len(x) or len(x) < _EXACT_FROM:
+        return None
+    lowest, highest = float(x.min()), float(x.max())  # NaN propagates: no order read then
+    if not (np.isfinite(lowest) and np.isfinite(highest)):
+        return None
+    if lowest == highest:  # z is all zeros: the candidate order
+        return np.arange(k)
+    order = _stable_order(-x, k + 1)  # -x: exact, and -0.0 ties 0.0 as z's + 0.0 makes them
+    top = x[order]
+    if top[k] == top[k - 1]:  # a tie across the k-th place: what lies beyond it decides (rare)
+        return None
+    spread = (highest - lowest) + 2.0**-50 * max(abs(lowest), abs(highest))
+    gaps = top[:-1] - top[1:]
+    if np.any((gaps > 0.0) & (gaps <= spread * _DISTINCT_Z)):
+        return None
+    return order[:k]
+
+
+_DISTINCT_Z = 2.0**-46
+"""Values further apart than this share of their range have distinct z-scores (2^-51 would do)."""
 
 
 def _stable_order(keys: np.ndarray, k: int | None) -> np.ndarray:
@@ -382,7 +417,8 @@ def zscore_array(values: np.ndarray) -> np.ndarray:
     if std == 0.0:
         return np.zeros(n)
     mean = float(Fraction(total) * Fraction(2) ** lowest) / n  # fmean: fsum (correctly rounded) / n
-    return (x - mean) / std
+    z = np.subtract(x, mean)
+    return np.divide(z, std, out=z)  # in place: a 10^6-value temporary less (the same floats)
 
 
 # statistics.pstdev is exact (sums of the values' integer ratios, then a correctly rounded square
@@ -407,19 +443,47 @@ def _exact_sums(x: np.ndarray) -> tuple[int, int, int]:
     """The sums of finite float64 ``x`` and of its squares as exact integers, in units of ``2**lowest``
     and ``2**(2 * lowest)``, and ``lowest``. A 10^6-item pool is summed in parts on the catalog-scan
     threads: exact sums add up to the same integers in any order."""
-    parts = map_rows(len(x), lambda rows: _exact_sums_of_part(x[rows]))
-    lowest = min(part_lowest for _, _, part_lowest in parts)
-    total = sum(part_total << (part_lowest - lowest) for part_total, _, part_lowest in parts)
-    squares = sum(part_squares << (2 * (part_lowest - lowest)) for _, part_squares, part_lowest in parts)
-    return total, squares, lowest
+    return _combined(map_rows(len(x), lambda rows: _exact_sums_of_part(x[rows])))
+
+
+def _combined(sums: Sequence[tuple[int, int, int]]) -> tuple[int, int, int]:
+    """Exact (total, squares, lowest) sums of several parts as those of the whole, in one form
+    whatever the parts: ``lowest`` as high as both sums allow ((0, 0, 0) when both are zero)."""
+    lowest = min(part_lowest for _, _, part_lowest in sums)
+    total = sum(part_total << (part_lowest - lowest) for part_total, _, part_lowest in sums)
+    squares = sum(part_squares << (2 * (part_lowest - lowest)) for _, part_squares, part_lowest in sums)
+    if not squares:  # every value is zero (a nonzero value has a nonzero square)
+        return 0, 0, 0
+    shift = ((squares & -squares).bit_length() - 1) // 2  # 2 ** (2 * shift) divides squares
+    if total:
+        shift = min(shift, (total & -total).bit_length() - 1)
+    return total >> shift, squares >> (2 * shift), lowest + shift
+
+
+# A part is summed a chunk at a time: a chunk's temporaries (128 KB each) stay in the cache and in
+# malloc's heap. One pass over a whole 10^6-value part made a dozen fresh 4-8 MB arrays, each paying
+# a page fault per 4 KB page (~2 µs on a VM): most of the ~15 ms the sums took.
+_SUM_CHUNK = 1 << 14
 
 
 def _exact_sums_of_part(x: np.ndarray) -> tuple[int, int, int]:
     """:func:`_exact_sums` of one part, in one thread."""
-    fraction, exponent = np.frexp(x)
-    short = fraction * 2.0**_SHORT_BITS
-    if np.array_equal(short, np.trunc(short)):
-        return _exact_sums_of_short(short, exponent - _SHORT_BITS)
+    short_bins = _PowerBins()
+    sums = []
+    for start in range(0, len(x), _SUM_CHUNK):
+        fraction, exponent = np.frexp(x[start : start + _SUM_CHUNK])
+        short = fraction * 2.0**_SHORT_BITS
+        if np.array_equal(short, np.trunc(short)):
+            short_bins.add(short, exponent - _SHORT_BITS)
+        else:
+            sums.append(_exact_sums_of_long(fraction, exponent))
+    if short_bins.count:
+        sums.append(short_bins.sums())
+    return _combined(sums)
+
+
+def _exact_sums_of_long(fraction: np.ndarray, exponent: np.ndarray) -> tuple[int, int, int]:
+    """:func:`_exact_sums` of ``fraction * 2**exponent`` (np.frexp's halves) of any float64s."""
     mantissa = (fraction * 2.0**53).astype(np.int64)  # exactly: x = mantissa * 2**power
     power = exponent.astype(np.int64) - 53
     # Grouped by power (order within a group does not matter: its sums are exact). The powers of
@@ -448,24 +512,46 @@ def _exact_sums_of_part(x: np.ndarray) -> tuple[int, int, int]:
 # bincount per power of two gives the exact sums in a few passes, without sorting (10^6 values:
 # ~5 ms instead of ~35). Wider mantissas (a mean of two cosines, say) take the general path.
 _SHORT_BITS = 24
+_MOST_SHORT = 1 << 29
 
 
-def _exact_sums_of_short(mantissa: np.ndarray, power: np.ndarray) -> tuple[int, int, int]:
-    """:func:`_exact_sums` of ``mantissa * 2**power`` with integer-valued float64 mantissas below
-    ``2**24`` in size (at most 2^29 of them)."""
-    lowest = int(power.min())
-    group = power - lowest  # each value's power of two above the lowest
-    totals = np.bincount(group, weights=mantissa).tolist()
-    squared = mantissa * mantissa  # < 2**48: exact
-    high = np.floor(squared * 2.0**-_SHORT_BITS)
-    low = squared - high * 2.0**_SHORT_BITS
-    highs, lows = np.bincount(group, weights=high).tolist(), np.bincount(group, weights=low).tolist()
-    total = sum(int(t) << g for g, t in enumerate(totals))
-    squares = sum(
-        ((int(h) << _SHORT_BITS) + int(lo)) << (2 * g)
-        for g, (h, lo) in enumerate(zip(highs, lows, strict=True))
-    )
-    return total, squares, lowest
+class _PowerBins:
+    """Exact sums of integer-valued float64 mantissas below ``2**24`` in size, times a power of two,
+    and of their squares: float64 bins per power (np.frexp's exponents: -1073..1024), added to chunk
+    by chunk. Each bin stays exact while at most 2^29 values are added."""
+
+    _OFFSET = 1100  # the lowest power of a float64's 24-bit mantissa is -1073 - 24
+    _BINS = 2 * _OFFSET
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.totals = np.zeros(self._BINS)
+        self.highs = np.zeros(self._BINS)  # the squares' high 24-bit halves
+        self.lows = np.zeros(self._BINS)
+
+    def add(self, mantissa: np.ndarray, power: np.ndarray) -> None:
+        self.count += len(mantissa)
+        if self.count > _MOST_SHORT:
+            raise ValueError(f"more than {_MOST_SHORT} values in one part")
+        group = power + self._OFFSET
+        squared = mantissa * mantissa  # < 2**48: exact
+        high = np.floor(squared * 2.0**-_SHORT_BITS)
+        low = squared - high * 2.0**_SHORT_BITS
+        self.totals += np.bincount(group, weights=mantissa, minlength=self._BINS)
+        self.highs += np.bincount(group, weights=high, minlength=self._BINS)
+        self.lows += np.bincount(group, weights=low, minlength=self._BINS)
+
+    def sums(self) -> tuple[int, int, int]:
+        used = np.flatnonzero(self.totals.astype(bool) | self.highs.astype(bool) | self.lows.astype(bool))
+        if not len(used):  # every value was zero
+            return 0, 0, 0
+        lowest = int(used[0])
+        total = squares = 0
+        for g in used.tolist():
+            shift = g - lowest
+            total += int(self.totals[g]) << shift
+            squares += ((int(self.highs[g]) << _SHORT_BITS) + int(self.lows[g])) << (2 * shift)
+        return total, squares, lowest - self._OFFSET
 
 
 def _pstdev_of_sums(n: int, total: int, squares: int, lowest: int) -> float:

@@ -392,3 +392,69 @@ def test_the_planner_on_arrays_ranks_as_the_list_tools_do():
     assert sim.similarity_array(np.asarray(candidates), preferences.positive.soft[0]).tolist() == (
         sim.similarities(candidates, preferences.positive.soft[0])
     )
+
+
+def _near_ties(n: int):
+    """Values 1 + i ulp beside one far outlier: the z-score's rounding merges the near-ties."""
+    import numpy as np
+
+    values = 1.0 + np.arange(n) * 2.0**-52
+    values[0] = 2.0**60
+    return values
+
+
+def test_the_order_read_off_the_scores_is_the_z_scores_order():
+    """zscore_order (a plan without matcher or penalty, ranked without the z-score's exact sums)
+    gives the positions aggregate_arrays ranks first, or None: on awkward lists (ties, signed zeros,
+    wide ranges, nearly constant), near-ties a z-score may merge, NaN and inf."""
+    import numpy as np
+
+    from steering.tools import aggregate_arrays, zscore_order
+
+    rng = np.random.default_rng(7)
+    read = 0
+    for trial in range(30):
+        n = int(rng.integers(1024, 6000))
+        lists = [*_awkward_floats(rng, n), np.round(rng.standard_normal(n), 1), _near_ties(n)]
+        for values in lists:
+            for k in (1, 20, n - 1):
+                order = zscore_order(values, k)
+                ranked = aggregate_arrays(np.arange(n), values, k=k)
+                if order is not None:
+                    read += 1
+                    assert order.tolist() == [r.item for r in ranked], (trial, k)
+        with_nan = rng.standard_normal(n)
+        with_nan[3] = np.nan
+        assert zscore_order(with_nan, 20) is None
+        assert zscore_order(np.append(rng.standard_normal(n), np.inf), 20) is None
+    assert read > 300  # most lists are read off the scores; the rest fall back
+    assert zscore_order(_near_ties(1024), 20) is None
+    merged = aggregate_arrays(np.arange(1024), _near_ties(1024), k=20)  # z merges some of them:
+    assert [r.item for r in merged] != np.argsort(-_near_ties(1024), kind="stable")[:20].tolist()
+    assert zscore_order(np.arange(5.0), 2) is None  # short lists: statistics' own path
+
+
+def test_a_plan_by_the_rec_scores_alone_makes_its_scores_only_when_read():
+    """A hard filter without soft preferences over a long pool: the items come from the scores'
+    order, `ranked` (with its z-scores) is made only when read, and it lists the same items with the
+    floats aggregate gives."""
+    import numpy as np
+
+    from steering.tools import aggregate_arrays
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
+    genres = ["Drama", "Horror", "Comedy"]
+    big = InMemoryCatalog([Item(i, f"item {i}", {"genres": [genres[i % 3]]}) for i in range(n)])
+    preferences = Preferences(negative=Side(genres=["Horror"]))
+    history = [5, 9, 200]
+    pool = [i for i in range(n) if i not in history]
+    plan = run_plan(preferences, pool, history, model_scorer, big, k=20)
+
+    assert len(plan.items) == 20 and "ranked" not in vars(plan)  # the scores are not made yet
+    candidates = np.asarray(filter_candidates(pool, preferences, big))
+    expected = aggregate_arrays(candidates, model_scorer.score_array(history, candidates), k=20)
+    assert plan.items == [r.item for r in expected]
+    assert repr(plan.ranked) == repr(expected)
