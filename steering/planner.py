@@ -109,24 +109,30 @@ def _run_plan(
     similarity: Similarity | None,
     weights: PlanWeights,
 ) -> Plan:
-    """:func:`run_plan` over a pool without repeats, as an array: at 10^6 items every per-item step
-    is a numpy operation on arrays (ids, scores, z-scores, the top k), never a Python loop or a
+    """:func:`run_plan` over a pool without repeats, as an array of ids, or as a bool mask over the
+    catalog (:func:`steer_plan`'s unseen items; the plan may change it): at 10^6 items every
+    per-item step is a numpy operation on arrays (ids, scores, the top k), never a Python loop or a
     Python list over the pool (issue 45)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     tools = choose_tools(preferences)
     anchors = [p.item for p in preferences.positive.soft if p.item is not None]
-    if anchors:  # "like X" asks for others than X
-        pool = pool[~np.isin(pool, anchors)]
-    kept = pool
-    if "filter" in tools:
-        index = attribute_index(catalog)
-        if index is None:
-            kept = np.array(filter_candidates(pool.tolist(), preferences, catalog), dtype=np.int64)
-        else:
-            kept = pool[index.allowed(preferences)[pool]]
+    index = attribute_index(catalog) if "filter" in tools else None
+    if pool.dtype == np.bool_:  # pool, anchors and filter as one mask: one pass, then its ids
+        pool[[a for a in anchors if 0 <= a < len(pool)]] = False  # "like X" asks for others than X
+        pool_size = int(np.count_nonzero(pool))
+        if index is not None:
+            pool &= index.allowed(preferences)
+        kept = np.flatnonzero(pool)  # ascending, as the ids of the catalog's unseen items list them
+    else:
+        if anchors:
+            pool = pool[~np.isin(pool, anchors)]
+        pool_size = len(pool)
+        kept = pool if index is None else pool[index.allowed(preferences)[pool]]
+    if "filter" in tools and index is None:  # a catalog the arrays cannot hold: judged item by item
+        kept = np.array(filter_candidates(kept.tolist(), preferences, catalog), dtype=np.int64)
     if not len(kept):
-        return Plan([], tools, len(pool), 0)
+        return Plan([], tools, pool_size, 0)
     collaborative = scorer.score_array(history, kept)
     needs_similarity = "matcher" in tools or "attenuator" in tools
     sim = similarity or (CollaborativeSimilarity(scorer) if needs_similarity else None)
@@ -151,9 +157,9 @@ def _run_plan(
     order = zscore_order(collaborative, k) if matched is None and penalties is None else None
     if order is None:
         ranked = scored()
-        return Plan([r.item for r in ranked], tools, len(pool), len(kept), skipped, lambda: ranked)
+        return Plan([r.item for r in ranked], tools, pool_size, len(kept), skipped, lambda: ranked)
     # Ranked by the rec model's scores alone: their order is their z-scores', which only `ranked` needs.
-    return Plan(kept[order].tolist(), tools, len(pool), len(kept), skipped, scored)
+    return Plan(kept[order].tolist(), tools, pool_size, len(kept), skipped, scored)
 
 
 def steer_candidates(
@@ -192,12 +198,12 @@ def steer_plan(
 ) -> Plan:
     """The plan behind :func:`steer_candidates` under non-empty preferences: the whole unseen
     catalog is the pool. Its ranking keeps the scores (what bench.steer_commands hashes)."""
-    pool = unseen_pool(catalog, {*history, *exclude})
-    return _run_plan(preferences, pool, history, scorer, catalog, k, similarity=similarity, weights=weights)
+    unseen = unseen_items(catalog, {*history, *exclude})
+    return _run_plan(preferences, unseen, history, scorer, catalog, k, similarity=similarity, weights=weights)
 
 
-def unseen_pool(catalog: Catalog, seen: Collection[int]) -> np.ndarray:
-    """The ids of the catalog's items not in ``seen``, ascending, as the catalog lists them."""
+def unseen_items(catalog: Catalog, seen: Collection[int]) -> np.ndarray:
+    """bool [N]: the catalog's items not in ``seen``."""
     unseen = np.ones(len(catalog.items), dtype=bool)
     unseen[[i for i in set(seen) if 0 <= i < len(unseen)]] = False
-    return np.flatnonzero(unseen)
+    return unseen

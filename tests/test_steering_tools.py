@@ -458,3 +458,38 @@ def test_a_plan_by_the_rec_scores_alone_makes_its_scores_only_when_read():
     expected = aggregate_arrays(candidates, model_scorer.score_array(history, candidates), k=20)
     assert plan.items == [r.item for r in expected]
     assert repr(plan.ranked) == repr(expected)
+
+
+def test_the_unseen_catalog_as_a_mask_plans_as_its_list_of_ids():
+    """steer_plan filters the unseen catalog as one mask (pool, "like X" anchors, hard filter); run_plan
+    over the same items listed as ids plans the same: items, scores, pool sizes. With the attribute
+    index and without it (the per-item filter)."""
+    import numpy as np
+
+    from steering.planner import steer_plan
+    from steering.tools import use_attribute_index
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
+    genres = ["Drama", "Horror", "Comedy"]
+    items = [Item(i, f"item {i}", {"genres": [genres[i % 3]], "year": 1950 + i % 60}) for i in range(n)]
+    history, exclude = [5, 9, 200], [11, 12]
+    unseen = [i for i in range(n) if i not in {*history, *exclude}]
+    cases = [
+        Preferences(negative=Side(genres=["Horror"])),
+        Preferences(positive=Side(genres=["Drama"], year_range=YearRange(start=1990))),
+        Preferences(positive=Side(soft=[SoftPreference(text="like 3", item=3)]), negative=Side(items=[7, 8])),
+        Preferences(positive=Side(genres=["No Such Genre"])),
+    ]
+    for with_index in (True, False):
+        catalog = InMemoryCatalog(items)
+        if not with_index:
+            use_attribute_index(catalog, None)
+        for preferences in cases:
+            masked = steer_plan(preferences, history, model_scorer, catalog, 20, exclude=exclude)
+            listed = run_plan(preferences, unseen, history, model_scorer, catalog, k=20)
+            assert (masked.pool_size, masked.after_filter) == (listed.pool_size, listed.after_filter)
+            assert masked.items == listed.items and repr(masked.ranked) == repr(listed.ranked)
+    assert masked.items == [] and masked.pool_size == len(unseen)  # no item has that genre
