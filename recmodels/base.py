@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import ClassVar
 
 import torch
 from torch import nn
 
-from recmodels.scan import catalog_product
+from recmodels.scan import catalog_product, map_slices, scan_threads, scratch_rows
 
 
 def pad_histories(histories: Sequence[Sequence[int]], max_len: int, pad_id: int) -> torch.Tensor:
@@ -107,28 +107,46 @@ class SequentialRecommender(nn.Module, ABC):
         assert candidates.dim() == 2 and candidates.shape[0] == seqs.shape[0], "candidates must be [B, C]"
         states = self.encode(seqs)  # [B, H]
         weight, bias = self.output_embeddings()
-        # A steering pool of 10^6 candidates would gather a [1, 10^6, H] block (256 MB at H = 64) at
-        # once: gathered a slice at a time it is never more than 16 MB. The slices are a power of two
-        # long, so BLAS walks the candidates in the groups it walks them in one block (the same
-        # floats: checked at 10^6); fewer candidates than a slice (today's catalogs) are one block.
-        logits = torch.cat(
-            [torch.einsum("bh,bch->bc", states, rows) for rows in _gathered_rows(weight, candidates)], dim=1
-        )  # [B, C]
+        logits = _gathered_scores(weight, states, candidates)  # [B, C]
         return logits + bias[candidates] if bias is not None else logits
 
 
-def _gathered_rows(weight: torch.Tensor, candidates: torch.Tensor) -> Iterator[torch.Tensor]:
-    """``weight[part]`` [B, c, H] for each slice of :data:`_GATHERED` candidates [B, C]. Without
-    gradients, one buffer holds every slice in turn: a fresh 16 MB block per slice pays its page
-    faults each time (a 10^6-item pool: 50-130 ms against 30-40 ms), for the same bytes."""
-    reuse = candidates.shape[1] > _GATHERED and not (torch.is_grad_enabled() and weight.requires_grad)
-    buffer = weight.new_empty(candidates.shape[0] * _GATHERED, weight.shape[1]) if reuse else None
-    for part in candidates.split(_GATHERED, dim=1):
-        if buffer is None:
-            yield weight[part]
-        else:
-            B, c = part.shape  # batch, candidates in this slice
-            yield torch.index_select(weight, 0, part.reshape(-1), out=buffer[: B * c]).view(B, c, -1)
+def _gathered_scores(weight: torch.Tensor, states: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """``einsum("bh,bch->bc", states, weight[candidates])`` a slice of candidates at a time.
+
+    A steering pool of 10^6 candidates would gather a [1, 10^6, H] block (256 MB at H = 64) at once:
+    a slice at a time it is never more than 16 MB. Slices are a power of two long, so BLAS walks the
+    candidates in the groups it walks them in one call (the same floats: tests check it). Without
+    gradients the slices run on the scan threads (a 10^5-item genre pool is a random gather, bound
+    by memory latency: two threads take half the time), each gathered into a scratch block kept
+    between calls (:func:`recmodels.scan.scratch_rows`: a fresh 16 MB block pays its page faults
+    each time, ~8 ms on a VM)."""
+    if torch.is_grad_enabled() and (weight.requires_grad or states.requires_grad):
+        parts = candidates.split(_GATHERED, dim=1)
+        return torch.cat([torch.einsum("bh,bch->bc", states, weight[part]) for part in parts], dim=1)
+
+    @torch.no_grad()  # grad mode is per thread: a scan thread's would be on
+    def score(columns: slice) -> torch.Tensor:
+        part = candidates[:, columns]
+        B, c = part.shape  # batch, candidates in this slice
+        with scratch_rows(weight, B * c) as block:
+            rows = torch.index_select(weight, 0, part.reshape(-1), out=block).view(B, c, -1)
+            return torch.einsum("bh,bch->bc", states, rows)
+
+    n = candidates.shape[1]
+    return torch.cat(map_slices(n, _slice_length(n), score), dim=1)
+
+
+def _slice_length(n_candidates: int) -> int:
+    """A power of two at most :data:`_GATHERED`: one slice per scan thread where the pool is long."""
+    per_thread = -(-n_candidates // scan_threads())
+    if scan_threads() == 1 or n_candidates < _SPLIT_FROM:
+        return _GATHERED
+    return min(_GATHERED, max(_SPLIT_FROM // 2, 1 << (per_thread - 1).bit_length()))
+
+
+_SPLIT_FROM = 1 << 14
+"""Fewer candidates than this are gathered in this thread: a hand-off costs more than it saves."""
 
 
 def mask_seen(logits: torch.Tensor, seqs: torch.Tensor, pad_id: int) -> torch.Tensor:

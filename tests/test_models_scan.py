@@ -122,3 +122,32 @@ def test_top_k_in_parts_is_torch_topk(two_scan_threads):
         assert got_indices.tolist() == expected.indices.tolist(), k
         assert torch.equal(got_values.nan_to_num(), expected.values.nan_to_num()), k
     assert scan.top_k(values[:100], 5)[1].tolist() == torch.topk(values[:100], 5).indices.tolist()  # one part
+
+
+def test_a_gathered_pool_in_slices_on_two_threads_gives_the_floats_of_one_call(two_scan_threads):
+    """score_candidates gathers a long pool a power-of-two slice at a time, on the scan threads, into
+    scratch blocks kept between calls: the floats of one einsum over every row, call after call
+    (a kept block never leaks a row of the last call), for one history and for a batch."""
+    from recmodels.base import _gathered_scores
+
+    generator = torch.Generator().manual_seed(5)
+    weight = torch.randn(90_000, 16, generator=generator)
+    for n_candidates, batch in ((70_000, 1), (40_000, 1), (20_000, 1), (300, 3), (20_000, 2)):
+        states = torch.randn(batch, 16, generator=generator)
+        candidates = torch.randint(0, len(weight), (batch, n_candidates), generator=generator)
+        one_call = torch.einsum("bh,bch->bc", states, weight[candidates])
+        assert torch.equal(_gathered_scores(weight, states, candidates), one_call), (n_candidates, batch)
+    assert len(scan._scratch) <= scan.KEPT_SCRATCH_BLOCKS
+
+
+def test_a_gathered_pool_under_autograd_keeps_its_gradients():
+    """Training gathers without scratch blocks: einsum keeps the rows it read for the backward pass."""
+    from recmodels.base import _gathered_scores
+
+    generator = torch.Generator().manual_seed(6)
+    weight = torch.randn(500, 8, generator=generator, requires_grad=True)
+    states = torch.randn(2, 8, generator=generator, requires_grad=True)
+    candidates = torch.randint(0, 500, (2, 300), generator=generator)
+    _gathered_scores(weight, states, candidates).sum().backward()
+    assert torch.allclose(states.grad, weight.detach()[candidates].sum(1))
+    assert weight.grad is not None and torch.count_nonzero(weight.grad.sum(1)) > 0
