@@ -363,8 +363,8 @@ def zscore_order(values: np.ndarray, k: int) -> np.ndarray | None:
     if not 0 < k < len(x) or len(x) < _EXACT_FROM:
         return None
     lowest, highest = float(x.min()), float(x.max())  # NaN propagates: no order read then
-    if not (np.isfinite(lowest) and np.isfinite(highest)):
-        return None
+    if not (np.isfinite(lowest) and np.isfinite(highest)) or max(-lowest, highest) > 2.0**1000:
+        return None  # (x - mean) might overflow
     if lowest == highest:  # z is all zeros: the candidate order
         return np.arange(k)
     order = _stable_order(-x, k + 1)  # -x: exact, and -0.0 ties 0.0 as z's + 0.0 makes them
@@ -372,6 +372,8 @@ def zscore_order(values: np.ndarray, k: int) -> np.ndarray | None:
     if top[k] == top[k - 1]:  # a tie across the k-th place: what lies beyond it decides (rare)
         return None
     spread = (highest - lowest) + 2.0**-50 * max(abs(lowest), abs(highest))
+    if spread < 2.0**-900:  # differences near the subnormals: their rounding is not relative
+        return None
     gaps = top[:-1] - top[1:]
     if np.any((gaps > 0.0) & (gaps <= spread * _DISTINCT_Z)):
         return None
