@@ -117,10 +117,9 @@ def _gathered_scores(weight: torch.Tensor, states: torch.Tensor, candidates: tor
     A steering pool of 10^6 candidates would gather a [1, 10^6, H] block (256 MB at H = 64) at once:
     a slice at a time it is never more than 16 MB. Slices are a power of two long, so BLAS walks the
     candidates in the groups it walks them in one call (the same floats: tests check it). Without
-    gradients the slices run on the scan threads (a 10^5-item genre pool is a random gather, bound
-    by memory latency: two threads take half the time), each gathered into a scratch block kept
-    between calls (:func:`recmodels.scan.scratch_rows`: a fresh 16 MB block pays its page faults
-    each time, ~8 ms on a VM)."""
+    gradients the slices run on the scan threads, each gathered into a scratch block kept between
+    calls (:func:`recmodels.scan.scratch_rows`), where a fresh block of up to 16 MB paid its page
+    faults each time: together ~2 ms off a 10^6-item catalog's median command (bench/README.md)."""
     if torch.is_grad_enabled() and (weight.requires_grad or states.requires_grad):
         parts = candidates.split(_GATHERED, dim=1)
         return torch.cat([torch.einsum("bh,bch->bc", states, weight[part]) for part in parts], dim=1)
