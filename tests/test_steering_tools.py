@@ -356,18 +356,25 @@ def test_the_array_tools_give_the_list_tools_floats():
             assert same(match_array(values, other, semantic_weight=0.7), mixed), trial
 
 
+def _random_scorer_and_catalog(rng, genres: list[str], n: int = 3000) -> tuple[Scorer, list[Item]]:
+    """A scorer over n random 8-d item vectors, and n items cycling through three genres and 60 years:
+    long enough for the exact sums and the planner's array paths."""
+    import numpy as np
+
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
+    items = [Item(i, f"item {i}", {"genres": [genres[i % 3]], "year": 1950 + i % 60}) for i in range(n)]
+    return scorer, items
+
+
 def test_the_planner_on_arrays_ranks_as_the_list_tools_do():
     """run_plan (arrays end to end) against the tools' list functions composed by hand, on a catalog
     long enough for the exact sums: the same items, scores, similarities and penalties; the scorer's
     and the similarity's arrays hold their lists' floats."""
     import numpy as np
 
-    rng = np.random.default_rng(2)
-    n = 3000
-    vectors = rng.standard_normal((n, 8)).astype(np.float32)
-    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
-    genres = ["Comedy", "Horror", "Drama"]
-    items = [Item(i, f"item {i}", {"genres": [genres[i % 3]], "year": 1950 + i % 60}) for i in range(n)]
+    model_scorer, items = _random_scorer_and_catalog(np.random.default_rng(2), ["Comedy", "Horror", "Drama"])
+    n = len(items)
     big = InMemoryCatalog(items)
     sim = CollaborativeSimilarity(model_scorer)
     preferences = Preferences(
@@ -442,12 +449,8 @@ def test_a_plan_by_the_rec_scores_alone_makes_its_scores_only_when_read():
 
     from steering.tools import aggregate_arrays
 
-    rng = np.random.default_rng(3)
-    n = 3000
-    vectors = rng.standard_normal((n, 8)).astype(np.float32)
-    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
-    genres = ["Drama", "Horror", "Comedy"]
-    big = InMemoryCatalog([Item(i, f"item {i}", {"genres": [genres[i % 3]]}) for i in range(n)])
+    model_scorer, items = _random_scorer_and_catalog(np.random.default_rng(3), ["Drama", "Horror", "Comedy"])
+    n, big = len(items), InMemoryCatalog(items)
     preferences = Preferences(negative=Side(genres=["Horror"]))
     history = [5, 9, 200]
     pool = [i for i in range(n) if i not in history]
@@ -469,12 +472,8 @@ def test_the_unseen_catalog_as_a_mask_plans_as_its_list_of_ids():
     from steering.planner import steer_plan
     from steering.tools import use_attribute_index
 
-    rng = np.random.default_rng(4)
-    n = 3000
-    vectors = rng.standard_normal((n, 8)).astype(np.float32)
-    model_scorer = Scorer(HandSetRecommender(vectors.tolist()), ScorerInfo("handset", "toy", "none", n))
-    genres = ["Drama", "Horror", "Comedy"]
-    items = [Item(i, f"item {i}", {"genres": [genres[i % 3]], "year": 1950 + i % 60}) for i in range(n)]
+    model_scorer, items = _random_scorer_and_catalog(np.random.default_rng(4), ["Drama", "Horror", "Comedy"])
+    n = len(items)
     history, exclude = [5, 9, 200], [11, 12]
     unseen = [i for i in range(n) if i not in {*history, *exclude}]
     cases = [
