@@ -138,9 +138,10 @@ def _gathered_scores(weight: torch.Tensor, states: torch.Tensor, candidates: tor
 
 def _slice_length(n_candidates: int) -> int:
     """A power of two at most :data:`_GATHERED`: one slice per scan thread where the pool is long."""
-    per_thread = -(-n_candidates // scan_threads())
-    if scan_threads() == 1 or n_candidates < _SPLIT_FROM:
+    threads = scan_threads()
+    if threads == 1 or n_candidates < _SPLIT_FROM:
         return _GATHERED
+    per_thread = -(-n_candidates // threads)
     return min(_GATHERED, max(_SPLIT_FROM // 2, 1 << (per_thread - 1).bit_length()))
 
 

@@ -544,7 +544,7 @@ class _PowerBins:
         self.lows += np.bincount(group, weights=low, minlength=self._BINS)
 
     def sums(self) -> tuple[int, int, int]:
-        used = np.flatnonzero(self.totals.astype(bool) | self.highs.astype(bool) | self.lows.astype(bool))
+        used = np.flatnonzero(self.highs + self.lows)  # a nonzero value has a nonzero square
         if not len(used):  # every value was zero
             return 0, 0, 0
         lowest = int(used[0])
